@@ -1,0 +1,90 @@
+"""Errors raised by uncertain-cep, one subclass per pipeline stage.
+
+Every error derives from :class:`UncertainCepError`, so ``except uc.UncertainCepError``
+catches everything the library raises on purpose. Messages say what is wrong, where
+(event id and column, group, query line and column), and how to fix it.
+
+String options are validated by :class:`ParamEnum` subclasses, which list the valid
+values when given a wrong one (the discipline of shapely's ``ParamEnum``).
+
+>>> class Colour(ParamEnum):
+...     red = "red"
+...     blue = "blue"
+>>> Colour.get_value("red")
+'red'
+>>> Colour.get_value("green")
+Traceback (most recent call last):
+...
+uncertain_cep.errors.InvalidOptionError: 'green' is not a valid colour; choose one of: 'red', 'blue'
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+__all__ = [
+    "UncertainCepError",
+    "InputError",
+    "IndexBuildError",
+    "IndexFormatError",
+    "QueryParseError",
+    "QueryError",
+    "PlanningError",
+    "InvalidOptionError",
+    "ParamEnum",
+]
+
+
+class UncertainCepError(Exception):
+    """Root of every error the library raises on purpose."""
+
+
+class InputError(UncertainCepError, ValueError):
+    """The archive (rows, columns, groups) is not valid input; see SEMANTICS A1/A2."""
+
+
+class IndexBuildError(UncertainCepError):
+    """A dependency group could not be indexed (for example it exceeds the node budget)."""
+
+
+class IndexFormatError(UncertainCepError):
+    """An on-disk index is missing, damaged, or of another format version."""
+
+
+class QueryParseError(UncertainCepError, ValueError):
+    """Query text is malformed. Carries ``line`` and ``column`` (1-based) and ``expected``."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 expected: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+        self.expected = expected
+
+
+class QueryError(UncertainCepError, ValueError):
+    """A well-formed query that cannot run on this archive (unknown attribute, bad value)."""
+
+
+class PlanningError(UncertainCepError):
+    """The planner could not evaluate a query (unknown strategy, inconsistent plan)."""
+
+
+class InvalidOptionError(UncertainCepError, ValueError):
+    """A string option was not one of its valid values."""
+
+
+class ParamEnum(enum.Enum):
+    """An enum of string options whose ``get_value`` names the valid choices on error."""
+
+    @classmethod
+    def get_value(cls, item: object) -> str:
+        try:
+            return str(cls(item).value)
+        except ValueError:
+            valid = ", ".join(repr(m.value) for m in cls)
+            name = re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()
+            raise InvalidOptionError(
+                f"{item!r} is not a valid {name}; choose one of: {valid}"
+            ) from None

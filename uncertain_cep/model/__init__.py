@@ -1,0 +1,8 @@
+"""The data model: uncertain events, attribute pdfs and Condition 2 (no Spark here)."""
+
+from uncertain_cep.model.events import Archive, NumericAttribute, read_archive
+from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
+from uncertain_cep.model.probability import interval_mass
+
+__all__ = ["Archive", "NumericAttribute", "read_archive", "MaxSpeed", "PairPredicate",
+           "interval_mass"]

@@ -1,0 +1,365 @@
+"""Uncertain events: reading and validating an archive (SEMANTICS A1).
+
+An archive is a table with one row per event:
+
+* ``event_id`` (int64 or string, unique),
+* the dependency-group column (``group`` unless ``group_by`` says otherwise),
+* ``t_lo``/``t_hi``: the inclusive interval of integer instants the event happened in
+  (a single column ``t`` is accepted for events whose time is certain),
+* numeric attributes as ``<a>_lo``/``<a>_hi`` (uniform over the range, or a truncated
+  normal when ``<a>_mu``/``<a>_sigma`` are given) or a single column ``<a>`` (certain),
+* string columns as certain categorical attributes.
+
+Bad rows raise :class:`~uncertain_cep.errors.InputError` naming the event id and column;
+nothing is dropped or clipped.
+
+>>> import pandas as pd
+>>> df = pd.DataFrame({"event_id": [1, 2], "group": ["g", "g"], "t_lo": [1, 2],
+...                    "t_hi": [3, 3], "x_lo": [0.0, 1.0], "x_hi": [1.0, 1.0],
+...                    "tag": ["a", "b"]})
+>>> archive = read_archive(df)
+>>> archive.n_events, archive.numeric_names, archive.categorical_names
+(2, ('x',), ('tag',))
+>>> read_archive(df.assign(t_lo=[4, 2]))
+Traceback (most recent call last):
+...
+uncertain_cep.errors.InputError: event 1 (row 0): t_lo = 4 is greater than t_hi = 3; every event needs t_lo <= t_hi
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from uncertain_cep.errors import InputError
+
+__all__ = ["NumericAttribute", "Archive", "read_archive"]
+
+_RESERVED = {"event_id", "t_lo", "t_hi", "t"}
+
+
+@dataclass(frozen=True, eq=False)
+class NumericAttribute:
+    """One numeric attribute of every event: a range with a pdf over it.
+
+    ``mu``/``sigma`` are NaN where the row's pdf is uniform (or ``None`` for all rows).
+    """
+
+    name: str
+    lo: np.ndarray
+    hi: np.ndarray
+    mu: np.ndarray | None = None
+    sigma: np.ndarray | None = None
+
+    @property
+    def is_certain(self) -> bool:
+        return bool(np.all(self.lo == self.hi))
+
+
+@dataclass(frozen=True, eq=False)
+class Archive:
+    """A validated archive of uncertain events, stored column-wise.
+
+    Events keep their input order; ``group_of[i]`` is the dense code of event ``i``'s
+    dependency group and ``group_labels[code]`` its original key.
+    """
+
+    event_ids: np.ndarray
+    group_by: str
+    group_labels: np.ndarray
+    group_of: np.ndarray
+    t_lo: np.ndarray
+    t_hi: np.ndarray
+    numeric: dict[str, NumericAttribute] = field(default_factory=dict)
+    categorical: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_events(self) -> int:
+        return len(self.event_ids)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.group_labels)
+
+    @property
+    def numeric_names(self) -> tuple[str, ...]:
+        return tuple(self.numeric)
+
+    @property
+    def categorical_names(self) -> tuple[str, ...]:
+        return tuple(self.categorical)
+
+    def group_members(self) -> list[np.ndarray]:
+        """Event indices of every group, in input order within each group."""
+        order = np.argsort(self.group_of, kind="stable")
+        bounds = np.searchsorted(self.group_of[order], np.arange(self.n_groups + 1))
+        return [order[bounds[g]:bounds[g + 1]] for g in range(self.n_groups)]
+
+    def describe_event(self, i: int) -> str:
+        return f"event {_eid(self.event_ids[i])}"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The archive as a DataFrame in the input layout (time already discretised)."""
+        cols: dict[str, Any] = {"event_id": self.event_ids,
+                                self.group_by: self.group_labels[self.group_of],
+                                "t_lo": self.t_lo, "t_hi": self.t_hi}
+        for name, attr in self.numeric.items():
+            cols[f"{name}_lo"] = attr.lo
+            cols[f"{name}_hi"] = attr.hi
+            if attr.mu is not None and attr.sigma is not None:
+                cols[f"{name}_mu"] = attr.mu
+                cols[f"{name}_sigma"] = attr.sigma
+        for name, values in self.categorical.items():
+            cols[name] = values
+        return pd.DataFrame(cols)
+
+
+def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = "group",
+                 time_unit: float | str | pd.Timedelta | None = None) -> Archive:
+    """Validate a DataFrame (or a Parquet/CSV file) of uncertain events into an :class:`Archive`.
+
+    Parameters
+    ----------
+    source
+        A pandas DataFrame, or the path of a Parquet or CSV file.
+    group_by
+        The dependency-group column.
+    time_unit
+        Needed when the time columns are not integers: a number (instants are
+        ``floor(t / time_unit)``) or, for datetime columns, a pandas offset such as
+        ``"1s"`` (instants are whole units since the Unix epoch).
+    """
+    df = _load_frame(source)
+    if group_by in _RESERVED:
+        raise InputError(f"group_by={group_by!r} names a reserved column; pick the column "
+                         "that holds the dependency-group key")
+    for col in ("event_id", group_by):
+        if col not in df.columns:
+            raise InputError(f"the archive has no {col!r} column (columns: {list(df.columns)}); "
+                             + ("pass group_by= to name the dependency-group column"
+                                if col == group_by else "every event needs a unique event_id"))
+    ids = _event_ids(df)
+    groups = df[group_by]
+    missing_group = groups.isna().to_numpy()
+    if missing_group.any():
+        i = int(np.flatnonzero(missing_group)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {group_by!r} is missing; "
+                         "every event needs a dependency group")
+    labels, group_of = _dense_codes(groups)
+    t_lo, t_hi = _time_columns(df, ids, time_unit)
+    numeric, categorical = _attributes(df, ids, group_by)
+    return Archive(event_ids=ids, group_by=group_by, group_labels=labels,
+                   group_of=group_of, t_lo=t_lo, t_hi=t_hi, numeric=numeric,
+                   categorical=categorical)
+
+
+def _eid(value: Any) -> str:
+    """An event id as the user wrote it (numpy scalars shown as plain Python values)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _load_frame(source: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
+    if isinstance(source, pd.DataFrame):
+        return source.reset_index(drop=True)
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError(f"archive file {path!r} does not exist")
+    try:
+        if path.endswith(".csv"):
+            return pd.read_csv(path)
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as e:
+        raise InputError(f"could not read archive {path!r}: {e}") from e
+
+
+def _event_ids(df: pd.DataFrame) -> np.ndarray:
+    col = df["event_id"]
+    missing = col.isna().to_numpy()
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise InputError(f"row {i}: column 'event_id' is missing; every event needs a unique id")
+    if pd.api.types.is_bool_dtype(col):
+        raise InputError("column 'event_id' holds booleans; use int64 or string ids")
+    if pd.api.types.is_integer_dtype(col):
+        ids = col.to_numpy(dtype=np.int64)
+    elif pd.api.types.is_float_dtype(col):
+        values = col.to_numpy(dtype=float)
+        bad = values != np.round(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"row {i}: event_id {values[i]!r} is not an integer; use int64 "
+                             "or string ids")
+        ids = values.astype(np.int64)
+    else:
+        ids = col.astype(str).to_numpy(dtype=object)
+    dup = pd.Series(ids).duplicated(keep=False).to_numpy()
+    if dup.any():
+        rows = np.flatnonzero(dup)
+        first = ids[rows[0]]
+        where = [int(r) for r in rows if ids[r] == first]
+        raise InputError(f"event_id {_eid(first)} appears {len(where)} times (rows {where}); "
+                         "event ids must be unique in the archive")
+    return ids
+
+
+def _dense_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values, sort=True)
+    labels = np.asarray(uniques, dtype=object)
+    return labels, codes.astype(np.int64)
+
+
+def _time_columns(df: pd.DataFrame, ids: np.ndarray,
+                  unit: float | str | pd.Timedelta | None) -> tuple[np.ndarray, np.ndarray]:
+    if "t_lo" in df.columns or "t_hi" in df.columns:
+        for col in ("t_lo", "t_hi"):
+            if col not in df.columns:
+                raise InputError(f"the archive has t_lo/t_hi only in part: column {col!r} is "
+                                 "missing")
+        lo = _instants(df["t_lo"], "t_lo", ids, unit)
+        hi = _instants(df["t_hi"], "t_hi", ids, unit)
+    elif "t" in df.columns:
+        lo = hi = _instants(df["t"], "t", ids, unit)
+    else:
+        raise InputError("the archive has no time columns: give t_lo and t_hi (or t for "
+                         "certain times)")
+    bad = lo > hi
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): t_lo = {lo[i]} is greater than t_hi = "
+                         f"{hi[i]}; every event needs t_lo <= t_hi")
+    return lo, hi
+
+
+def _instants(col: pd.Series, name: str, ids: np.ndarray,
+              unit: float | str | pd.Timedelta | None) -> np.ndarray:
+    missing = col.isna().to_numpy()
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is missing or NaN; "
+                         "every event needs both time bounds")
+    if pd.api.types.is_datetime64_any_dtype(col):
+        if unit is None:
+            raise InputError(f"column {name!r} holds datetimes; pass time_unit= (e.g. '1s') to "
+                             "discretise time into integer instants")
+        step = pd.Timedelta(unit)
+        since = col.dt.tz_localize(None) if col.dt.tz is not None else col
+        ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]").astype(np.int64)
+        return np.floor_divide(ns, step.value)
+    if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
+        raise InputError(f"column {name!r} has type {col.dtype}; time bounds must be integer "
+                         "instants, numbers with time_unit=, or datetimes with time_unit=")
+    if unit is not None:
+        if isinstance(unit, (str, pd.Timedelta)):
+            raise InputError(f"time_unit={unit!r} is a duration but column {name!r} is numeric; "
+                             "give a number")
+        if not unit > 0:
+            raise InputError(f"time_unit must be positive, got {unit!r}")
+        return np.floor(col.to_numpy(dtype=float) / float(unit)).astype(np.int64)
+    if pd.api.types.is_integer_dtype(col):
+        return col.to_numpy(dtype=np.int64)
+    values = col.to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = {values[i]!r} is not an "
+                         "integer instant; pass time_unit= to discretise time")
+    return values.astype(np.int64)
+
+
+def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
+                ) -> tuple[dict[str, NumericAttribute], dict[str, np.ndarray]]:
+    columns = [c for c in df.columns if c not in _RESERVED and c != group_by]
+    for c in columns:
+        if not isinstance(c, str):
+            raise InputError(f"column name {c!r} is not a string")
+    taken: set[str] = set()
+    numeric: dict[str, NumericAttribute] = {}
+    categorical: dict[str, np.ndarray] = {}
+    for c in columns:
+        if c.endswith("_lo"):
+            base = c[:-3]
+            if f"{base}_hi" not in df.columns:
+                raise InputError(f"column {c!r} has no matching {base}_hi column; give both "
+                                 "bounds of the attribute range")
+            numeric[base] = _numeric_range(df, ids, base)
+            taken.update(f"{base}{s}" for s in ("_lo", "_hi", "_mu", "_sigma"))
+    for c in columns:
+        if c in taken:
+            continue
+        for suffix in ("_hi", "_mu", "_sigma"):
+            if c.endswith(suffix) and f"{c[:-len(suffix)]}_lo" not in df.columns:
+                raise InputError(f"column {c!r} has no matching {c[:-len(suffix)]}_lo column")
+        col = df[c]
+        if pd.api.types.is_bool_dtype(col) or not (pd.api.types.is_numeric_dtype(col)
+                                                   or _is_text(col)):
+            raise InputError(f"column {c!r} has type {col.dtype}; attributes must be numeric "
+                             "or strings")
+        if pd.api.types.is_numeric_dtype(col):
+            values = _finite(col, c, ids)
+            numeric[c] = NumericAttribute(c, values, values.copy())
+        else:
+            missing = col.isna().to_numpy()
+            if missing.any():
+                i = int(np.flatnonzero(missing)[0])
+                raise InputError(f"event {_eid(ids[i])} (row {i}): column {c!r} is missing")
+            categorical[c] = col.astype(str).to_numpy(dtype=object)
+    clash = set(numeric) & set(categorical)
+    if clash:
+        raise InputError(f"attribute {sorted(clash)[0]!r} is given both as a range and as a "
+                         "single column")
+    return numeric, categorical
+
+
+def _is_text(col: pd.Series) -> bool:
+    return bool(pd.api.types.is_string_dtype(col) or pd.api.types.is_object_dtype(col)
+                or isinstance(col.dtype, pd.CategoricalDtype))
+
+
+def _finite(col: pd.Series, name: str, ids: np.ndarray) -> np.ndarray:
+    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        raise InputError(f"column {name!r} has type {col.dtype}; it must be numeric")
+    values = col.to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is missing, NaN or "
+                         "infinite")
+    return values
+
+
+def _numeric_range(df: pd.DataFrame, ids: np.ndarray, base: str) -> NumericAttribute:
+    lo = _finite(df[f"{base}_lo"], f"{base}_lo", ids)
+    hi = _finite(df[f"{base}_hi"], f"{base}_hi", ids)
+    bad = lo > hi
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_lo = {lo[i]} is greater than "
+                         f"{base}_hi = {hi[i]}; a range needs lo <= hi")
+    has_mu, has_sigma = f"{base}_mu" in df.columns, f"{base}_sigma" in df.columns
+    if has_mu != has_sigma:
+        present, absent = ((f"{base}_mu", f"{base}_sigma") if has_mu
+                           else (f"{base}_sigma", f"{base}_mu"))
+        raise InputError(f"column {present!r} needs a {absent!r} column too (truncated normal)")
+    if not has_mu:
+        return NumericAttribute(base, lo, hi)
+    mu = df[f"{base}_mu"].to_numpy(dtype=float)
+    sigma = df[f"{base}_sigma"].to_numpy(dtype=float)
+    for name, values, other in ((f"{base}_mu", mu, sigma), (f"{base}_sigma", sigma, mu)):
+        half = np.isnan(values) & ~np.isnan(other)
+        if half.any():
+            i = int(np.flatnonzero(half)[0])
+            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is NaN while its "
+                             "pair is set; give both (normal) or neither (uniform)")
+        inf = np.isinf(values)
+        if inf.any():
+            i = int(np.flatnonzero(inf)[0])
+            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is infinite")
+    bad_sigma = ~np.isnan(sigma) & (sigma <= 0)
+    if bad_sigma.any():
+        i = int(np.flatnonzero(bad_sigma)[0])
+        raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_sigma = {sigma[i]} must be > 0")
+    return NumericAttribute(base, lo, hi, mu, sigma)
