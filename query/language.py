@@ -58,12 +58,15 @@ item: NAME                                          -> positive
 define: _DEFINE definition ("," definition)*
 definition: NAME _AS predicate (_AND predicate)*
 
-predicate: NAME compare_op NUMBER                   -> comparison
+predicate: NAME (LT | LE | GT | GE) NUMBER         -> comparison
          | NAME "=" NUMBER                          -> equals_number
          | NAME "=" STRING                          -> equals_string
          | NAME _BETWEEN NUMBER _AND NUMBER         -> between
          | NAME _IN "(" STRING ("," STRING)* ")"    -> in_set
-!compare_op: "<" | "<=" | ">" | ">="
+LT: "<"
+LE: "<="
+GT: ">"
+GE: ">="
 
 within: _WITHIN NUMBER
 confidence: _CONFIDENCE NUMBER
@@ -117,7 +120,7 @@ def parse_query(text: str) -> SequencePattern:
 def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:
     line, column = error.line, error.column
     if isinstance(error, UnexpectedCharacters):
-        char = text[error.pos_in_stream]
+        char = text[error.pos_in_stream or 0]
         found = ("unterminated string" if char in "'\"" else f"unexpected character {char!r}")
         names: Iterable[str] = error.allowed or ()
     elif isinstance(error, UnexpectedToken) and error.token.type == "$END":
@@ -176,8 +179,12 @@ def _excerpt(text: str, line: int, column: int, width: int = 72) -> str:
     return f"    {shown}\n    {caret}"
 
 
+def _tokens(tree: Tree) -> list[Token]:
+    return [child for child in tree.children if isinstance(child, Token)]
+
+
 def _position(token: Token) -> tuple[int, int]:
-    return token.line, token.column
+    return token.line or 1, token.column or 1
 
 
 def _unquote(token: Token) -> str:
@@ -221,11 +228,11 @@ class _PatternBuilder:
             elif child.data == "define":
                 for definition in child.children:
                     symbols.append(self.symbol(definition))
-                    symbol_positions.append(_position(definition.children[0]))
+                    symbol_positions.append(_position(_tokens(definition)[0]))
             elif child.data == "within":
-                within = self.within(child.children[0])
+                within = self.within(_tokens(child)[0])
             elif child.data == "confidence":
-                token = child.children[0]
+                token = _tokens(child)[0]
                 with self.blame(_position(token)):
                     confidence = _check_confidence(self.number(token))
         problem = _sequence_problem(tuple(items), tuple(symbols))
@@ -236,21 +243,22 @@ class _PatternBuilder:
         return SequencePattern(tuple(items), tuple(symbols), within, confidence)
 
     def symbol(self, definition: Tree) -> Symbol:
-        name, *predicate_trees = definition.children
+        name = _tokens(definition)[0]
+        predicate_trees = definition.children[1:]
         predicates = tuple(self.predicate(tree) for tree in predicate_trees)
         problem = _symbol_problem(predicates)
         if problem is not None:
             message, index = problem
-            attribute = predicate_trees[index].children[0]
+            attribute = _tokens(predicate_trees[index])[0]
             raise self.error(f"symbol {name}: {message}", _position(attribute))
         return Symbol(str(name), predicates)
 
     def predicate(self, tree: Tree) -> Predicate:
-        attribute_token, *rest = tree.children
+        attribute_token, *rest = _tokens(tree)
         attribute = str(attribute_token)
         if tree.data == "comparison":
             op, value = rest
-            return Comparison(attribute, str(op.children[0]), self.number(value))
+            return Comparison(attribute, str(op), self.number(value))
         if tree.data == "equals_number":
             return Comparison(attribute, "=", self.number(rest[0]))
         if tree.data == "between":

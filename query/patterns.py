@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from uncertain_cep.errors import QueryParseError
 
 __all__ = [
-    "Comparison",
     "Between",
+    "Comparison",
     "InSet",
-    "Predicate",
-    "Symbol",
     "PatternItem",
+    "Predicate",
     "SequencePattern",
+    "Symbol",
 ]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -301,18 +301,14 @@ class PatternItem:
         return f"NOT {self.symbol}" if self.negated else self.symbol
 
 
-def _check_within(within: object) -> int | None:
-    if within is None:
-        return None
+def _check_within(within: object) -> int:
     if isinstance(within, bool) or not isinstance(within, numbers.Integral) or within < 0:
         raise QueryParseError(
             f"WITHIN takes a whole number of instants >= 0, got {within!r}")
     return int(within)
 
 
-def _check_confidence(confidence: object) -> float | None:
-    if confidence is None:
-        return None
+def _check_confidence(confidence: object) -> float:
     value = _check_number(confidence, "CONFIDENCE")
     if not 0 < value <= 1:
         raise QueryParseError(
@@ -320,8 +316,8 @@ def _check_confidence(confidence: object) -> float | None:
     return value
 
 
-def _sequence_problem(items: tuple[object, ...],
-                      symbols: tuple[object, ...]) -> tuple[str, str, int] | None:
+def _sequence_problem(items: tuple[PatternItem, ...],
+                      symbols: tuple[Symbol, ...]) -> tuple[str, str, int] | None:
     """The first reason ``items`` and ``symbols`` do not form a pattern.
 
     Returned as ``(message, part, index)`` with ``part`` ``"item"`` or ``"symbol"`` so that
@@ -392,8 +388,11 @@ class SequencePattern:
             raise QueryParseError(problem[0])
         object.__setattr__(self, "items", items)
         object.__setattr__(self, "symbols", tuple(s for s in symbols if s.predicates))
-        object.__setattr__(self, "within", _check_within(self.within))
-        object.__setattr__(self, "confidence", _check_confidence(self.confidence))
+        # None stands for "no window" and "no threshold".
+        if self.within is not None:
+            object.__setattr__(self, "within", _check_within(self.within))
+        if self.confidence is not None:
+            object.__setattr__(self, "confidence", _check_confidence(self.confidence))
 
     def symbol(self, name: str) -> Symbol:
         """The definition of ``name``; ``Symbol(name, ())`` if the pattern leaves it open.

@@ -321,7 +321,7 @@ def test_consecutive_negations_both_stand_between_the_same_positives():
 KEYWORD_NAMES = ["pattern", "SEQ", "Define", "as", "AND", "between", "In", "within",
                  "confidence", "NOTE"]
 identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
-attribute_names = identifiers | st.sampled_from(KEYWORD_NAMES + ["not", "NOT"])
+attribute_names = identifiers | st.sampled_from([*KEYWORD_NAMES, "not", "NOT"])
 symbol_names = (identifiers | st.sampled_from(KEYWORD_NAMES)).filter(lambda n: n.upper() != "NOT")
 finite = st.floats(allow_nan=False, allow_infinity=False)
 
@@ -343,7 +343,8 @@ def symbols(draw, name):
             predicates += draw(st.lists(numeric_predicates(attribute), min_size=1, max_size=2))
         else:
             values = st.lists(st.text(max_size=6), min_size=1, max_size=3).map(tuple)
-            predicates += [InSet(attribute, v) for v in draw(st.lists(values, min_size=1, max_size=2))]
+            value_sets = draw(st.lists(values, min_size=1, max_size=2))
+            predicates += [InSet(attribute, v) for v in value_sets]
     order = draw(st.permutations(range(len(predicates))))
     return Symbol(name, tuple(predicates[i] for i in order))
 

@@ -1,0 +1,185 @@
+"""What every index-based strategy shares: the query context, pruning, and final answers.
+
+Strategies build *entries*: a tuple of events (archive rows, one per positive item matched
+so far) with one OI-tree node each, and the probability that the groups' OIs pass through
+those nodes. The confidence of a tuple is the sum over its entries (SEMANTICS A4): one row
+per tuple, never one per timestamp assignment.
+
+Pruning is exact: a partial tuple is dropped only when the sum over all its entries,
+times the product of its events' Pr(S | e), is below the threshold. That sum bounds the
+confidence of every full tuple extending it (the full match implies the partial one).
+
+Negations are applied when an entry is complete, exactly: every event ``x`` outside the
+tuple with a possible instant strictly inside a negation's gap weights the OIs of its
+group by ``1 - Pr(C | x)`` where it stands in the gap (:mod:`query.chains`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from index.event_index import EventIndex
+from query.chains import chain_probability, weighted_chain_probability
+from query.patterns import SequencePattern
+from query.symbols import check_symbols, symbol_box, symbol_probability
+
+__all__ = ["Entry", "Match", "QueryStats", "QueryContext", "TOLERANCE"]
+
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A partial or complete match: events (rows) in pattern order, their nodes, and the
+    probability that the OIs pass through those nodes."""
+
+    events: tuple[int, ...]
+    nodes: tuple[int, ...]
+    prob: float
+
+
+@dataclass(frozen=True)
+class Match:
+    """One answer row: the tuple, its confidence, and its earliest/latest instants."""
+
+    events: tuple[int, ...]
+    confidence: float
+    t_first: int
+    t_last: int
+
+
+@dataclass
+class QueryStats:
+    """Counters every strategy fills; returned with each result."""
+
+    entries_created: int = 0       # the paper's xi
+    range_queries: int = 0
+    candidates: int = 0            # events returned by range queries
+    tuples_pruned: int = 0
+    steps: list[dict[str, object]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"entries_created": self.entries_created, "range_queries": self.range_queries,
+                "candidates": self.candidates, "tuples_pruned": self.tuples_pruned,
+                "steps": self.steps, "seconds": self.seconds}
+
+
+class QueryContext:
+    """A pattern bound to an index: thresholds, symbol probabilities and search boxes."""
+
+    def __init__(self, index: EventIndex, pattern: SequencePattern) -> None:
+        check_symbols(index.archive, pattern)
+        self.index = index
+        self.pattern = pattern
+        self.theta = pattern.confidence if pattern.confidence is not None else 0.0
+        self.window = pattern.within if pattern.within is not None else math.inf
+        self.positive = [pattern.items[i].symbol for i in pattern.positive_items]
+        self.negations = pattern.negations
+        self.stats = QueryStats()
+        self._started = time.perf_counter()
+        self._prob: dict[str, np.ndarray] = {}
+        self.boxes = {name: symbol_box(index.archive, pattern.symbol(name))
+                      for name in {it.symbol for it in pattern.items}}
+
+    def pr(self, symbol: str) -> np.ndarray:
+        """Pr(symbol | e) for every row, computed once per query."""
+        p = self._prob.get(symbol)
+        if p is None:
+            p = symbol_probability(self.index.archive, self.pattern.symbol(symbol))
+            self._prob[symbol] = p
+        return p
+
+    def search(self, symbol: str, group: int | None, time: tuple[float, float],
+               codes: tuple[int, int] | None = None) -> np.ndarray:
+        """Rows of the R*-tree box search whose Pr(symbol | e) is positive."""
+        self.stats.range_queries += 1
+        rows = self.index.search(group, time, codes, self.boxes[symbol])
+        rows = rows[self.pr(symbol)[rows] > 0]
+        self.stats.candidates += len(rows)
+        return rows
+
+    def attribute_probability(self, events: Sequence[int]) -> float:
+        p = 1.0
+        for row, sym in zip(events, self.positive):
+            p *= float(self.pr(sym)[row])
+        return p
+
+    def passes(self, value: float) -> bool:
+        return value >= self.theta - TOLERANCE and value > 0
+
+    def prune(self, entries: list[Entry]) -> list[Entry]:
+        """Keep the entries whose tuple's summed bound reaches the threshold."""
+        if self.theta <= TOLERANCE:
+            return entries
+        total: dict[tuple[int, ...], float] = defaultdict(float)
+        for e in entries:
+            total[e.events] += e.prob
+        keep = {ev for ev, p in total.items()
+                if p * self.attribute_probability(ev) >= self.theta - TOLERANCE}
+        self.stats.tuples_pruned += len(total) - len(keep)
+        return [e for e in entries if e.events in keep]
+
+    def finish(self, entries: Iterable[Entry]) -> list[Match]:
+        """Aggregate complete entries into answer rows (negations applied exactly)."""
+        index = self.index
+        by_tuple: dict[tuple[int, ...], list[float]] = {}
+        for e in entries:
+            p = e.prob * self.negation_factor(e) if self.negations else e.prob
+            if p <= 0:
+                continue
+            forest0 = index.forests[int(index.event_group[e.events[0]])]
+            forest1 = index.forests[int(index.event_group[e.events[-1]])]
+            t0 = int(forest0.instant[e.nodes[0]])
+            t1 = int(forest1.instant[e.nodes[-1]])
+            acc = by_tuple.get(e.events)
+            if acc is None:
+                by_tuple[e.events] = [p, t0, t1]
+            else:
+                acc[0] += p
+                acc[1] = min(acc[1], t0)
+                acc[2] = max(acc[2], t1)
+        out = []
+        for events, (p, t0, t1) in by_tuple.items():
+            conf = p * self.attribute_probability(events)
+            if self.passes(conf):
+                out.append(Match(events, min(conf, 1.0), int(t0), int(t1)))
+        self.stats.seconds = time.perf_counter() - self._started
+        return out
+
+    def negation_factor(self, entry: Entry) -> float:
+        """P(no negated event in its gap | the entry's nodes), from the weighted DP."""
+        index = self.index
+        instants = [int(index.forests[int(index.event_group[r])].instant[n])
+                    for r, n in zip(entry.events, entry.nodes)]
+        in_tuple = set(entry.events)
+        weights: dict[int, dict[int, list[tuple[int, int, float]]]] = defaultdict(
+            lambda: defaultdict(list))
+        for k, _, symbol in self.negations:
+            a, b = instants[k] + 1, instants[k + 1] - 1
+            if a > b:
+                continue
+            q = self.pr(symbol)
+            for x in self.search(symbol, None, (a, b)):
+                if int(x) in in_tuple:
+                    continue
+                g = int(index.event_group[x])
+                weights[g][int(index.event_pos[x])].append((a, b, 1.0 - float(q[x])))
+        if not weights:
+            return 1.0
+        chains: dict[int, list[int]] = defaultdict(list)
+        for r, n in zip(entry.events, entry.nodes):
+            chains[int(index.event_group[r])].append(int(n))
+        factor = 1.0
+        for g, w in weights.items():
+            forest = index.forests[g]
+            chain = chains.get(g, [])
+            weighted = weighted_chain_probability(forest, chain, w)
+            factor *= weighted / chain_probability(forest, chain) if chain else weighted
+        return factor

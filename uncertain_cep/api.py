@@ -1,0 +1,216 @@
+"""The public Python API: build an index, query it, save and reopen it.
+
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> df = pd.DataFrame({"event_id": ["a", "b", "c"], "group": ["p", "p", "q"],
+...                    "t_lo": [1, 1, 2], "t_hi": [2, 2, 3], "x": [1.0, 5.0, 9.0]})
+>>> idx = uc.build_index(df)
+>>> idx.query("PATTERN SEQ(A, B) DEFINE A AS x < 2, B AS x > 4 CONFIDENCE 0.3")
+  events  confidence  t_first  t_last
+0  (a, c)         1.0        1       3
+1  (a, b)         0.5        1       2
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from itertools import product
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from index.codes import in_ranges
+from index.event_index import BuildSettings, EventIndex
+from query.chains import chain_probability
+from query.evaluation import Match, QueryContext
+from query.language import parse_query
+from query.patterns import SequencePattern
+from query.possible_worlds import possible_worlds
+from query.strategies import StrategyName, get_strategy
+from uncertain_cep.errors import InputError
+from uncertain_cep.model.events import Archive, read_archive
+from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+
+__all__ = ["UncertainIndex", "build_index", "open_index"]
+
+RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
+
+
+class UncertainIndex:
+    """An archive of uncertain events with its OI-tree forests and R*-tree.
+
+    Build one with :func:`build_index`, reopen a saved one with :func:`open_index`.
+    """
+
+    def __init__(self, index: EventIndex) -> None:
+        self._index = index
+
+    # ------------------------------------------------------------ description
+    @property
+    def archive(self) -> Archive:
+        return self._index.archive
+
+    @property
+    def settings(self) -> BuildSettings:
+        return self._index.settings
+
+    @property
+    def n_events(self) -> int:
+        return self.archive.n_events
+
+    @property
+    def n_groups(self) -> int:
+        return self.archive.n_groups
+
+    @property
+    def n_nodes(self) -> int:
+        return sum(f.n_nodes for f in self._index.forests)
+
+    @property
+    def n_trees(self) -> int:
+        return sum(f.n_trees for f in self._index.forests)
+
+    def __repr__(self) -> str:
+        return (f"<UncertainIndex: {self.n_events} events, {self.n_groups} groups, "
+                f"{self.n_trees} OI-trees, {self.n_nodes} nodes, codes={self.settings.codes!r}>")
+
+    def forest(self, group: object):  # noqa: ANN201 - GroupForest, kept out of the API
+        """The OI-tree forest of one group (by its key)."""
+        return self._index.forests[self._group_code(group)]
+
+    def _group_code(self, group: object) -> int:
+        hits = np.flatnonzero(self.archive.group_labels == group)
+        if len(hits) == 0:
+            raise InputError(f"no dependency group {group!r} in the index")
+        return int(hits[0])
+
+    def _row(self, event_id: object) -> int:
+        hits = np.flatnonzero(self.archive.event_ids == event_id)
+        if len(hits) == 0:
+            raise InputError(f"no event {event_id!r} in the index")
+        return int(hits[0])
+
+    # ------------------------------------------------------------ queries
+    def query(self, query: str | SequencePattern, strategy: str = "sequential") -> pd.DataFrame:
+        """Every tuple whose confidence reaches the query's threshold.
+
+        Parameters
+        ----------
+        query
+            Query text (SEMANTICS C, part A) or a :class:`~query.patterns.SequencePattern`.
+        strategy
+            ``"sequential"`` (default), ``"tree_traversal"`` or ``"possible_worlds"``
+            (the baselines). Strategies never change the answer.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per tuple: ``events`` (event ids in pattern order), ``confidence``,
+            ``t_first``, ``t_last``; sorted by confidence descending, then by event ids.
+            ``res.attrs["stats"]`` holds the evaluation counters.
+        """
+        pattern = parse_query(query) if isinstance(query, str) else query
+        name = StrategyName.get_value(strategy)
+        if name == "possible_worlds":
+            ctx = QueryContext(self._index, pattern)
+            matches = possible_worlds(self.archive, pattern, self.settings.condition2)
+        else:
+            ctx = QueryContext(self._index, pattern)
+            matches = get_strategy(name)(ctx)
+        frame = self._frame(matches)
+        frame.attrs["stats"] = {"strategy": name, **ctx.stats.as_dict()}
+        return frame
+
+    def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
+        ids = self.archive.event_ids
+        rows = [(tuple(_plain(ids[r]) for r in m.events), m.confidence, m.t_first, m.t_last)
+                for m in matches]
+        # Confidences equal up to rounding noise must not reorder rows between strategies.
+        rows.sort(key=lambda r: (-round(r[1], 12), r[0]))
+        frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+        return frame.astype({"confidence": float, "t_first": np.int64, "t_last": np.int64})
+
+    def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
+        """Fraction of a group's order instances placing each given event at its instant.
+
+        >>> import pandas as pd
+        >>> idx = build_index(pd.DataFrame({"event_id": [1, 2], "group": [0, 0],
+        ...                                 "t_lo": [1, 1], "t_hi": [2, 2]}))
+        >>> idx.order_instance_fraction({1: 1})
+        0.5
+        """
+        rows = [self._row(e) for e in assignment]
+        groups = {int(self._index.event_group[r]) for r in rows}
+        if len(groups) != 1:
+            raise InputError("order_instance_fraction takes events of one dependency group")
+        forest = self._index.forests[groups.pop()]
+        options = []
+        for r, t in sorted(zip(rows, assignment.values()), key=lambda rt: rt[1]):
+            options.append([int(n) for n in self._index.event_nodes[r]
+                            if forest.instant[n] == t])
+        scheme = self._index.scheme
+        total = 0.0
+        for chain in product(*options):
+            if all(in_ranges(scheme.code(forest, b), scheme.descendant_code_ranges(forest, a))
+                   for a, b in zip(chain, chain[1:])):
+                total += chain_probability(forest, chain)
+        return total
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to a directory, atomically (see :mod:`index.storage`)."""
+        from index.storage import save_index
+
+        save_index(self._index, path)
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "group",
+                max_speed: float | MaxSpeed | None = None, *,
+                coordinates: Sequence[str] = ("x", "y"),
+                pair_predicate: Callable[..., bool] | None = None,
+                time_unit: float | str | None = None, multi_tree: bool = True,
+                codes: str = "compact", node_budget: int | None = 2_000_000) -> UncertainIndex:
+    """Validate an archive and build its index in this process.
+
+    Parameters
+    ----------
+    data
+        Events (SEMANTICS A1): a DataFrame, or a Parquet/CSV path.
+    group_by
+        The dependency-group column.
+    max_speed
+        Condition 2 as a maximum speed over ``coordinates`` (a number or a ``MaxSpeed``).
+    pair_predicate
+        Condition 2 as ``f(a, b, ta, tb) -> bool`` instead (see ``PairPredicate``).
+    time_unit
+        Discretisation of non-integer time columns.
+    multi_tree, codes, node_budget
+        Index layout: multi-tree (default) or single tree; ``"compact"`` or ``"paper"``
+        codes; the largest number of nodes one group may need.
+    """
+    archive = read_archive(data, group_by=group_by, time_unit=time_unit)
+    condition2: PairConstraint | None = None
+    if max_speed is not None and pair_predicate is not None:
+        raise InputError("give either max_speed or pair_predicate for Condition 2, not both")
+    if isinstance(max_speed, MaxSpeed):
+        condition2 = max_speed
+    elif max_speed is not None:
+        condition2 = MaxSpeed(max_speed, tuple(coordinates))
+    elif pair_predicate is not None:
+        condition2 = PairPredicate(pair_predicate)
+    settings = BuildSettings(condition2=condition2, multi_tree=multi_tree, codes=codes,
+                             node_budget=node_budget)
+    return UncertainIndex(EventIndex(archive, settings))
+
+
+def open_index(path: str | os.PathLike[str]) -> UncertainIndex:
+    """Open an index written by :meth:`UncertainIndex.save`."""
+    from index.storage import load_index
+
+    return UncertainIndex(load_index(path))
