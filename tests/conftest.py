@@ -1,0 +1,38 @@
+"""Shared test setup: versions in the report header and hypothesis profiles.
+
+Profiles: ``ci`` (the default under CI=true) runs 300 examples per property, ``dev`` 60.
+Choose one with ``HYPOTHESIS_PROFILE=...``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+# The index raises the recursion limit on import; do it before hypothesis records it.
+import index.event_index  # noqa: F401
+
+settings.register_profile("ci", max_examples=300, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.filter_too_much])
+settings.register_profile("dev", max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.filter_too_much])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE",
+                                     "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_report_header(config: object) -> list[str]:
+    import pyarrow
+    import rtree
+
+    try:
+        import pyspark
+
+        spark = pyspark.__version__
+    except ImportError:
+        spark = "not installed"
+    sidx = rtree.core.rt.SIDX_Version().decode()
+    return [f"uncertain-cep: Spark {spark}, pyarrow {pyarrow.__version__}, "
+            f"rtree {rtree.__version__}, libspatialindex {sidx}"]

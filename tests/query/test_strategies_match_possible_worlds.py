@@ -1,0 +1,64 @@
+"""Every strategy equals the possible-worlds baseline on random small archives (A4)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import event, given, note
+from hypothesis import strategies as st
+from random_archives import archives, patterns
+
+import uncertain_cep as uc
+
+TOL = 1e-9
+
+
+def assert_same_answer(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    assert list(got["events"]) == list(want["events"]), (got, want)
+    for a, b in zip(got["confidence"], want["confidence"]):
+        assert abs(a - b) <= TOL
+    assert list(got["t_first"]) == list(want["t_first"])
+    assert list(got["t_last"]) == list(want["t_last"])
+
+
+@st.composite
+def cases(draw: st.DrawFn, condition2: bool) -> tuple[pd.DataFrame, object, object, str]:
+    df = draw(archives())
+    attributes = ("x", "y") if "y_lo" in df.columns else ("x",)
+    pattern = draw(patterns(attributes))
+    max_speed = draw(st.sampled_from([2.0, 4.0, 10.0])) if condition2 else None
+    codes = draw(st.sampled_from(["compact", "paper"]))
+    return df, pattern, max_speed, codes
+
+
+def _check(case: tuple[pd.DataFrame, object, object, str], strategy: str) -> None:
+    df, pattern, max_speed, codes = case
+    note(str(pattern))
+    coords = ("x", "y") if "y_lo" in df.columns else ("x",)
+    try:
+        idx = uc.build_index(df, max_speed=max_speed, coordinates=coords, codes=codes)
+    except uc.InputError:
+        # Condition 2 can leave a random group without any order instance; the baseline
+        # must agree that it has none.
+        assert max_speed is not None
+        with pytest.raises(uc.InputError):
+            uc.build_index(df, max_speed=max_speed, coordinates=coords,
+                           multi_tree=False, codes=codes)
+        return
+    want = idx.query(pattern, strategy="possible_worlds")
+    got = idx.query(pattern, strategy=strategy)
+    event(f"answer rows: {min(len(want), 5)}{'+' if len(want) >= 5 else ''}")
+    event(f"negation: {bool(pattern.negations)}")
+    assert_same_answer(got, want)
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "tree_traversal"])
+@given(case=cases(condition2=False))
+def test_strategy_equals_possible_worlds(strategy: str, case) -> None:
+    _check(case, strategy)
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "tree_traversal"])
+@given(case=cases(condition2=True))
+def test_strategy_equals_possible_worlds_under_condition_2(strategy: str, case) -> None:
+    _check(case, strategy)
