@@ -1,0 +1,106 @@
+"""Saving and opening an index: round trips, atomic writes, refusing damaged indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from random_archives import archives, patterns
+
+import index.storage as storage
+import uncertain_cep as uc
+from uncertain_cep.errors import IndexFormatError
+
+EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example"
+
+
+def _example() -> uc.UncertainIndex:
+    return uc.build_index(pd.read_csv(EXAMPLE / "archive.csv"), codes="paper")
+
+
+@given(df=archives(max_groups=3, max_events=8), pattern=patterns())
+def test_reopened_index_answers_like_the_original(tmp_path_factory, df, pattern):
+    path = tmp_path_factory.mktemp("ix") / "index"
+    for codes in ("compact", "paper"):
+        idx = uc.build_index(df, codes=codes)
+        idx.save(path)
+        again = uc.open_index(path)
+        assert again.n_nodes == idx.n_nodes and again.n_trees == idx.n_trees
+        pd.testing.assert_frame_equal(again.query(pattern), idx.query(pattern))
+
+
+def test_saving_over_an_index_replaces_it(tmp_path):
+    _example().save(tmp_path / "ix")
+    small = uc.build_index(pd.DataFrame({"event_id": [1], "group": [0], "t": [3]}))
+    small.save(tmp_path / "ix")
+    assert uc.open_index(tmp_path / "ix").n_events == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]
+
+
+def test_a_directory_that_is_not_an_index_is_not_overwritten(tmp_path):
+    (tmp_path / "ix").mkdir()
+    (tmp_path / "ix" / "notes.txt").write_text("mine")
+    with pytest.raises(IndexFormatError, match="not an index"):
+        _example().save(tmp_path / "ix")
+    assert (tmp_path / "ix" / "notes.txt").read_text() == "mine"
+
+
+def test_interrupted_write_leaves_the_old_index_and_no_partial_one(tmp_path, monkeypatch):
+    _example().save(tmp_path / "ix")
+    calls = []
+
+    def failing_write(table, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed mid-write")
+        real_write(table, path)
+
+    real_write = storage._write
+    monkeypatch.setattr(storage, "_write", failing_write)
+    small = uc.build_index(pd.DataFrame({"event_id": [1], "group": [0], "t": [3]}))
+    with pytest.raises(KeyboardInterrupt):
+        small.save(tmp_path / "ix")
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        small.save(tmp_path / "fresh")
+    assert uc.open_index(tmp_path / "ix").n_events == 7
+    assert not (tmp_path / "fresh").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]
+
+
+def test_a_directory_without_manifest_is_refused(tmp_path):
+    _example().save(tmp_path / "ix")
+    (tmp_path / "ix" / "manifest.json").unlink()
+    with pytest.raises(IndexFormatError, match="no manifest.json"):
+        uc.open_index(tmp_path / "ix")
+
+
+def test_another_format_version_is_refused(tmp_path):
+    _example().save(tmp_path / "ix")
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="format version 99"):
+        uc.open_index(tmp_path / "ix")
+
+
+@pytest.mark.parametrize("table", ["events.parquet", "trees.parquet", "nodes.parquet"])
+def test_damaged_or_missing_tables_are_refused(tmp_path, table):
+    _example().save(tmp_path / "ix")
+    path = tmp_path / "ix" / table
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexFormatError, match=f"damaged: {table}"):
+        uc.open_index(tmp_path / "ix")
+    path.unlink()
+    with pytest.raises(IndexFormatError, match=f"{table} is missing"):
+        uc.open_index(tmp_path / "ix")
+
+
+def test_opening_a_missing_path_is_a_clear_error(tmp_path):
+    with pytest.raises(IndexFormatError, match="does not exist"):
+        uc.open_index(tmp_path / "nowhere")
