@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create or refresh .venv with everything the project needs, and make sure Java 17+ is
+# present (PySpark needs it). Sourced by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "uncertain-cep needs Python 3.11 or newer as '$PYTHON' (set PYTHON=...)." >&2
+  exit 1
+fi
+
+java_major() {
+  command -v java >/dev/null 2>&1 || { echo 0; return; }
+  java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1
+}
+JAVA_MAJOR=$(java_major)
+if [ -z "$JAVA_MAJOR" ] || [ "$JAVA_MAJOR" -lt 17 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Java 17+ not found: installing Debian's openjdk-17-jre-headless" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless
+  else
+    echo "uncertain-cep needs Java 17 or newer for Spark. Install it, e.g." >&2
+    echo "  sudo apt-get install openjdk-17-jre-headless" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# Dependency groups (PEP 735) need pip >= 25.1.
+.venv/bin/python -m pip install -q --upgrade "pip>=25.1" 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -m pip install -q --group dev -e . 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow' || {
+  echo "setup failed: the virtual environment cannot import the project" >&2; exit 1; }

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh), then lint and run the whole test suite, doctests included.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/python -m pytest -n 2 "$@"

@@ -1,0 +1,163 @@
+"""The ``uncertain-cep`` command line.
+
+Subcommands:
+
+* ``demo``: build the bundled sample archive's index and run a few meaningful queries,
+  writing the index and the reports under ``--out`` (default ``out/demo``);
+* ``build INPUT --out DIR``: validate an archive (Parquet/CSV) and write its index;
+* ``query DIR "QUERY"``: answer a query over a saved index, printing the table or writing
+  it to ``--out report.parquet|.csv``.
+
+Builds run in this process for now; the Spark pipeline takes over ``build`` later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["main", "write_report"]
+
+SAMPLE = Path(__file__).resolve().parent.parent / "datasets" / "sample" / "office_rfid.parquet"
+
+DEMO_QUERIES = {
+    "corridor_skip": (
+        "Someone read in Room 401, then someone in Room 405 within 30 s, "
+        "with no reading in Room 403 in between",
+        """PATTERN SEQ(A, NOT B, C)
+DEFINE A AS tag = 'Room 401', B AS tag = 'Room 403', C AS tag = 'Room 405'
+WITHIN 30
+CONFIDENCE 0.3"""),
+    "west_to_east": (
+        "A reading at the west end followed within 4 s by one at the east end",
+        """PATTERN SEQ(W, E)
+DEFINE W AS x < 5, E AS x >= 25
+WITHIN 4
+CONFIDENCE 0.2"""),
+    "relay": (
+        "Readings in Rooms 402, 404 and 406 in that order within 12 s",
+        """PATTERN SEQ(A, B, C)
+DEFINE A AS tag = 'Room 402', B AS tag = 'Room 404', C AS tag = 'Room 406'
+WITHIN 12
+CONFIDENCE 0.2"""),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    from uncertain_cep.errors import UncertainCepError
+
+    try:
+        return int(args.run(args))
+    except UncertainCepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="uncertain-cep", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run the main job on the bundled sample archive")
+    demo.add_argument("--out", default="out/demo", help="output directory")
+    demo.set_defaults(run=_demo)
+
+    build = sub.add_parser("build", help="validate an archive and write its index")
+    build.add_argument("input", help="Parquet or CSV file of events")
+    build.add_argument("--out", required=True, help="index directory to write")
+    build.add_argument("--group-by", default="group")
+    build.add_argument("--time-unit", type=float, default=None)
+    build.add_argument("--max-speed", type=float, default=None)
+    build.add_argument("--coordinates", default="x,y", help="comma-separated, for --max-speed")
+    build.add_argument("--codes", default="compact", help="compact or paper")
+    build.set_defaults(run=_build)
+
+    query = sub.add_parser("query", help="answer a query over a saved index")
+    query.add_argument("index", help="index directory")
+    query.add_argument("query", help="query text (or @file to read it from a file)")
+    query.add_argument("--strategy", default="sequential")
+    query.add_argument("--out", default=None, help="write the answer to .parquet or .csv")
+    query.set_defaults(run=_query)
+    return parser
+
+
+def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write an answer table to Parquet or CSV atomically (temporary file, then rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    os.close(fd)
+    try:
+        out = frame.assign(events=[" ".join(map(str, e)) for e in frame["events"]])
+        out.attrs = {}
+        if target.suffix == ".csv":
+            out.to_csv(tmp, index=False)
+        elif target.suffix == ".parquet":
+            out.to_parquet(tmp, index=False)
+        else:
+            from uncertain_cep.errors import InputError
+
+            raise InputError(f"report {target} must end in .parquet or .csv")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import uncertain_cep as uc
+
+    out = Path(args.out)
+    archive = pd.read_parquet(SAMPLE)
+    print(f"sample archive: {SAMPLE} ({len(archive)} readings of "
+          f"{archive['person'].nunique()} people)")
+    idx = uc.build_index(archive, group_by="person", max_speed=2.0)
+    print(f"built {idx}")
+    idx.save(out / "index")
+    print(f"index written to {out / 'index'}")
+    for name, (title, text) in DEMO_QUERIES.items():
+        res = idx.query(text)
+        stats = res.attrs["stats"]
+        print(f"\n== {title}\n{text}\n-> {len(res)} matches "
+              f"({stats['entries_created']} candidate entries, {stats['seconds']:.2f} s)")
+        if len(res):
+            shown = pd.concat([res.head(5), res.tail(3)]) if len(res) > 8 else res
+            print(shown.to_string(index=False))
+        write_report(res, out / f"{name}.csv")
+    print(f"\nreports written to {out}/*.csv")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    import uncertain_cep as uc
+
+    idx = uc.build_index(args.input, group_by=args.group_by, max_speed=args.max_speed,
+                         coordinates=tuple(args.coordinates.split(",")),
+                         time_unit=args.time_unit, codes=args.codes)
+    idx.save(args.out)
+    print(f"{idx} written to {args.out}")
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    import uncertain_cep as uc
+
+    text = Path(args.query[1:]).read_text() if args.query.startswith("@") else args.query
+    res = uc.open_index(args.index).query(text, strategy=args.strategy)
+    if args.out:
+        write_report(res, args.out)
+        print(f"{len(res)} matches written to {args.out}")
+    else:
+        print(res.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
