@@ -47,8 +47,18 @@ from uncertain_cep.errors import ParamEnum
 if TYPE_CHECKING:
     from index.forest import GroupForest
 
-__all__ = ["CodeScheme", "CodeSchemeName", "PAPER", "COMPACT", "code_scheme", "paper_codes",
-           "compact_codes", "in_ranges", "merge_ranges", "complete_tree_size"]
+__all__ = [
+    "COMPACT",
+    "PAPER",
+    "CodeScheme",
+    "CodeSchemeName",
+    "code_scheme",
+    "compact_codes",
+    "complete_tree_size",
+    "in_ranges",
+    "merge_ranges",
+    "paper_codes",
+]
 
 _VIRTUAL, _ROOT = 2, 0
 

@@ -27,7 +27,7 @@ import numpy as np
 from index.codes import compact_codes, paper_codes
 from index.oi_tree import PlanNode, PlanTree
 
-__all__ = ["ROOT", "REAL", "VIRTUAL", "GroupForest", "build_forest"]
+__all__ = ["REAL", "ROOT", "VIRTUAL", "GroupForest", "build_forest"]
 
 ROOT, REAL, VIRTUAL = 0, 1, 2
 
@@ -236,9 +236,12 @@ class _Builder:
         starts[1:] = np.cumsum([len(c) for c in self.children])
         flat = np.array([c for cs in self.children for c in cs], dtype=np.int64)
         draft = GroupForest(
-            kind=np.array(self.kind, dtype=np.int8), event=np.array(self.event, dtype=np.int64),
-            instant=np.array(self.instant, dtype=np.int64), tree=np.array(self.tree, dtype=np.int64),
-            parent=np.array(self.parent, dtype=np.int64), depth=np.array(self.depth, dtype=np.int64),
+            kind=np.array(self.kind, dtype=np.int8),
+            event=np.array(self.event, dtype=np.int64),
+            instant=np.array(self.instant, dtype=np.int64),
+            tree=np.array(self.tree, dtype=np.int64),
+            parent=np.array(self.parent, dtype=np.int64),
+            depth=np.array(self.depth, dtype=np.int64),
             child_start=starts, child_list=flat,
             child_tree=np.array(self.child_tree, dtype=np.int64),
             cond=np.array(self.cond), poi_local=np.array(self.poi_local), poi=np.array(self.poi),

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 
 from uncertain_cep.model.feasibility import GroupPairCheck
 
-__all__ = ["State", "Infeasible", "propagate", "split_isolated", "hall_violation"]
+__all__ = ["Infeasible", "State", "hall_violation", "propagate", "split_isolated"]
 
 State = dict[int, tuple[int, ...]]
 
@@ -47,26 +47,50 @@ class Infeasible(Exception):
 
 def propagate(state: Mapping[int, tuple[int, ...]]) -> State:
     """Apply Lemma 1 windows until nothing changes; raise :class:`Infeasible` on a window
-    holding more events than instants, or on an empty domain."""
+    holding more events than instants, or on an empty domain.
+
+    Works component by component (events linked by overlapping spans): a tight window
+    never needs events of two components, so the cost stays near-linear when a group
+    splits into many small pieces.
+    """
     current = dict(state)
-    while True:
-        for e, dom in current.items():
-            if not dom:
-                raise Infeasible([e])
-        tight = _tight_windows(current)
-        if not tight:
-            return current
+    for e, dom in current.items():
+        if not dom:
+            raise Infeasible([e])
+    pending = _components(current)
+    while pending:
+        component = pending.pop()
+        tight = _tight_windows({e: current[e] for e in component})
         changed = False
         for (a, b), inside in tight:
-            for e, dom in current.items():
+            for e in component:
+                dom = current[e]
                 if e in inside or dom[-1] < a or dom[0] > b:
                     continue
                 kept = tuple(t for t in dom if t < a or t > b)
+                if not kept:
+                    raise Infeasible(sorted(inside | {e}), (a, b))
                 if kept != dom:
                     current[e] = kept
                     changed = True
-        if not changed:
-            return current
+        if changed:
+            pending.extend(_components({e: current[e] for e in component}))
+    return current
+
+
+def _components(state: Mapping[int, tuple[int, ...]]) -> list[list[int]]:
+    """Events grouped into maximal runs whose spans overlap (splitting instants cut them)."""
+    items = sorted(state.items(), key=lambda item: (item[1][0], item[0]))
+    out: list[list[int]] = []
+    reach = None
+    for e, dom in items:
+        if reach is None or dom[0] > reach:
+            out.append([e])
+            reach = dom[-1]
+        else:
+            out[-1].append(e)
+            reach = max(reach, dom[-1])
+    return out
 
 
 def hall_violation(state: Mapping[int, tuple[int, ...]]) -> Infeasible | None:

@@ -26,7 +26,7 @@ from index.isolation import Infeasible, State, propagate, split_isolated
 from uncertain_cep.errors import IndexBuildError
 from uncertain_cep.model.feasibility import GroupPairCheck
 
-__all__ = ["PlanNode", "PlanTree", "plan_group", "GroupInfeasible"]
+__all__ = ["GroupInfeasible", "PlanNode", "PlanTree", "plan_group"]
 
 
 class GroupInfeasible(Exception):
@@ -129,10 +129,7 @@ class _Planner:
         if key in self._trees:
             return self._trees[key]
         root = PlanNode()
-        if split and self.multi:
-            parts = split_isolated(state, self.pair_check)
-        else:
-            parts = [state]
+        parts = split_isolated(state, self.pair_check) if split and self.multi else [state]
         if len(parts) > 1:
             trees = [self.tree(p) for p in parts]
             result = None

@@ -40,7 +40,7 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
-__all__ = ["FORMAT_VERSION", "save_index", "load_index"]
+__all__ = ["FORMAT_VERSION", "load_index", "save_index"]
 
 FORMAT_VERSION = 1
 _TABLES = ("events.parquet", "trees.parquet", "nodes.parquet")

@@ -1,8 +1,14 @@
 """Query language, planning strategies, exact evaluation and baselines."""
 
 from query.language import parse_query
-from query.patterns import (Between, Comparison, InSet, PatternItem, SequencePattern,
-                            Symbol)
+from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
 
-__all__ = ["parse_query", "Between", "Comparison", "InSet", "PatternItem",
-           "SequencePattern", "Symbol"]
+__all__ = [
+                            "Between",
+                            "Comparison",
+                            "InSet",
+                            "PatternItem",
+                            "SequencePattern",
+                            "Symbol",
+                            "parse_query",
+]

@@ -21,8 +21,10 @@ a weighted instant.
 >>> from index.forest import build_forest
 >>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> at = lambda e, t: [n for n in range(f.n_nodes) if f.event[n] == e and f.instant[n] == t][0]
->>> round(chain_probability(f, [at(2, 2)]), 12), round(chain_probability(f, [at(2, 2), at(3, 4)]), 12)
-(0.5, 0.2)
+>>> round(chain_probability(f, [at(2, 2)]), 12)
+0.5
+>>> round(chain_probability(f, [at(2, 2), at(3, 4)]), 12)
+0.2
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import Mapping, Sequence
 
 from index.forest import REAL, ROOT, VIRTUAL, GroupForest
 
-__all__ = ["extension_factor", "chain_probability", "weighted_chain_probability", "Weights"]
+__all__ = ["Weights", "chain_probability", "extension_factor", "weighted_chain_probability"]
 
 # Per event position in the group: (first instant, last instant, factor) of each weight.
 Weights = Mapping[int, Sequence[tuple[int, int, float]]]

@@ -29,7 +29,7 @@ from query.chains import chain_probability, weighted_chain_probability
 from query.patterns import SequencePattern
 from query.symbols import check_symbols, symbol_box, symbol_probability
 
-__all__ = ["Entry", "Match", "QueryStats", "QueryContext", "TOLERANCE"]
+__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats"]
 
 TOLERANCE = 1e-9
 

@@ -17,7 +17,7 @@ from query.sequential import sequential
 from query.tree_traversal import tree_traversal
 from uncertain_cep.errors import ParamEnum
 
-__all__ = ["Strategy", "StrategyName", "get_strategy", "INDEX_STRATEGIES"]
+__all__ = ["INDEX_STRATEGIES", "Strategy", "StrategyName", "get_strategy"]
 
 
 class Strategy(Protocol):

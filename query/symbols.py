@@ -27,7 +27,7 @@ from uncertain_cep.errors import QueryError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.probability import interval_mass
 
-__all__ = ["check_symbols", "symbol_probability", "symbol_box"]
+__all__ = ["check_symbols", "symbol_box", "symbol_probability"]
 
 
 def check_symbols(archive: Archive, pattern: SequencePattern) -> None:

@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from query.language import parse_query
-    from query.patterns import (Between, Comparison, InSet, PatternItem, SequencePattern,
-                                Symbol)
+    from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
     from uncertain_cep.api import UncertainIndex, build_index, open_index
-    from uncertain_cep.errors import (IndexBuildError, IndexFormatError, InputError,
-                                      InvalidOptionError, PlanningError, QueryError,
-                                      QueryParseError, UncertainCepError)
+    from uncertain_cep.errors import (
+        IndexBuildError,
+        IndexFormatError,
+        InputError,
+        InvalidOptionError,
+        PlanningError,
+        QueryError,
+        QueryParseError,
+        UncertainCepError,
+    )
     from uncertain_cep.model.events import read_archive
     from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 

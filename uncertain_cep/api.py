@@ -6,16 +6,16 @@
 ...                    "t_lo": [1, 1, 2], "t_hi": [2, 2, 3], "x": [1.0, 5.0, 9.0]})
 >>> idx = uc.build_index(df)
 >>> idx.query("PATTERN SEQ(A, B) DEFINE A AS x < 2, B AS x > 4 CONFIDENCE 0.3")
-  events  confidence  t_first  t_last
-0  (a, c)         1.0        1       3
-1  (a, b)         0.5        1       2
+   events  confidence  t_first  t_last
+0  (a, c)        0.75        1       3
+1  (a, b)        0.50        1       2
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from itertools import product
+from itertools import pairwise, product
 from typing import Any
 
 import numpy as np
@@ -76,7 +76,7 @@ class UncertainIndex:
         return (f"<UncertainIndex: {self.n_events} events, {self.n_groups} groups, "
                 f"{self.n_trees} OI-trees, {self.n_nodes} nodes, codes={self.settings.codes!r}>")
 
-    def forest(self, group: object):  # noqa: ANN201 - GroupForest, kept out of the API
+    def forest(self, group: object):
         """The OI-tree forest of one group (by its key)."""
         return self._index.forests[self._group_code(group)]
 
@@ -154,7 +154,7 @@ class UncertainIndex:
         total = 0.0
         for chain in product(*options):
             if all(in_ranges(scheme.code(forest, b), scheme.descendant_code_ranges(forest, a))
-                   for a, b in zip(chain, chain[1:])):
+                   for a, b in pairwise(chain)):
                 total += chain_probability(forest, chain)
         return total
 

@@ -24,15 +24,15 @@ import enum
 import re
 
 __all__ = [
-    "UncertainCepError",
-    "InputError",
     "IndexBuildError",
     "IndexFormatError",
-    "QueryParseError",
-    "QueryError",
-    "PlanningError",
+    "InputError",
     "InvalidOptionError",
     "ParamEnum",
+    "PlanningError",
+    "QueryError",
+    "QueryParseError",
+    "UncertainCepError",
 ]
 
 

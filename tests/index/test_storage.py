@@ -74,7 +74,7 @@ def test_interrupted_write_leaves_the_old_index_and_no_partial_one(tmp_path, mon
 def test_a_directory_without_manifest_is_refused(tmp_path):
     _example().save(tmp_path / "ix")
     (tmp_path / "ix" / "manifest.json").unlink()
-    with pytest.raises(IndexFormatError, match="no manifest.json"):
+    with pytest.raises(IndexFormatError, match=r"no manifest\.json"):
         uc.open_index(tmp_path / "ix")
 
 

@@ -79,8 +79,6 @@ def test_datetime_time_without_time_unit_is_rejected_naming_column() -> None:
         read_archive(frame(t_lo=stamps, t_hi=stamps))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: with time_unit, an infinite (or out-of-int64) "
-                   "time is cast to -2**63 and accepted instead of rejected")
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 def test_infinite_time_with_time_unit_is_rejected_naming_event_and_column() -> None:
     with pytest.raises(InputError, match=names("event 'a'", "'t_lo'")):
@@ -197,8 +195,6 @@ def test_datetime_times_with_time_unit_count_units_since_epoch() -> None:
     assert archive.t_hi.tolist() == [9, 60, 0]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tz-aware datetimes are discretised by local wall "
-                   "time (tz_localize(None)) instead of as instants since the epoch (UTC)")
 def test_tz_aware_datetimes_count_units_since_epoch_in_utc() -> None:
     # 00:30 and 01:10 UTC on the night Berlin leaves summer time: 02:30+02:00, 02:10+01:00.
     utc = pd.Series(pd.to_datetime(["2020-10-25 00:30Z", "2020-10-25 01:10Z"]))

@@ -1,5 +1,6 @@
 """Generators of sample archives (the files under ``datasets/`` are made by these)."""
 
 from uncertain_cep.datasets.office_rfid import generate_office_rfid
+from uncertain_cep.datasets.synthetic import disjoint_sequence, generate_synthetic
 
-__all__ = ["generate_office_rfid"]
+__all__ = ["disjoint_sequence", "generate_office_rfid", "generate_synthetic"]

@@ -4,5 +4,11 @@ from uncertain_cep.model.events import Archive, NumericAttribute, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 from uncertain_cep.model.probability import interval_mass
 
-__all__ = ["Archive", "NumericAttribute", "read_archive", "MaxSpeed", "PairPredicate",
-           "interval_mass"]
+__all__ = [
+           "Archive",
+           "MaxSpeed",
+           "NumericAttribute",
+           "PairPredicate",
+           "interval_mass",
+           "read_archive",
+]

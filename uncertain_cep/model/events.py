@@ -37,7 +37,7 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError
 
-__all__ = ["NumericAttribute", "Archive", "read_archive"]
+__all__ = ["Archive", "NumericAttribute", "read_archive"]
 
 _RESERVED = {"event_id", "t_lo", "t_hi", "t"}
 
@@ -246,7 +246,8 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
             raise InputError(f"column {name!r} holds datetimes; pass time_unit= (e.g. '1s') to "
                              "discretise time into integer instants")
         step = pd.Timedelta(unit)
-        since = col.dt.tz_localize(None) if col.dt.tz is not None else col
+        # Aware timestamps count from the epoch in UTC, not in their local wall clock.
+        since = col.dt.tz_convert(None) if col.dt.tz is not None else col
         ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]").astype(np.int64)
         return np.floor_divide(ns, step.value)
     if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
@@ -258,15 +259,22 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
                              "give a number")
         if not unit > 0:
             raise InputError(f"time_unit must be positive, got {unit!r}")
-        return np.floor(col.to_numpy(dtype=float) / float(unit)).astype(np.int64)
+        scaled = np.floor(col.to_numpy(dtype=float) / float(unit))
+        bad = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**62)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = "
+                             f"{_eid(col.iloc[i])} is not a finite time within the int64 "
+                             "range of instants once divided by time_unit")
+        return scaled.astype(np.int64)
     if pd.api.types.is_integer_dtype(col):
         return col.to_numpy(dtype=np.int64)
     values = col.to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values != np.round(values))
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**62)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = {values[i]!r} is not an "
-                         "integer instant; pass time_unit= to discretise time")
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = {_eid(values[i])} is "
+                         "not an integer instant; pass time_unit= to discretise time")
     return values.astype(np.int64)
 
 

@@ -20,6 +20,7 @@ and their instants instead (:class:`PairPredicate`).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,7 +30,7 @@ import numpy as np
 from uncertain_cep.errors import InputError
 from uncertain_cep.model.events import Archive
 
-__all__ = ["GroupPairCheck", "PairConstraint", "MaxSpeed", "PairPredicate", "event_view"]
+__all__ = ["GroupPairCheck", "MaxSpeed", "PairConstraint", "PairPredicate", "event_view"]
 
 
 class GroupPairCheck(Protocol):
@@ -68,12 +69,17 @@ class MaxSpeed:
     coordinates: tuple[str, ...] = ("x", "y")
 
     def __post_init__(self) -> None:
-        if isinstance(self.v_max, bool) or not (isinstance(self.v_max, (int, float))
-                                                and self.v_max >= 0 and math.isfinite(self.v_max)):
-            raise InputError(f"max_speed must be a finite number >= 0, got {self.v_max!r}")
-        if not self.coordinates:
+        v = self.v_max
+        if isinstance(v, bool) or not (isinstance(v, numbers.Real) and math.isfinite(v)
+                                       and v >= 0):
+            raise InputError(f"max_speed must be a finite number >= 0, got {v!r}")
+        object.__setattr__(self, "v_max", float(v))
+        coords = self.coordinates
+        # A lone name is one coordinate, not a sequence of one-letter names.
+        coords = (coords,) if isinstance(coords, str) else tuple(coords)
+        if not coords:
             raise InputError("max_speed needs at least one coordinate attribute")
-        object.__setattr__(self, "coordinates", tuple(self.coordinates))
+        object.__setattr__(self, "coordinates", coords)
 
     def for_group(self, archive: Archive, members: Sequence[int]) -> _SpeedCheck:
         for c in self.coordinates:
@@ -90,6 +96,9 @@ class MaxSpeed:
         return _SpeedCheck(np.sqrt(sq), float(self.v_max))
 
 
+_NEVER = 2**52  # past this, doubles skip integers and ceil() is no longer exact
+
+
 class _SpeedCheck:
     def __init__(self, mindist: np.ndarray, v_max: float) -> None:
         self._mindist = mindist
@@ -103,8 +112,11 @@ class _SpeedCheck:
         if d == 0:
             return 1
         if self._v == 0:
-            return None if d > 0 else 1
-        gap = max(1, math.ceil(d / self._v))
+            return None
+        quotient = d / self._v
+        if not quotient < _NEVER:
+            return None  # beyond exact doubles: let callers test instants with allows()
+        gap = max(1, math.ceil(quotient))
         # ceil of a float quotient can be off by one; settle it with the exact test.
         while gap > 1 and self.allows(i, j, 0, gap - 1):
             gap -= 1

@@ -15,7 +15,7 @@ A numeric attribute of an event is a range ``[lo, hi]`` with a pdf: uniform, a p
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.stats import truncnorm
 
 from uncertain_cep.model.events import NumericAttribute
 
@@ -57,21 +57,16 @@ def interval_mass(attr: NumericAttribute, rows: np.ndarray, low: float, high: fl
 
 def _truncated_normal_mass(mu: np.ndarray, sigma: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                            a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # Work on whichever tail is smaller: ndtr(x) - ndtr(y) loses every digit when both are
-    # close to 1, but the mirrored difference ndtr(-y) - ndtr(-x) keeps them.
-    def mass(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        zx, zy = (x - mu) / sigma, (y - mu) / sigma
-        upper_tail = zx > 0
-        return np.where(upper_tail, ndtr(-zx) - ndtr(-zy), ndtr(zy) - ndtr(zx))
+    """Mass of ``[a, b]`` under ``N(mu, sigma)`` truncated to ``[lo, hi]``.
 
-    total = mass(lo, hi)
-    part = np.where(b > a, mass(a, np.maximum(a, b)), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = part / total
-    # A range so far in the normal's tail that its mass underflows: the truncated pdf is
-    # then indistinguishable from an exponential at the near end; uniform is a poor but
-    # safe stand-in, and such inputs are flagged here rather than producing NaN.
-    fallback = ~(total > 0)
-    if fallback.any():
-        ratio[fallback] = np.clip(b - a, 0, None)[fallback] / (hi - lo)[fallback]
-    return np.clip(ratio, 0.0, 1.0)
+    scipy's ``truncnorm`` works in log space in the far tails, where the range's own mass
+    underflows (mu dozens of sigmas away). Of ``cdf(b) - cdf(a)`` and ``sf(a) - sf(b)`` the
+    one with the smaller terms is taken, so no digits cancel.
+    """
+    za_range, zb_range = (lo - mu) / sigma, (hi - mu) / sigma
+    za, zb = (a - mu) / sigma, (np.maximum(a, b) - mu) / sigma
+    dist = truncnorm(za_range, zb_range)
+    lower = dist.cdf(za)
+    upper_tail = lower > 0.5
+    mass = np.where(upper_tail, dist.sf(za) - dist.sf(zb), dist.cdf(zb) - lower)
+    return np.clip(np.where(b > a, mass, 0.0), 0.0, 1.0)

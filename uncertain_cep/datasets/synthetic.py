@@ -1,0 +1,96 @@
+"""The paper's synthetic sequences (Zhou et al. section 6.1).
+
+``N`` objects with ``d`` Gaussian attributes get timestamps from a domain of ``10 N``
+instants, either uniformly or clustered into 10 Gaussian clusters; then each timestamp is
+widened into an interval of ``f`` possible instants (``f`` drawn per event from a range)
+containing the true one, and each attribute into a range around its value. Objects are
+spread over ``groups`` dependency groups at random. Each group's true timestamps are
+distinct, so every group has an order instance.
+
+>>> df = generate_synthetic(100, groups=4, seed=1)
+>>> len(df), sorted(df.columns)[:4]
+(100, ['a0_hi', 'a0_lo', 'a1_hi', 'a1_lo'])
+>>> bool((df.t_hi - df.t_lo + 1).between(2, 5).all())
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["disjoint_sequence", "generate_synthetic"]
+
+
+def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int] = (2, 5),
+                       clustered: bool = False, value_width: float = 0.2,
+                       seed: int = 0) -> pd.DataFrame:
+    """Generate ``n`` uncertain events as the paper describes.
+
+    Parameters
+    ----------
+    n
+        Number of events.
+    groups
+        Number of dependency groups (events assigned uniformly at random).
+    d
+        Number of Gaussian attributes ``a0 .. a{d-1}``.
+    f
+        Inclusive range of the number of possible instants per event.
+    clustered
+        Timestamps in 10 Gaussian clusters instead of uniform over the domain.
+    value_width
+        Half-width of each attribute range, in standard deviations (drawn uniformly up to it).
+    """
+    rng = np.random.default_rng(seed)
+    domain = 10 * n
+    group = rng.integers(0, groups, size=n)
+    truth = np.empty(n, dtype=np.int64)
+    for g in range(groups):
+        idx = np.flatnonzero(group == g)
+        truth[idx] = _timestamps(rng, len(idx), domain, clustered)
+    width = rng.integers(f[0], f[1] + 1, size=n)
+    left = rng.integers(0, width)
+    cols: dict[str, object] = {
+        "event_id": np.arange(n, dtype=np.int64), "group": group,
+        "t_lo": truth - left, "t_hi": truth - left + width - 1}
+    for a in range(d):
+        value = rng.normal(size=n)
+        half = rng.uniform(0, value_width, size=n)
+        cols[f"a{a}_lo"] = value - half
+        cols[f"a{a}_hi"] = value + half
+    order = np.argsort(truth, kind="stable")
+    return pd.DataFrame(cols).iloc[order].reset_index(drop=True)
+
+
+def _timestamps(rng: np.random.Generator, k: int, domain: int, clustered: bool) -> np.ndarray:
+    """``k`` distinct instants in ``[0, domain)``."""
+    if not clustered:
+        return rng.choice(domain, size=k, replace=False)
+    centers = rng.uniform(0.05 * domain, 0.95 * domain, size=10)
+    raw = np.rint(rng.normal(centers[rng.integers(0, 10, size=k)], domain / 100)).astype(int)
+    raw = np.clip(raw, 0, domain - 1)
+    # Move collisions to the nearest free instant, so true timestamps stay distinct.
+    taken: set[int] = set()
+    out = np.empty(k, dtype=np.int64)
+    for i, t in enumerate(raw.tolist()):
+        step = 0
+        while True:
+            for cand in (t + step, t - step):
+                if 0 <= cand < domain and cand not in taken:
+                    break
+            else:
+                step += 1
+                continue
+            break
+        taken.add(cand)
+        out[i] = cand
+    return out
+
+
+def disjoint_sequence(n: int, f: int = 2) -> pd.DataFrame:
+    """One group of ``n`` events with ``f`` possible instants each and disjoint intervals:
+    every combination is an order instance (``f**n`` of them), the single tree's worst case
+    (the paper's Table 5)."""
+    lo = np.arange(n, dtype=np.int64) * f
+    return pd.DataFrame({"event_id": np.arange(n), "group": 0, "t_lo": lo, "t_hi": lo + f - 1})
