@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -83,6 +84,32 @@ class GroupForest:
 
     def tree_ti(self, t: int) -> tuple[int, int]:
         return int(self.tree_lo[t]), int(self.tree_hi[t])
+
+    @cached_property
+    def global_depth(self) -> np.ndarray:
+        """Depth counting the trees above: a child tree's root sits one level below the
+        virtual node standing for it."""
+        depths = np.zeros(self.n_nodes, dtype=np.int64)
+        sizes = np.bincount(self.tree, minlength=self.n_trees)
+        # Trees are numbered parents first, so one pass in tree order suffices.
+        for t in range(self.n_trees):
+            v = int(self.tree_virtual[t])
+            base = 0 if v < 0 else int(depths[v]) + 1
+            root = int(self.tree_root[t])
+            depths[root:root + sizes[t]] = base + self.depth[root:root + sizes[t]]
+        return depths
+
+    @cached_property
+    def _nodes_by_event(self) -> tuple[np.ndarray, np.ndarray]:
+        real = np.flatnonzero(self.kind == REAL)
+        order = np.argsort(self.event[real], kind="stable")
+        return real[order], self.event[real][order]
+
+    def nodes_of_event(self, e: int) -> np.ndarray:
+        """Real nodes of the event at position ``e`` of the group."""
+        nodes, events = self._nodes_by_event
+        lo, hi = np.searchsorted(events, [e, e + 1])
+        return nodes[lo:hi]
 
     def children(self, n: int) -> np.ndarray:
         return self.child_list[self.child_start[n]:self.child_start[n + 1]]

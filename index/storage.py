@@ -56,6 +56,11 @@ def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
         raise IndexFormatError(f"{target} exists and is not an index; refusing to overwrite it")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    # mkdtemp makes the directory private (0700); an index is as readable as any directory
+    # made under the user's umask.
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)
     try:
         archive = index.archive
         _write(pa.Table.from_pandas(archive.to_frame(), preserve_index=False),

@@ -14,8 +14,8 @@ requires there. Extending a chain ending at ``a`` by a node ``b`` below it multi
 
 With negation the OIs are weighted: an event ``x`` standing in a negation gap contributes
 ``1 - Pr(C | x)``. :func:`weighted_chain_probability` sums the weights of the OIs through a
-chain by a dynamic programme over the trees, visiting only subtrees whose time span meets
-a weighted instant.
+chain by a dynamic programme that visits only the weighted nodes, the chain, and the nodes
+above them.
 
 >>> from index.oi_tree import plan_group
 >>> from index.forest import build_forest
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from index.forest import REAL, ROOT, VIRTUAL, GroupForest
+from index.forest import VIRTUAL, GroupForest
 
 __all__ = ["Weights", "chain_probability", "extension_factor", "weighted_chain_probability"]
 
@@ -65,111 +65,63 @@ def chain_probability(forest: GroupForest, chain: Sequence[int]) -> float:
 def weighted_chain_probability(forest: GroupForest, chain: Sequence[int],
                                weights: Weights) -> float:
     """Sum over the group's OIs through ``chain`` of P(OI) times the product of the weights
-    of the (event, instant) pairs the OI uses. Events of the chain must carry no weight."""
-    return _WeightedDP(forest, weights).chain(chain)
+    of the (event, instant) pairs the OI uses. Events of the chain must carry no weight.
 
-
-class _WeightedDP:
-    def __init__(self, forest: GroupForest, weights: Weights) -> None:
-        self.f = forest
-        self.weights = weights
-        spans = [(a, b) for ws in weights.values() for a, b, _ in ws]
-        self.lo = min((a for a, _ in spans), default=1)
-        self.hi = max((b for _, b in spans), default=0)
-        self.memo: dict[int, float] = {}
-
-    def chain(self, chain: Sequence[int]) -> float:
-        f = self.f
-        deepest: dict[int, int] = {}
-        for n in chain:
-            for x in f.context(n):
-                t = int(f.tree[x])
-                if t not in deepest or f.depth[x] > f.depth[deepest[t]]:
-                    deepest[t] = x
-        return self.tree_value(0, deepest)
-
-    def tree_value(self, t: int, deepest: dict[int, int]) -> float:
-        f = self.f
-        d = deepest.get(t)
-        if d is None:
-            return self.expect(int(f.tree_root[t]))
-        path = []
-        x = d
-        while x >= 0:
-            path.append(x)
-            x = int(f.parent[x])
-        value = 1.0
-        for x in reversed(path):
-            if f.kind[x] == ROOT:
-                continue
-            value *= float(f.cond[x])
-            if f.kind[x] == VIRTUAL:
-                value *= self.tree_value(int(f.child_tree[x]), deepest)
-            else:
-                value *= self.own_weight(x)
-        return value * self.children_value(d)
-
-    def own_weight(self, n: int) -> float:
-        ws = self.weights.get(int(self.f.event[n]))
-        if not ws:
-            return 1.0
-        t = int(self.f.instant[n])
-        w = 1.0
-        for a, b, factor in ws:
-            if a <= t <= b:
-                w *= factor
-        return w
-
-    def children_value(self, n: int) -> float:
-        kids = self.f.children(n)
-        if len(kids) == 0:
-            return 1.0
-        return sum(float(self.f.cond[c]) * self.expect(int(c)) for c in kids)
-
-    def _quiet(self, n: int) -> bool:
-        """Whether no node at or below ``n`` can carry a weight (its span misses them)."""
-        f = self.f
-        t = int(f.tree[n])
-        if f.kind[n] == REAL:
-            start = int(f.instant[n])
-        elif f.kind[n] == VIRTUAL:
-            start = int(f.tree_lo[int(f.child_tree[n])])
+    Only the *relevant* nodes are visited: the weighted nodes, the chain's nodes, and
+    everything above them (parents, and for a tree's root the virtual node standing for
+    the tree). Any other subtree's value is exactly 1 (its children's conditional
+    probabilities sum to 1), so a node's value is ``own * sum over children c of
+    cond(c) * value(c)`` with 1 for irrelevant children, or, where the chain continues
+    below it, ``own * cond(c) * value(c)`` for the child ``c`` it continues through.
+    """
+    f = forest
+    weighted: dict[int, float] = {}
+    for e, ws in weights.items():
+        for n in f.nodes_of_event(e):
+            t = int(f.instant[n])
+            w = 1.0
+            for a, b, factor in ws:
+                if a <= t <= b:
+                    w *= factor
+            if w != 1.0:
+                weighted[n] = w
+    required: set[int] = set()
+    for n in chain:
+        required.update(_up_closure(f, int(n), required))
+    relevant = set(required)
+    for n in weighted:
+        relevant.update(_up_closure(f, n, relevant))
+    depths = f.global_depth
+    value: dict[int, float] = {}
+    for x in sorted(relevant, key=lambda n: -depths[n]):
+        if f.kind[x] == VIRTUAL:
+            root = int(f.tree_root[int(f.child_tree[x])])
+            own = value.get(root, 1.0)
         else:
-            start = int(f.tree_lo[t])
-        return start > self.hi or self._span_end(t) < self.lo
+            own = weighted.get(x, 1.0)
+        kids = f.children(x)
+        below = 0.0 if len(kids) else 1.0
+        for c in kids:
+            c = int(c)
+            if c in required:
+                below = float(f.cond[c]) * value[c]
+                break
+            # Summed in full rather than as 1 + sum(cond * (value - 1)): a weight of 0 on
+            # every branch must give exactly 0, not a rounding residue.
+            below += float(f.cond[c]) * value.get(c, 1.0)
+        value[x] = own * below
+    return value.get(int(f.tree_root[0]), 1.0)
 
-    def _span_end(self, t: int) -> int:
-        # Below any node of tree t come only instants of t itself.
-        return int(self.f.tree_hi[t])
 
-    def expect(self, n: int) -> float:
-        """Expected weight of the OI continuations from node ``n`` (its own weight included),
-        computed bottom-up without recursion: trees can be thousands of nodes deep."""
-        if n in self.memo:
-            return self.memo[n]
-        f = self.f
-        order: list[int] = []
-        stack = [n]
-        while stack:
-            x = stack.pop()
-            if x in self.memo:
-                continue
-            if self._quiet(x):
-                self.memo[x] = 1.0
-                continue
-            order.append(x)
-            stack.extend(int(c) for c in f.children(x))
-            if f.kind[x] == VIRTUAL:
-                stack.append(int(f.tree_root[int(f.child_tree[x])]))
-        for x in reversed(order):
-            if x in self.memo:
-                continue
-            below = self.children_value(x)
-            if f.kind[x] == VIRTUAL:
-                own = self.memo[int(f.tree_root[int(f.child_tree[x])])]
-            elif f.kind[x] == REAL:
-                own = self.own_weight(x)
-            else:
-                own = 1.0
-            self.memo[x] = own * below
-        return self.memo[n]
+def _up(f: GroupForest, n: int) -> int:
+    """The node above ``n`` once virtual nodes are expanded (-1 at the top root)."""
+    p = int(f.parent[n])
+    return p if p >= 0 else int(f.tree_virtual[int(f.tree[n])])
+
+
+def _up_closure(f: GroupForest, n: int, stop: set[int]) -> list[int]:
+    out = []
+    while n >= 0 and n not in stop:
+        out.append(n)
+        n = _up(f, n)
+    return out

@@ -85,6 +85,8 @@ class QueryContext:
         self.stats = QueryStats()
         self._started = time.perf_counter()
         self._prob: dict[str, np.ndarray] = {}
+        self._negation_cache: dict[tuple[object, ...], float] = {}
+        self._gap_rows: dict[tuple[str, int, int], np.ndarray] = {}
         self.boxes = {name: symbol_box(index.archive, pattern.symbol(name))
                       for name in {it.symbol for it in pattern.items}}
 
@@ -154,7 +156,11 @@ class QueryContext:
         return out
 
     def negation_factor(self, entry: Entry) -> float:
-        """P(no negated event in its gap | the entry's nodes), from the weighted DP."""
+        """P(no negated event in its gap | the entry's nodes), from the weighted DP.
+
+        Results are cached per group on the weights clipped to each event's own instants,
+        so entries whose gaps differ only where no weighted event can be share the work.
+        """
         index = self.index
         instants = [int(index.forests[int(index.event_group[r])].instant[n])
                     for r, n in zip(entry.events, entry.nodes)]
@@ -166,11 +172,17 @@ class QueryContext:
             if a > b:
                 continue
             q = self.pr(symbol)
-            for x in self.search(symbol, None, (a, b)):
+            found = self._gap_rows.get((symbol, a, b))
+            if found is None:
+                found = self._gap_rows[(symbol, a, b)] = self.search(symbol, None, (a, b))
+            for x in found:
                 if int(x) in in_tuple:
                     continue
-                g = int(index.event_group[x])
-                weights[g][int(index.event_pos[x])].append((a, b, 1.0 - float(q[x])))
+                lo, hi = index.event_time_range(int(x))
+                clipped = (max(a, lo), min(b, hi))
+                if clipped[0] <= clipped[1]:
+                    g = int(index.event_group[x])
+                    weights[g][int(index.event_pos[x])].append((*clipped, 1.0 - float(q[x])))
         if not weights:
             return 1.0
         chains: dict[int, list[int]] = defaultdict(list)
@@ -178,8 +190,14 @@ class QueryContext:
             chains[int(index.event_group[r])].append(int(n))
         factor = 1.0
         for g, w in weights.items():
-            forest = index.forests[g]
-            chain = chains.get(g, [])
-            weighted = weighted_chain_probability(forest, chain, w)
-            factor *= weighted / chain_probability(forest, chain) if chain else weighted
+            chain = tuple(chains.get(g, ()))
+            key = (g, chain, tuple(sorted((e, tuple(ws)) for e, ws in w.items())))
+            ratio = self._negation_cache.get(key)
+            if ratio is None:
+                forest = index.forests[g]
+                ratio = weighted_chain_probability(forest, chain, w)
+                if chain:
+                    ratio /= chain_probability(forest, chain)
+                self._negation_cache[key] = ratio
+            factor *= ratio
         return factor

@@ -94,6 +94,9 @@ def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.close(fd)
+    # mkstemp makes the file private (0600); a report is as readable as any file written
+    # under the user's umask.
+    os.chmod(tmp, 0o666 & ~_umask())
     try:
         out = frame.assign(events=[" ".join(map(str, e)) for e in frame["events"]])
         out.attrs = {}
@@ -109,6 +112,12 @@ def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -146,10 +155,21 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _query_text(arg: str) -> str:
+    if not arg.startswith("@"):
+        return arg
+    from uncertain_cep.errors import InputError
+
+    try:
+        return Path(arg[1:]).read_text()
+    except OSError as e:
+        raise InputError(f"cannot read the query from {arg[1:]!r}: {e.strerror}") from e
+
+
 def _query(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
 
-    text = Path(args.query[1:]).read_text() if args.query.startswith("@") else args.query
+    text = _query_text(args.query)
     res = uc.open_index(args.index).query(text, strategy=args.strategy)
     if args.out:
         write_report(res, args.out)

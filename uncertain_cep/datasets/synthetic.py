@@ -23,8 +23,8 @@ __all__ = ["disjoint_sequence", "generate_synthetic"]
 
 
 def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int] = (2, 5),
-                       clustered: bool = False, value_width: float = 0.2,
-                       seed: int = 0) -> pd.DataFrame:
+                       clustered: bool = False, cluster_spread: float = 1 / 40,
+                       value_width: float = 0.2, seed: int = 0) -> pd.DataFrame:
     """Generate ``n`` uncertain events as the paper describes.
 
     Parameters
@@ -39,6 +39,8 @@ def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int
         Inclusive range of the number of possible instants per event.
     clustered
         Timestamps in 10 Gaussian clusters instead of uniform over the domain.
+    cluster_spread
+        Standard deviation of a cluster, as a fraction of the time domain.
     value_width
         Half-width of each attribute range, in standard deviations (drawn uniformly up to it).
     """
@@ -48,7 +50,7 @@ def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int
     truth = np.empty(n, dtype=np.int64)
     for g in range(groups):
         idx = np.flatnonzero(group == g)
-        truth[idx] = _timestamps(rng, len(idx), domain, clustered)
+        truth[idx] = _timestamps(rng, len(idx), domain, clustered, cluster_spread)
     width = rng.integers(f[0], f[1] + 1, size=n)
     left = rng.integers(0, width)
     cols: dict[str, object] = {
@@ -63,12 +65,13 @@ def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int
     return pd.DataFrame(cols).iloc[order].reset_index(drop=True)
 
 
-def _timestamps(rng: np.random.Generator, k: int, domain: int, clustered: bool) -> np.ndarray:
+def _timestamps(rng: np.random.Generator, k: int, domain: int, clustered: bool,
+                spread: float) -> np.ndarray:
     """``k`` distinct instants in ``[0, domain)``."""
     if not clustered:
         return rng.choice(domain, size=k, replace=False)
     centers = rng.uniform(0.05 * domain, 0.95 * domain, size=10)
-    raw = np.rint(rng.normal(centers[rng.integers(0, 10, size=k)], domain / 100)).astype(int)
+    raw = np.rint(rng.normal(centers[rng.integers(0, 10, size=k)], spread * domain)).astype(int)
     raw = np.clip(raw, 0, domain - 1)
     # Move collisions to the nearest free instant, so true timestamps stay distinct.
     taken: set[int] = set()

@@ -1,0 +1,201 @@
+"""The public API: lazy exports, option validation, answer frames, and index internals
+that the API relies on (outward float rounding, R*-tree search)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from random_archives import archives
+
+import uncertain_cep as uc
+from index.event_index import float_down, float_up
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = """PATTERN SEQ(A, NOT C, B)
+DEFINE A AS x BETWEEN 0 AND 4 AND tag = 'a', C AS tag IN ('b', 'c'), B AS x >= 2
+WITHIN 4
+CONFIDENCE 0.05"""
+
+
+def _archive() -> pd.DataFrame:
+    return pd.DataFrame({
+        "event_id": [1, 2, 3, 4, 5, 6],
+        "group": ["g", "g", "g", "h", "h", "k"],
+        "t_lo": [1, 2, 4, 1, 3, 2],
+        "t_hi": [3, 3, 6, 2, 5, 4],
+        "x_lo": [0.0, 1.0, 3.0, 2.0, 5.0, 0.0],
+        "x_hi": [2.0, 4.0, 6.0, 2.0, 7.0, 3.0],
+        "tag": ["a", "b", "a", "c", "a", "a"],
+    })
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out.attrs = {}
+    return out
+
+
+def test_every_exported_name_resolves_and_is_listed_by_dir():
+    assert uc.__all__
+    for name in uc.__all__:
+        assert getattr(uc, name) is not None
+        assert name in dir(uc)
+
+
+def test_an_unknown_attribute_raises_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        uc.no_such_name  # noqa: B018
+    assert not hasattr(uc, "build_indexes")
+
+
+@pytest.mark.parametrize("first", ["index", "query", "index.event_index", "query.language"])
+def test_importing_a_subpackage_first_has_no_import_cycle(first):
+    code = f"import {first}; import uncertain_cep as uc; uc.build_index; uc.parse_query"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_unknown_strategy_lists_the_valid_strategies():
+    idx = uc.build_index(_archive())
+    with pytest.raises(uc.InvalidOptionError) as info:
+        idx.query(TEXT, strategy="nope")
+    for name in ("'sequential'", "'tree_traversal'", "'possible_worlds'"):
+        assert name in str(info.value)
+    assert isinstance(info.value, uc.UncertainCepError)
+
+
+def test_unknown_codes_lists_the_valid_schemes():
+    with pytest.raises(uc.InvalidOptionError) as info:
+        uc.build_index(_archive(), codes="nope")
+    assert "'compact'" in str(info.value) and "'paper'" in str(info.value)
+
+
+def test_max_speed_and_pair_predicate_together_are_an_input_error():
+    with pytest.raises(uc.InputError, match="not both"):
+        uc.build_index(_archive(), max_speed=1.0, pair_predicate=lambda a, b, ta, tb: True)
+
+
+def test_a_pattern_built_from_python_objects_answers_like_its_text():
+    pattern = uc.SequencePattern(
+        items=(uc.PatternItem("A"), uc.PatternItem("C", negated=True), uc.PatternItem("B")),
+        symbols=(uc.Symbol("A", (uc.Between("x", 0, 4), uc.InSet("tag", ("a",)))),
+                 uc.Symbol("C", (uc.InSet("tag", ("b", "c")),)),
+                 uc.Symbol("B", (uc.Comparison("x", ">=", 2),))),
+        within=4, confidence=0.05)
+    assert pattern == uc.parse_query(TEXT)
+    idx = uc.build_index(_archive())
+    expected = idx.query(TEXT)
+    assert len(expected) > 0
+    for strategy in ("sequential", "tree_traversal", "possible_worlds"):
+        pd.testing.assert_frame_equal(_plain(idx.query(pattern, strategy=strategy)),
+                                      _plain(expected), rtol=1e-12)
+
+
+def test_rows_are_sorted_by_confidence_descending_then_event_ids():
+    # Certain instants in separate groups tie at 1; two events sharing [10, 11] tie at 1/2.
+    df = pd.DataFrame({"event_id": ["e", "c", "a", "d", "b", "f", "g"],
+                       "group": ["1", "2", "3", "4", "5", "6", "6"],
+                       "t_lo": [1, 1, 2, 2, 3, 10, 10], "t_hi": [1, 1, 2, 2, 3, 11, 11]})
+    res = uc.build_index(df).query("PATTERN SEQ(A, B) WITHIN 20")
+    keys = [(-round(c, 9), e) for e, c in zip(res["events"], res["confidence"])]
+    assert keys == sorted(keys)
+    ones = list(res.loc[res["confidence"] == 1.0, "events"])
+    assert ones[:4] == [("a", "b"), ("a", "f"), ("a", "g"), ("b", "f")]
+    assert len(ones) > 4 and ones == sorted(ones)
+    assert ("f", "g") in set(res.loc[np.isclose(res["confidence"], 0.5), "events"])
+    assert list(res.columns) == ["events", "confidence", "t_first", "t_last"]
+
+
+def test_stats_report_the_strategy_and_its_counters():
+    idx = uc.build_index(_archive())
+    for strategy in ("sequential", "tree_traversal", "possible_worlds"):
+        stats = idx.query(TEXT, strategy=strategy).attrs["stats"]
+        assert {"strategy", "entries_created", "range_queries", "candidates"} <= set(stats)
+        assert stats["strategy"] == strategy
+
+
+def test_an_attribute_the_archive_lacks_is_a_query_error():
+    idx = uc.build_index(_archive())
+    with pytest.raises(uc.QueryError, match="z"):
+        idx.query("PATTERN SEQ(A, B) DEFINE A AS z < 3")
+
+
+def test_order_instance_fraction_across_two_groups_is_an_input_error():
+    idx = uc.build_index(_archive())
+    assert idx.order_instance_fraction({4: 1}) == pytest.approx(0.5)
+    with pytest.raises(uc.InputError, match="one dependency group"):
+        idx.order_instance_fraction({1: 1, 4: 1})
+
+
+big_ints = st.integers(-(2**1100), 2**1100) | st.integers(-(2**60), 2**60)
+
+
+@given(x=big_ints)
+def test_float_down_and_up_bracket_an_int_exactly_and_tightly(x):
+    lo, hi = float_down(x), float_up(x)
+    assert type(lo) is float and type(hi) is float
+    assert lo <= x <= hi
+    # Tight: the next double outward of the bound is already on the other side of x.
+    assert math.nextafter(lo, math.inf) > x or lo == x
+    assert math.nextafter(hi, -math.inf) < x or hi == x
+
+
+@pytest.mark.parametrize("x", [2**53 + 1, -(2**53 + 1), 2**1024, -(2**1024), 10**400,
+                               2**1024 - 2**970, sys.float_info.max, 0])
+def test_float_bounds_at_the_edges_of_the_double_range(x):
+    assert float_down(x) <= x <= float_up(x)
+    assert not math.isnan(float_down(x)) and not math.isnan(float_up(x))
+
+
+def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+@st.composite
+def searches(draw: st.DrawFn):
+    df = draw(archives(max_groups=3, max_events=10))
+    idx = uc.build_index(df, codes=draw(st.sampled_from(["compact", "paper"])))
+    ix = idx._index
+    n_codes = max(ix.event_code_range(r)[1] for r in range(idx.n_events)) + 2
+    group = draw(st.none() | st.integers(0, idx.n_groups - 1))
+    t0 = draw(st.integers(-3, 20))
+    time = (t0, t0 + draw(st.integers(0, 8)))
+    codes = None
+    if draw(st.booleans()):
+        c0 = draw(st.integers(-1, n_codes))
+        codes = (c0, c0 + draw(st.integers(0, max(1, n_codes // 3))))
+    attributes = {}
+    for a in ix.attributes:
+        if draw(st.booleans()):
+            lo = draw(st.integers(-1, 13))
+            attributes[a] = (float(lo), float(lo + draw(st.integers(0, 4))))
+    return ix, group, time, codes, attributes
+
+
+@given(case=searches())
+def test_event_index_search_returns_exactly_the_events_whose_box_meets_the_query(case):
+    ix, group, time, codes, attributes = case
+    expected = set()
+    for row in range(ix.archive.n_events):
+        if group is not None and int(ix.event_group[row]) != group:
+            continue
+        if not _meets(ix.event_time_range(row), time):
+            continue
+        if codes is not None and not _meets(ix.event_code_range(row), codes):
+            continue
+        numeric = ix.archive.numeric
+        if all(_meets((numeric[a].lo[row], numeric[a].hi[row]), q)
+               for a, q in attributes.items()):
+            expected.add(row)
+    found = ix.search(group, time, codes, attributes)
+    assert len(found) == len(set(found.tolist()))
+    assert set(found.tolist()) == expected

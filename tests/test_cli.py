@@ -1,0 +1,213 @@
+"""The ``uncertain-cep`` command line: demo, build, query, reports and their errors."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import uncertain_cep as uc
+from uncertain_cep import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERY = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x >= 2 WITHIN 5 CONFIDENCE 0.1"
+
+
+def _events() -> pd.DataFrame:
+    return pd.DataFrame({
+        "event_id": [1, 2, 3, 4, 5, 6, 7],
+        "person": ["p", "p", "p", "q", "q", "r", "r"],
+        "t_lo": [1, 2, 4, 1, 3, 2, 5],
+        "t_hi": [3, 3, 6, 2, 5, 4, 6],
+        "x_lo": [0.0, 1.0, 3.0, 2.0, 5.0, 0.0, 4.0],
+        "x_hi": [2.0, 4.0, 6.0, 2.0, 7.0, 3.0, 4.0],
+        "tag": ["a", "b", "a", "b", "a", "b", "a"],
+    })
+
+
+def _expected(res: pd.DataFrame) -> pd.DataFrame:
+    """The answer as a report stores it: event ids joined by spaces, no attrs."""
+    out = res.assign(events=[" ".join(map(str, e)) for e in res["events"]])
+    out.attrs = {}
+    return out
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if path.suffix == ".csv":
+        return pd.read_csv(path, dtype={"events": str}, float_precision="round_trip")
+    return pd.read_parquet(path)
+
+
+def _temporaries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    """An index built by the CLI from a Parquet archive, and the archive."""
+    df = _events()
+    df.to_parquet(tmp_path / "events.parquet", index=False)
+    code = cli.main(["build", str(tmp_path / "events.parquet"), "--out", str(tmp_path / "ix"),
+                     "--group-by", "person"])
+    assert code == 0
+    return tmp_path / "ix", df
+
+
+def test_demo_writes_an_index_and_one_report_per_query_equal_to_the_api(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert cli.main(["demo", "--out", str(out)]) == 0
+    assert "reports written" in capsys.readouterr().out
+    idx = uc.open_index(out / "index")
+    assert idx.n_events == 480
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["index", *(f"{name}.csv" for name in cli.DEMO_QUERIES)])
+    for name, (_title, text) in cli.DEMO_QUERIES.items():
+        report = _read(out / f"{name}.csv")
+        pd.testing.assert_frame_equal(report, _expected(idx.query(text)), check_exact=True)
+
+
+def test_demo_runs_as_a_real_process(tmp_path):
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "uncertain_cep.cli", "demo", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "index").is_dir()
+    assert all((out / f"{name}.csv").is_file() for name in cli.DEMO_QUERIES)
+    assert _temporaries(out) == []
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_build_then_query_report_round_trips_to_the_api_answer(built, tmp_path, capsys, suffix):
+    ix, df = built
+    report = tmp_path / "reports" / f"report{suffix}"
+    assert cli.main(["query", str(ix), QUERY, "--out", str(report)]) == 0
+    expected = uc.build_index(df, group_by="person").query(QUERY)
+    assert len(expected) > 1
+    assert f"{len(expected)} matches written" in capsys.readouterr().out
+    pd.testing.assert_frame_equal(_read(report), _expected(expected), check_exact=True)
+    assert _temporaries(report.parent) == []
+
+
+def test_query_prints_the_table_without_out(built, capsys):
+    ix, df = built
+    assert cli.main(["query", str(ix), QUERY]) == 0
+    printed = capsys.readouterr().out
+    expected = uc.build_index(df, group_by="person").query(QUERY)
+    assert printed.strip() == expected.to_string(index=False).strip()
+
+
+def test_query_reads_its_text_from_an_at_file(built, tmp_path):
+    ix, df = built
+    (tmp_path / "q.txt").write_text(QUERY.replace(" DEFINE", "\nDEFINE") + "\n")
+    report = tmp_path / "r.parquet"
+    assert cli.main(["query", str(ix), f"@{tmp_path / 'q.txt'}", "--out", str(report)]) == 0
+    expected = uc.build_index(df, group_by="person").query(QUERY)
+    pd.testing.assert_frame_equal(_read(report), _expected(expected), check_exact=True)
+
+
+def test_a_missing_at_file_is_a_clean_error(built, tmp_path, capsys):
+    ix, _ = built
+    assert cli.main(["query", str(ix), f"@{tmp_path / 'absent.txt'}"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_malformed_query_exits_2_with_line_and_column(built, tmp_path, capsys):
+    ix, _ = built
+    assert cli.main(["query", str(ix), "PATTERN SEQ(A B)", "--out",
+                     str(tmp_path / "r.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:")
+    assert "line 1, column 15" in err
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_malformed_query_in_a_real_process_exits_2(built, tmp_path):
+    ix, _ = built
+    proc = subprocess.run(
+        [sys.executable, "-m", "uncertain_cep.cli", "query", str(ix), "PATTERN SEQ(A,\n  B C)"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert "error:" in proc.stderr and "line 2, column" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_report_with_another_suffix_is_an_error_leaving_no_file(built, tmp_path, capsys):
+    ix, _ = built
+    out = tmp_path / "reports"
+    out.mkdir()
+    assert cli.main(["query", str(ix), QUERY, "--out", str(out / "report.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and ".parquet" in err and ".csv" in err
+    assert list(out.iterdir()) == []
+
+
+def test_unknown_strategy_error_lists_the_valid_values(built, capsys):
+    ix, _ = built
+    assert cli.main(["query", str(ix), QUERY, "--strategy", "fastest"]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "'fastest'" in err
+    for name in ("'sequential'", "'tree_traversal'", "'possible_worlds'"):
+        assert name in err
+
+
+@pytest.mark.parametrize("strategy", ["tree_traversal", "possible_worlds"])
+def test_query_strategies_write_the_same_report(built, tmp_path, strategy):
+    ix, _ = built
+    assert cli.main(["query", str(ix), QUERY, "--out", str(tmp_path / "a.csv")]) == 0
+    assert cli.main(["query", str(ix), QUERY, "--strategy", strategy,
+                     "--out", str(tmp_path / "b.csv")]) == 0
+    a, b = _read(tmp_path / "a.csv"), _read(tmp_path / "b.csv")
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12)
+
+
+def test_unknown_codes_in_build_exits_2(tmp_path, capsys):
+    _events().to_parquet(tmp_path / "e.parquet", index=False)
+    assert cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
+                     "--group-by", "person", "--codes", "tiny"]) == 2
+    err = capsys.readouterr().err
+    assert "'compact'" in err and "'paper'" in err
+    assert not (tmp_path / "ix").exists()
+
+
+def test_failed_report_write_keeps_the_old_report_and_leaves_no_temporary(tmp_path,
+                                                                           monkeypatch):
+    res = uc.build_index(_events(), group_by="person").query(QUERY)
+    target = tmp_path / "report.csv"
+    cli.write_report(res, target)
+    before = target.read_bytes()
+
+    def broken(self, path, *args, **kwargs):
+        Path(path).write_text("partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
+    with pytest.raises(OSError, match="disk full"):
+        cli.write_report(res.head(1), target)
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.csv"]
+
+
+def test_empty_answer_writes_a_report_with_the_columns(built, tmp_path):
+    ix, _ = built
+    report = tmp_path / "empty.parquet"
+    text = "PATTERN SEQ(A, B) DEFINE A AS x > 100 CONFIDENCE 0.5"
+    assert cli.main(["query", str(ix), text, "--out", str(report)]) == 0
+    assert list(_read(report).columns) == ["events", "confidence", "t_first", "t_last"]
+    assert len(_read(report)) == 0
+
+
+def test_report_permissions_follow_the_umask(tmp_path):
+    res = uc.build_index(_events(), group_by="person").query(QUERY)
+    old = os.umask(0o022)
+    try:
+        cli.write_report(res, tmp_path / "r.csv")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.csv").stat().st_mode) == 0o644
