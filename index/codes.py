@@ -79,9 +79,11 @@ class CodeScheme(Protocol):
 
     def tree_code_range(self, forest: GroupForest, t: int) -> tuple[int, int]: ...
 
-    def descendant_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
+    def descendant_code_ranges(self, forest: GroupForest, n: int,
+                               until: int | None = None) -> list[tuple[int, int]]:
         """Sorted disjoint ranges holding the codes of every node an OI can reach after
-        ``n``, and no other node's code."""
+        ``n``, and no other node's code. With ``until``, ranges that can only hold nodes
+        at instants after ``until`` may be left out."""
         ...
 
     def ancestor_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
@@ -110,6 +112,21 @@ def merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
                 out[-1] = (out[-1][0], hi)
         else:
             out.append((lo, hi))
+    return out
+
+
+def _coalesce(ranges: list[tuple[int, int]], used: list[int]) -> list[tuple[int, int]]:
+    """Join neighbouring ranges when no real node's code lies between them: the paper's
+    codes leave most positions of the padded f-trees unused, so a chain of per-level
+    ranges often covers one contiguous stretch of used codes."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if out:
+            i = bisect_right(used, out[-1][1])
+            if i == len(used) or used[i] >= lo:
+                out[-1] = (out[-1][0], hi)
+                continue
+        out.append((lo, hi))
     return out
 
 
@@ -165,7 +182,7 @@ def _base_at(forest: GroupForest, t: int, r: int, codes: list[int],
     """Base value at relative position ``r`` of tree ``t``: the largest code inside the
     last virtual node before ``r`` in breadth-first order, else the root's code."""
     virtuals = forest.tree_virtuals[t]
-    i = bisect_left([forest.rel[v] for v in virtuals], r) - 1
+    i = bisect_left(forest.virtual_rels[t], r) - 1
     if i < 0:
         return root_code
     return ranges[int(forest.child_tree[virtuals[i]])][1]
@@ -186,18 +203,25 @@ class _PaperScheme:
 
     def _virtual_at(self, forest: GroupForest, t: int, r: int) -> int:
         virtuals = forest.tree_virtuals[t]
-        rels = [forest.rel[v] for v in virtuals]
+        rels = forest.virtual_rels[t]
         i = bisect_left(rels, r)
         return virtuals[i] if i < len(virtuals) and rels[i] == r else -1
 
-    def descendant_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
+    def descendant_code_ranges(self, forest: GroupForest, n: int,
+                               until: int | None = None) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         x = n
+        # Every level down an OI path places at least one more event, one instant later
+        # at least: nodes k levels below lie at instant(n) + k or later.
+        start = int(forest.instant[n]) if forest.instant[n] >= 0 else None
         while True:
             t = int(forest.tree[x])
             f = max(int(forest.tree_fanout[t]), 1)
             v, d, h = forest.rel[x], int(forest.depth[x]), int(forest.tree_height[t])
-            for k in range(1, h - d + 1):
+            levels = h - d
+            if until is not None and start is not None:
+                levels = min(levels, max(0, until - start))
+            for k in range(1, levels + 1):
                 if f == 1:
                     lo = hi = v + k
                 else:
@@ -209,7 +233,7 @@ class _PaperScheme:
                        else self._code_at(forest, t, hi))
                 out.append((self._code_at(forest, t, lo), top))
             if forest.tree_virtual[t] < 0:
-                return merge_ranges(out)
+                return _coalesce(merge_ranges(out), forest.sorted_paper_codes)
             x = int(forest.tree_virtual[t])
 
     def ancestor_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
@@ -269,7 +293,8 @@ class _CompactScheme:
         lo, hi = forest.tree_compact_range[t]
         return int(lo), int(hi)
 
-    def descendant_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
+    def descendant_code_ranges(self, forest: GroupForest, n: int,
+                               until: int | None = None) -> list[tuple[int, int]]:
         out = [(int(forest.compact_code[n]) + 1, int(forest.compact_end[n]))]
         t = int(forest.tree[n])
         while forest.tree_virtual[t] >= 0:

@@ -100,6 +100,16 @@ class GroupForest:
         return depths
 
     @cached_property
+    def virtual_rels(self) -> list[list[int]]:
+        """Per tree, the relative values of its virtual nodes, ascending."""
+        return [[self.rel[v] for v in vs] for vs in self.tree_virtuals]
+
+    @cached_property
+    def sorted_paper_codes(self) -> list[int]:
+        """Paper codes of the real nodes, ascending."""
+        return sorted(self.paper_code[n] for n in np.flatnonzero(self.kind == REAL))
+
+    @cached_property
     def _nodes_by_event(self) -> tuple[np.ndarray, np.ndarray]:
         real = np.flatnonzero(self.kind == REAL)
         order = np.argsort(self.event[real], kind="stable")

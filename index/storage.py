@@ -79,7 +79,8 @@ def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
                        "nodes": sum(f.n_nodes for f in index.forests)},
             "sha256": {name: _sha256(tmp / name) for name in _TABLES},
         }
-        manifest["input_fingerprint"] = manifest["sha256"]["events.parquet"]
+        # The archive as validated is what the index answers for.
+        manifest["input_fingerprint"] = _sha256(tmp / "events.parquet")
         with open(tmp / "manifest.json", "w") as fh:
             json.dump(manifest, fh, indent=2)
             fh.flush()

@@ -148,10 +148,10 @@ class QueryContext:
                 acc[1] = min(acc[1], t0)
                 acc[2] = max(acc[2], t1)
         out = []
-        for events, (p, t0, t1) in by_tuple.items():
-            conf = p * self.attribute_probability(events)
+        for events, (total, first, last) in by_tuple.items():
+            conf = total * self.attribute_probability(events)
             if self.passes(conf):
-                out.append(Match(events, min(conf, 1.0), int(t0), int(t1)))
+                out.append(Match(events, min(conf, 1.0), int(first), int(last)))
         self.stats.seconds = time.perf_counter() - self._started
         return out
 

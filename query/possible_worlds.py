@@ -117,8 +117,8 @@ class _Enumerator:
         if k == len(self.pr):
             self._record(rows, instants, masks)
             return
-        for r in np.flatnonzero(self.pr[k] > 0):
-            r = int(r)
+        for row in np.flatnonzero(self.pr[k] > 0):
+            r = int(row)
             if r in rows:
                 continue
             g = int(self.group[r])

@@ -91,7 +91,7 @@ def _descendants_in_window(ctx: QueryContext, symbol: str, g: int, a: int,
     with the factor each multiplies a chain ending at ``a`` by."""
     index = ctx.index
     forest = index.forests[g]
-    ranges = index.scheme.descendant_code_ranges(forest, a)
+    ranges = index.scheme.descendant_code_ranges(forest, a, until=window[1])
     found = []
     seen: set[int] = set()
     for code_range in ranges:

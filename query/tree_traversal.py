@@ -91,7 +91,9 @@ def _walk(forest: GroupForest, starts: list[int], window: tuple[float, float]) -
             sub = int(forest.child_tree[x])
             if forest.tree_lo[sub] > window[1]:
                 continue
-            stack.append(int(forest.tree_root[sub]))
+            if forest.tree_hi[sub] >= window[0]:
+                # A child tree wholly before the window holds no candidate: skip it.
+                stack.append(int(forest.tree_root[sub]))
         stack.extend(int(c) for c in forest.children(x))
 
 

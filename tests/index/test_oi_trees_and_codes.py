@@ -144,3 +144,18 @@ def test_paper_codes_stay_exact_beyond_double_precision():
         ranges = PAPER.descendant_code_ranges(forest, a)
         for b in real:
             assert in_ranges(forest.paper_code[b], ranges) == forest.precedes(a, b)
+
+
+@given(groups(), st.integers(0, 16))
+def test_ranges_cut_at_an_instant_keep_every_descendant_up_to_it(group, until):
+    lo, hi, check = group
+    if len(enumerate_order_instances(lo, hi, check)) == 0:
+        return
+    forest = build_forest(plan_group(lo, hi, check))
+    real = [int(n) for n in np.flatnonzero(forest.kind == REAL)]
+    for scheme in (COMPACT, PAPER):
+        for a in real:
+            ranges = scheme.descendant_code_ranges(forest, a, until=until)
+            for b in real:
+                if forest.instant[b] <= until:
+                    assert in_ranges(scheme.code(forest, b), ranges) == forest.precedes(a, b)

@@ -50,7 +50,8 @@ class PairConstraint(Protocol):
     """Something that can be bound to a group: the built-in :class:`MaxSpeed` or a user's
     :class:`PairPredicate`."""
 
-    def for_group(self, archive: Archive, members: Sequence[int]) -> GroupPairCheck: ...
+    def for_group(self, archive: Archive,
+                  members: Sequence[int] | np.ndarray) -> GroupPairCheck: ...
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class MaxSpeed:
             raise InputError("max_speed needs at least one coordinate attribute")
         object.__setattr__(self, "coordinates", coords)
 
-    def for_group(self, archive: Archive, members: Sequence[int]) -> _SpeedCheck:
+    def for_group(self, archive: Archive, members: Sequence[int] | np.ndarray) -> _SpeedCheck:
         for c in self.coordinates:
             if c not in archive.numeric:
                 raise InputError(f"max_speed coordinate {c!r} is not a numeric attribute of the "
@@ -146,7 +147,7 @@ class PairPredicate:
 
     func: Callable[[Mapping[str, Any], Mapping[str, Any], int, int], bool]
 
-    def for_group(self, archive: Archive, members: Sequence[int]) -> _UserCheck:
+    def for_group(self, archive: Archive, members: Sequence[int] | np.ndarray) -> _UserCheck:
         return _UserCheck([event_view(archive, int(i)) for i in members], self.func)
 
 
