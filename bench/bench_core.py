@@ -140,7 +140,8 @@ def same_answer(a: pd.DataFrame, b: pd.DataFrame) -> bool:
             and np.allclose(a["confidence"], b["confidence"], atol=1e-9, rtol=0))
 
 
-def query_comparison(events: int, groups: int, per_n: int, seed: int) -> list[dict]:
+def query_comparison(events: int, groups: int, per_n: int, seed: int,
+                     tree_traversal_per_n: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     df = generate_synthetic(events, groups=groups, seed=seed)
     compact, t_compact = timed(uc.build_index, df, codes="compact")
@@ -153,14 +154,16 @@ def query_comparison(events: int, groups: int, per_n: int, seed: int) -> list[di
             text = random_query(rng, df, n, negation=(k % 3 == 2))
             seq, t_seq = run_query(compact, text, "sequential")
             seq_p, t_seq_p = run_query(paper, text, "sequential")
-            tt, t_tt = run_query(compact, text, "tree_traversal")
-            assert same_answer(seq, seq_p) and same_answer(seq, tt), text
+            assert same_answer(seq, seq_p), text
+            t_tt = None
+            if k < tree_traversal_per_n:
+                tt, t_tt = run_query(compact, text, "tree_traversal")
+                assert same_answer(seq, tt), text
             rows.append({
                 "n": n, "negation": k % 3 == 2, "matches": len(seq),
                 "sequential_compact_s": t_seq, "sequential_paper_s": t_seq_p,
                 "tree_traversal_s": t_tt,
                 "entries": seq.attrs["stats"]["entries_created"],
-                "tt_entries": tt.attrs["stats"]["entries_created"],
                 "range_queries_compact": seq.attrs["stats"]["range_queries"],
                 "range_queries_paper": seq_p.attrs["stats"]["range_queries"]})
         print("queries n =", n, flush=True)
@@ -226,16 +229,18 @@ def summarise(results: dict) -> str:
                      f"{r['largest_compact_code']} |")
     q = pd.DataFrame(results["queries"])
     lines += ["", f"### Queries on {results['query_archive']}", "",
-              "Medians over the random queries of each n (a third with a negation); "
-              "answers of all strategies identical.", "",
+              "Medians over the random queries of each n (a third with a negation); tree "
+              "traversal on the first few of each n (count in brackets), its ratio over "
+              "those same queries. Answers of all strategies identical.", "",
               "| n | queries | matches | sequential compact s | sequential paper s | "
               "tree traversal s | TT / seq | entries (xi) | range queries compact | "
               "range queries paper |", "|---|---|---|---|---|---|---|---|---|---|"]
     for n, g in q.groupby("n"):
-        ratio = (g.tree_traversal_s / g.sequential_compact_s).median()
+        tt = g.dropna(subset=["tree_traversal_s"])
+        ratio = (tt.tree_traversal_s / tt.sequential_compact_s).median()
         lines.append(f"| {n} | {len(g)} | {g.matches.median():.0f} | "
                      f"{g.sequential_compact_s.median():.4f} | {g.sequential_paper_s.median():.4f}"
-                     f" | {g.tree_traversal_s.median():.4f} | {ratio:.1f}x | "
+                     f" | {tt.tree_traversal_s.median():.4f} ({len(tt)}) | {ratio:.1f}x | "
                      f"{g.entries.median():.0f} | {g.range_queries_compact.median():.0f} | "
                      f"{g.range_queries_paper.median():.0f} |")
     lines += ["", "### Against the possible-worlds baseline (2 groups, squeezed time)", "",
@@ -277,7 +282,8 @@ def main() -> None:
                                            single_limit_s=120),
         "multi_scaling": multi_scaling([10, 100] if quick else [10, 100, 1000, 10000]),
         "query_archive": "synthetic, 5,000 events, 4 groups, f in [2, 5]",
-        "queries": query_comparison(500 if quick else 5000, 4, 3 if quick else 15, seed=11),
+        "queries": query_comparison(500 if quick else 5000, 4, 3 if quick else 9, seed=11,
+                                    tree_traversal_per_n=2 if quick else 3),
         "possible_worlds": possible_worlds_limit([6, 8, 10, 12, 14, 16, 18, 20, 24, 28],
                                                  limit_s=60, seed=5),
     }
