@@ -208,11 +208,31 @@ class EventIndex:
                codes: tuple[int, int] | None, attributes: dict[str, tuple[float, float]]
                ) -> np.ndarray:
         """Rows whose box meets the query box; unbounded where an argument is None/absent."""
-        g0, g1 = (-math.inf, math.inf) if group is None else (float(group), float(group))
-        c0, c1 = (-math.inf, math.inf) if codes is None else (float_down(codes[0]),
-                                                              float_up(codes[1]))
-        box = [g0, g1, float_down(time[0]), float_up(time[1]), c0, c1]
-        for a in self.attributes:
-            lo, hi = attributes.get(a, (-math.inf, math.inf))
-            box += [lo, hi]
-        return np.fromiter(self.rtree.intersection(tuple(box)), dtype=np.int64)
+        return self.search_many([(group, time, codes)], attributes)[0]
+
+    def search_many(self, queries: Sequence[tuple[int | None, tuple[float, float],
+                                                  tuple[int, int] | None]],
+                    attributes: dict[str, tuple[float, float]]) -> list[np.ndarray]:
+        """:meth:`search` for many ``(group, time, codes)`` boxes sharing the attribute
+        ranges, in one call into the R*-tree (``rtree``'s bulk ``intersection_v``)."""
+        if not queries:
+            return []
+        dims = 3 + len(self.attributes)
+        mins = np.empty((len(queries), dims))
+        maxs = np.empty((len(queries), dims))
+        for i, (group, time, codes) in enumerate(queries):
+            if group is None:
+                mins[i, 0], maxs[i, 0] = -math.inf, math.inf
+            else:
+                mins[i, 0] = maxs[i, 0] = float(group)
+            mins[i, 1], maxs[i, 1] = float_down(time[0]), float_up(time[1])
+            if codes is None:
+                mins[i, 2], maxs[i, 2] = -math.inf, math.inf
+            else:
+                mins[i, 2], maxs[i, 2] = float_down(codes[0]), float_up(codes[1])
+        for j, a in enumerate(self.attributes):
+            mins[:, 3 + j], maxs[:, 3 + j] = attributes.get(a, (-math.inf, math.inf))
+        if self.archive.n_events == 0:
+            return [np.zeros(0, dtype=np.int64) for _ in queries]
+        ids, counts = self.rtree.intersection_v(mins, maxs)
+        return np.split(ids.astype(np.int64), np.cumsum(counts)[:-1])

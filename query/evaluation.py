@@ -101,11 +101,21 @@ class QueryContext:
     def search(self, symbol: str, group: int | None, time: tuple[float, float],
                codes: tuple[int, int] | None = None) -> np.ndarray:
         """Rows of the R*-tree box search whose Pr(symbol | e) is positive."""
-        self.stats.range_queries += 1
-        rows = self.index.search(group, time, codes, self.boxes[symbol])
-        rows = rows[self.pr(symbol)[rows] > 0]
-        self.stats.candidates += len(rows)
-        return rows
+        return self.search_many(symbol, [(group, time, codes)])[0]
+
+    def search_many(self, symbol: str, queries: Sequence[tuple[int | None,
+                                                               tuple[float, float],
+                                                               tuple[int, int] | None]]
+                    ) -> list[np.ndarray]:
+        """:meth:`search` for many boxes at once (one bulk R*-tree call)."""
+        self.stats.range_queries += len(queries)
+        pr = self.pr(symbol)
+        out = []
+        for rows in self.index.search_many(queries, self.boxes[symbol]):
+            rows = rows[pr[rows] > 0]
+            self.stats.candidates += len(rows)
+            out.append(rows)
+        return out
 
     def attribute_probability(self, events: Sequence[int]) -> float:
         p = 1.0

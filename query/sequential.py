@@ -43,67 +43,89 @@ def sequential(ctx: QueryContext) -> list[Match]:
 
 
 def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]:
+    """Extend every entry by one item.
+
+    An entry's window is ``[t_last + 1, t_first + L]``. Entries sharing a last node share
+    the window's start, so their searches are planned once with the latest end among them
+    and filtered per entry; all searches of the step then run in one bulk R*-tree call.
+    """
     index = ctx.index
-    out: list[Entry] = []
-    other_groups: dict[tuple[int, int], np.ndarray] = {}
-    same_group: dict[tuple[int, int, int, int], list[tuple[int, int, float]]] = {}
+    plans = []
+    other_end: dict[int, int] = {}                    # window start -> latest end
+    same_end: dict[tuple[int, int, int], int] = {}    # (group, last node, start) -> end
     for entry in entries:
-        t_first = _instant(ctx, entry, 0)
         lo = _instant(ctx, entry, -1) + 1
-        hi = t_first + ctx.window
+        hi = int(min(_instant(ctx, entry, 0) + ctx.window, np.iinfo(np.int64).max))
         if lo > hi:
             continue
         last: dict[int, int] = {}
         for r, n in zip(entry.events, entry.nodes):
             last[int(index.event_group[r])] = n
-        window = (lo, int(min(hi, np.iinfo(np.int64).max)))
-        rows = other_groups.get(window)
-        if rows is None:
-            rows = ctx.search(symbol, None, window)
-            other_groups[window] = rows
+        other_end[lo] = max(other_end.get(lo, hi), hi)
+        for g, a in last.items():
+            key = (g, a, lo)
+            same_end[key] = max(same_end.get(key, hi), hi)
+        plans.append((entry, (lo, hi), last))
+    queries: list[tuple[int | None, tuple[float, float], tuple[int, int] | None]] = []
+    other_slot = {}
+    for lo, hi in other_end.items():
+        other_slot[lo] = len(queries)
+        queries.append((None, (lo, hi), None))
+    same_slots = {}
+    for (g, a, lo), hi in same_end.items():
+        ranges = index.scheme.descendant_code_ranges(index.forests[g], a, until=hi)
+        same_slots[(g, a, lo)] = (ranges, range(len(queries), len(queries) + len(ranges)))
+        queries.extend((g, (lo, hi), r) for r in ranges)
+    found = ctx.search_many(symbol, queries)
+    descendants: dict[tuple[int, int, int], list[tuple[int, int, int, float]]] = {}
+    out: list[Entry] = []
+    for entry, (lo, hi), last in plans:
         taken = set(entry.events)
-        for row in rows:
+        for row in found[other_slot[lo]]:
             g = int(index.event_group[row])
             if g in last or int(row) in taken:
                 continue
             forest = index.forests[g]
             for n in index.event_nodes[row]:
-                if window[0] <= forest.instant[n] <= window[1]:
+                if lo <= forest.instant[n] <= hi:
                     out.append(Entry(entry.events + (int(row),), entry.nodes + (int(n),),
                                      entry.prob * float(forest.poi[n])))
         for g, a in last.items():
-            key = (g, a, window[0], window[1])
-            found = same_group.get(key)
-            if found is None:
-                found = _descendants_in_window(ctx, symbol, g, a, window)
-                same_group[key] = found
-            for row, n, factor in found:
-                if row not in taken:
+            key = (g, a, lo)
+            below = descendants.get(key)
+            if below is None:
+                ranges, slots = same_slots[key]
+                below = _descendants_in_window(ctx, g, a, (lo, same_end[key]), ranges,
+                                               [found[i] for i in slots])
+                descendants[key] = below
+            for row, n, t, factor in below:
+                if t <= hi and row not in taken:
                     out.append(Entry(entry.events + (row,), entry.nodes + (n,),
                                      entry.prob * factor))
     ctx.stats.entries_created += len(out)
     return out
 
 
-def _descendants_in_window(ctx: QueryContext, symbol: str, g: int, a: int,
-                           window: tuple[int, int]) -> list[tuple[int, int, float]]:
-    """Nodes of group ``g`` matching ``symbol`` in ``window`` that descend from node ``a``,
-    with the factor each multiplies a chain ending at ``a`` by."""
+def _descendants_in_window(ctx: QueryContext, g: int, a: int, window: tuple[int, int],
+                           ranges: list[tuple[int, int]], hits: list[np.ndarray]
+                           ) -> list[tuple[int, int, int, float]]:
+    """Nodes of group ``g`` found in ``a``'s descendant code ranges within ``window``, each
+    checked exactly: (row, node, instant, factor it multiplies a chain ending at ``a``)."""
     index = ctx.index
     forest = index.forests[g]
-    ranges = index.scheme.descendant_code_ranges(forest, a, until=window[1])
-    found = []
+    out = []
     seen: set[int] = set()
-    for code_range in ranges:
-        for row in ctx.search(symbol, g, window, code_range):
+    for rows in hits:
+        for row in rows:
             if int(row) in seen:
                 continue
             seen.add(int(row))
             for n in index.event_nodes[row]:
                 if (window[0] <= forest.instant[n] <= window[1]
                         and in_ranges(index.scheme.code(forest, int(n)), ranges)):
-                    found.append((int(row), int(n), extension_factor(forest, a, int(n))))
-    return found
+                    out.append((int(row), int(n), int(forest.instant[n]),
+                                extension_factor(forest, a, int(n))))
+    return out
 
 
 def _instant(ctx: QueryContext, entry: Entry, k: int) -> int:

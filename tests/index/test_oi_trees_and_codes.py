@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from random_archives import single_groups
 
@@ -75,12 +75,16 @@ def test_multi_tree_and_single_tree_hold_exactly_the_brute_force_order_instances
         assert oi_set(forest, len(lo)) == brute
 
 
-@given(groups())
-def test_no_node_leads_to_a_dead_end_and_poi_counts_paths(group):
-    lo, hi, check = group
-    if len(enumerate_order_instances(lo, hi, check)) == 0:
-        return
-    forest = build_forest(plan_group(lo, hi, check))
+@st.composite
+def feasible_forests(draw: st.DrawFn) -> GroupForest:
+    """The multi-tree forest of a random group that has at least one order instance."""
+    lo, hi, check = draw(groups())
+    assume(len(enumerate_order_instances(lo, hi, check)) > 0)
+    return build_forest(plan_group(lo, hi, check))
+
+
+@given(feasible_forests())
+def test_no_node_leads_to_a_dead_end_and_poi_counts_paths(forest):
     paths = node_paths(forest)
     real = np.flatnonzero(forest.kind == REAL)
     on_some_path = {n for p in paths for n in p}
@@ -90,12 +94,8 @@ def test_no_node_leads_to_a_dead_end_and_poi_counts_paths(group):
         assert abs(forest.poi[n] - share) < 1e-12
 
 
-@given(groups())
-def test_code_ranges_agree_with_the_trees_for_both_schemes(group):
-    lo, hi, check = group
-    if len(enumerate_order_instances(lo, hi, check)) == 0:
-        return
-    forest = build_forest(plan_group(lo, hi, check))
+@given(feasible_forests())
+def test_code_ranges_agree_with_the_trees_for_both_schemes(forest):
     paths = node_paths(forest)
     real = [int(n) for n in np.flatnonzero(forest.kind == REAL)]
     follows = {(p[i], p[j]) for p in paths for i in range(len(p)) for j in range(i + 1, len(p))}
@@ -109,12 +109,8 @@ def test_code_ranges_agree_with_the_trees_for_both_schemes(group):
             assert in_ranges(scheme.code(forest, a), anc[b]) == expected, (scheme.name, a, b)
 
 
-@given(groups(), st.data())
-def test_chain_probability_is_the_fraction_of_paths_through_the_chain(group, data):
-    lo, hi, check = group
-    if len(enumerate_order_instances(lo, hi, check)) == 0:
-        return
-    forest = build_forest(plan_group(lo, hi, check))
+@given(feasible_forests(), st.data())
+def test_chain_probability_is_the_fraction_of_paths_through_the_chain(forest, data):
     paths = node_paths(forest)
     path = data.draw(st.sampled_from(paths))
     chain = sorted(data.draw(st.sets(st.sampled_from(path), min_size=1)),
@@ -146,12 +142,8 @@ def test_paper_codes_stay_exact_beyond_double_precision():
             assert in_ranges(forest.paper_code[b], ranges) == forest.precedes(a, b)
 
 
-@given(groups(), st.integers(0, 16))
-def test_ranges_cut_at_an_instant_keep_every_descendant_up_to_it(group, until):
-    lo, hi, check = group
-    if len(enumerate_order_instances(lo, hi, check)) == 0:
-        return
-    forest = build_forest(plan_group(lo, hi, check))
+@given(feasible_forests(), st.integers(0, 16))
+def test_ranges_cut_at_an_instant_keep_every_descendant_up_to_it(forest, until):
     real = [int(n) for n in np.flatnonzero(forest.kind == REAL)]
     for scheme in (COMPACT, PAPER):
         for a in real:
