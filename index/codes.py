@@ -32,7 +32,10 @@ node's subtree.
 >>> e3_at_2 = [n for n in range(forest.n_nodes)
 ...            if forest.event[n] == 2 and forest.instant[n] == 2][0]
 >>> forest.paper_code[e3_at_2], PAPER.descendant_code_ranges(forest, e3_at_2)
-(6, [(9, 10), (13, 60)])
+(6, [(9, 60)])
+
+That is the paper's ``DesCR = {[9, 10], [13, 60]}`` (section 5.1), joined across the codes
+11 and 12, which no node uses.
 """
 
 from __future__ import annotations
