@@ -29,8 +29,14 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-# Dependency groups (PEP 735) need pip >= 25.1.
-.venv/bin/python -m pip install -q --upgrade "pip>=25.1" 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -m pip install -q --group dev -e . 2>&1 | grep -v '^WARNING: Location' || true
+# Dependency groups (PEP 735) need pip >= 25.1. pip's chatter goes to a log, shown only
+# when an install fails.
+log=.venv/setup.log
+if ! { .venv/bin/python -m pip install -q --upgrade "pip>=25.1" \
+       && .venv/bin/python -m pip install -q --group dev -e .; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "setup failed: pip could not install the project (log above, also in $log)" >&2
+  exit 1
+fi
 .venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow' || {
   echo "setup failed: the virtual environment cannot import the project" >&2; exit 1; }
