@@ -62,3 +62,24 @@ def test_strategy_equals_possible_worlds(strategy: str, case) -> None:
 @given(case=cases(condition2=True))
 def test_strategy_equals_possible_worlds_under_condition_2(strategy: str, case) -> None:
     _check(case, strategy)
+
+
+@given(case=cases(condition2=True))
+def test_a_user_pair_predicate_gives_the_answers_of_the_same_builtin_condition(case):
+    df, pattern, max_speed, codes = case
+    coords = ("x", "y") if "y_lo" in df.columns else ("x",)
+
+    def same_speed(a, b, ta, tb):
+        gaps = [max(0.0, a[c][0] - b[c][1], b[c][0] - a[c][1]) for c in coords]
+        return sum(g * g for g in gaps) ** 0.5 <= max_speed * (tb - ta)
+
+    try:
+        builtin = uc.build_index(df, max_speed=max_speed, coordinates=coords, codes=codes)
+    except uc.InputError:
+        with pytest.raises(uc.InputError):
+            uc.build_index(df, pair_predicate=same_speed, codes=codes)
+        return
+    user = uc.build_index(df, pair_predicate=same_speed, codes=codes)
+    assert user.n_nodes == builtin.n_nodes
+    assert_same_answer(user.query(pattern), builtin.query(pattern))
+    assert_same_answer(user.query(pattern, strategy="possible_worlds"), builtin.query(pattern))
