@@ -23,6 +23,7 @@ import pandas as pd
 
 from index.codes import in_ranges
 from index.event_index import BuildSettings, EventIndex
+from index.forest import GroupForest
 from query.chains import chain_probability
 from query.evaluation import Match, QueryContext
 from query.language import parse_query
@@ -76,8 +77,8 @@ class UncertainIndex:
         return (f"<UncertainIndex: {self.n_events} events, {self.n_groups} groups, "
                 f"{self.n_trees} OI-trees, {self.n_nodes} nodes, codes={self.settings.codes!r}>")
 
-    def forest(self, group: object):
-        """The OI-tree forest of one group (by its key)."""
+    def forest(self, group: object) -> GroupForest:
+        """The OI-tree forest of one group (by its key): trees, nodes, codes."""
         return self._index.forests[self._group_code(group)]
 
     def _group_code(self, group: object) -> int:
