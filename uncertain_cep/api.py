@@ -126,8 +126,10 @@ class UncertainIndex:
 
     def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
         ids = self.archive.event_ids
-        rows = [(tuple(_plain(ids[r]) for r in m.events), m.confidence, m.t_first, m.t_last)
-                for m in matches]
+        # 15 significant digits drop the last-bit noise of summing paths (0.9999999999999999
+        # is reported as 1.0), far inside the 1e-9 the contract allows.
+        rows = [(tuple(_plain(ids[r]) for r in m.events), float(f"{m.confidence:.15g}"),
+                 m.t_first, m.t_last) for m in matches]
         # Confidences equal up to rounding noise must not reorder rows between strategies.
         rows.sort(key=lambda r: (-round(r[1], 12), r[0]))
         frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
