@@ -22,21 +22,24 @@ def assert_same_answer(got: pd.DataFrame, want: pd.DataFrame) -> None:
 
 
 @st.composite
-def cases(draw: st.DrawFn, condition2: bool) -> tuple[pd.DataFrame, object, object, str]:
+def cases(draw: st.DrawFn, condition2: bool
+          ) -> tuple[pd.DataFrame, object, object, str, str]:
     df = draw(archives())
     attributes = ("x", "y") if "y_lo" in df.columns else ("x",)
     pattern = draw(patterns(attributes))
     max_speed = draw(st.sampled_from([2.0, 4.0, 10.0])) if condition2 else None
     codes = draw(st.sampled_from(["compact", "paper"]))
-    return df, pattern, max_speed, codes
+    layout = draw(st.sampled_from(["multi", "multi", "single"]))
+    return df, pattern, max_speed, codes, layout
 
 
-def _check(case: tuple[pd.DataFrame, object, object, str], strategy: str) -> None:
-    df, pattern, max_speed, codes = case
+def _check(case: tuple[pd.DataFrame, object, object, str, str], strategy: str) -> None:
+    df, pattern, max_speed, codes, layout = case
     note(str(pattern))
     coords = ("x", "y") if "y_lo" in df.columns else ("x",)
     try:
-        idx = uc.build_index(df, max_speed=max_speed, coordinates=coords, codes=codes)
+        idx = uc.build_index(df, max_speed=max_speed, coordinates=coords, codes=codes,
+                             multi_tree=layout == "multi")
     except uc.InputError:
         # Condition 2 can leave a random group without any order instance; the baseline
         # must agree that it has none.
@@ -66,7 +69,7 @@ def test_strategy_equals_possible_worlds_under_condition_2(strategy: str, case) 
 
 @given(case=cases(condition2=True))
 def test_a_user_pair_predicate_gives_the_answers_of_the_same_builtin_condition(case):
-    df, pattern, max_speed, codes = case
+    df, pattern, max_speed, codes, _ = case
     coords = ("x", "y") if "y_lo" in df.columns else ("x",)
 
     def same_speed(a, b, ta, tb):
