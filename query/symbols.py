@@ -35,18 +35,17 @@ def check_symbols(archive: Archive, pattern: SequencePattern) -> None:
     a numeric comparison on a string attribute (or the reverse)."""
     for item in pattern.items:
         sym = pattern.symbol(item.symbol)
-        for attr in sym.numeric_bounds():
-            if attr not in archive.numeric:
-                kind = "a string" if attr in archive.categorical else "no such"
-                raise QueryError(f"symbol {sym.name} compares {attr!r} with a number, but the "
-                                 f"archive has {kind} attribute {attr!r}; numeric attributes: "
-                                 f"{list(archive.numeric)}")
-        for attr in sym.categorical_sets():
-            if attr not in archive.categorical:
-                kind = "a numeric" if attr in archive.numeric else "no such"
-                raise QueryError(f"symbol {sym.name} compares {attr!r} with a string, but the "
-                                 f"archive has {kind} attribute {attr!r}; string attributes: "
-                                 f"{list(archive.categorical)}")
+        uses = (("a number", sym.numeric_bounds(), archive.numeric, archive.categorical,
+                 "a string", "numeric"),
+                ("a string", sym.categorical_sets(), archive.categorical, archive.numeric,
+                 "a numeric", "string"))
+        for compared, attrs, fitting, other, other_kind, label in uses:
+            for attr in attrs:
+                if attr not in fitting:
+                    kind = other_kind if attr in other else "no such"
+                    raise QueryError(f"symbol {sym.name} compares {attr!r} with {compared}, "
+                                     f"but the archive has {kind} attribute {attr!r}; "
+                                     f"{label} attributes: {list(fitting)}")
 
 
 def symbol_probability(archive: Archive, symbol: Symbol,
