@@ -150,6 +150,12 @@ class EventIndex:
             forests = [self._build_group(g) for g in range(archive.n_groups)]
         self.forests = list(forests)
         self.event_nodes = self._map_nodes()
+        # Earliest and latest feasible instant of every event: its R*-tree time extent,
+        # and what negation gaps are clipped to on every complete match.
+        self.event_t_min = np.array([int(self._instants(r).min()) for r in
+                                     range(archive.n_events)], dtype=np.int64)
+        self.event_t_max = np.array([int(self._instants(r).max()) for r in
+                                     range(archive.n_events)], dtype=np.int64)
         self.attributes = archive.numeric_names
         self.rtree = self._load_rtree()
 
@@ -180,10 +186,11 @@ class EventIndex:
         codes = [self.scheme.code(forest, int(n)) for n in self.event_nodes[row]]
         return min(codes), max(codes)
 
+    def _instants(self, row: int) -> np.ndarray:
+        return self.forests[int(self.event_group[row])].instant[self.event_nodes[row]]
+
     def event_time_range(self, row: int) -> tuple[int, int]:
-        forest = self.forests[int(self.event_group[row])]
-        inst = forest.instant[self.event_nodes[row]]
-        return int(inst.min()), int(inst.max())
+        return int(self.event_t_min[row]), int(self.event_t_max[row])
 
     def _boxes(self) -> Iterable[tuple[int, tuple[float, ...], None]]:
         attrs = [self.archive.numeric[a] for a in self.attributes]
