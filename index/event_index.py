@@ -5,20 +5,18 @@ group's rows and the build settings (the Spark pipeline calls it per group in ex
 :class:`EventIndex` then gathers the forests, maps every event to its nodes, and loads one
 R*-tree (``rtree``'s R*-variant, bulk-loaded) with one box per event over
 ``(group, time interval, code range, numeric attribute ranges)`` (Zhou et al. 4.3).
+Boxes and query ranges are rounded outward to doubles (:mod:`index.rounding`).
 
-R*-tree coordinates are doubles. Codes of the compact scheme stay below 2**53 for any
-index that fits in memory, so they are exact; the paper scheme's codes grow like
-fanout**depth and lose precision past 2**53 (and overflow past ~1.8e308). Boxes and query
-ranges are therefore rounded outward (:func:`float_down`/:func:`float_up`), so the
-R*-tree may return a few extra candidates but never loses one; every candidate is then
-checked exactly on the node's integer code.
+An index read back from disk passes its :class:`EventLayout` (each event's position in
+its group and its box extents, computed when it was built) and its opened R*-tree, so
+nothing is recomputed per event when it is opened.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,35 +26,62 @@ from index.codes import CodeScheme, code_scheme
 from index.forest import REAL, GroupForest, build_forest
 from index.isolation import hall_violation
 from index.oi_tree import GroupInfeasible, plan_group
+from index.rounding import float_down, float_up
+from index.tables import group_extents
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 
-__all__ = ["BuildSettings", "EventIndex", "build_group_forest", "float_down", "float_up"]
+__all__ = ["BuildSettings", "EventIndex", "EventLayout", "build_group_forest", "event_boxes",
+           "float_down", "float_up", "rtree_properties"]
 
 # Planning recurses once per event along a root-to-leaf path; pure-Python recursion does
 # not use the C stack on 3.11+, so a deeper limit is safe.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
 
-_FMAX = sys.float_info.max
+
+@dataclass(frozen=True, eq=False)
+class EventLayout:
+    """Per archive row: its position in its group's forest, the earliest and latest
+    instant of its nodes, and its code range as outward-rounded doubles."""
+
+    positions: np.ndarray
+    t_min: np.ndarray
+    t_max: np.ndarray
+    code_lo: np.ndarray
+    code_hi: np.ndarray
+
+    @classmethod
+    def of(cls, archive: Archive, forests: Sequence[GroupForest], codes: str) -> EventLayout:
+        n = archive.n_events
+        positions = np.zeros(n, dtype=np.int64)
+        t_min = np.zeros(n, dtype=np.int64)
+        t_max = np.zeros(n, dtype=np.int64)
+        code_lo = np.zeros(n, dtype=np.float64)
+        code_hi = np.zeros(n, dtype=np.float64)
+        for m, forest in zip(archive.group_members(), forests):
+            positions[m] = np.arange(len(m))
+            t_min[m], t_max[m], code_lo[m], code_hi[m] = group_extents(forest, codes)
+        return cls(positions, t_min, t_max, code_lo, code_hi)
 
 
-def float_down(x: int | float) -> float:
-    """Largest double <= x (clamped to the double range)."""
-    try:
-        f = float(x)
-    except OverflowError:
-        return _FMAX if x > 0 else -math.inf
-    return math.nextafter(f, -math.inf) if f > x else f
+def rtree_properties(n_attributes: int) -> rtree_index.Property:
+    """R*-tree settings of every index: (group, time, code) plus one axis per attribute."""
+    props = rtree_index.Property()
+    props.dimension = 3 + n_attributes
+    props.variant = rtree_index.RT_Star
+    return props
 
 
-def float_up(x: int | float) -> float:
-    """Smallest double >= x (infinite past the double range)."""
-    try:
-        f = float(x)
-    except OverflowError:
-        return math.inf if x > 0 else -_FMAX
-    return math.nextafter(f, math.inf) if f < x else f
+def event_boxes(group: np.ndarray, t_min: np.ndarray, t_max: np.ndarray,
+                code_lo: np.ndarray, code_hi: np.ndarray,
+                attributes: Sequence[tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper corners of the events' R*-tree boxes, one row per event."""
+    lows = [group, t_min, code_lo] + [lo for lo, _ in attributes]
+    highs = [group, t_max, code_hi] + [hi for _, hi in attributes]
+    return (np.column_stack([np.asarray(c, dtype=np.float64) for c in lows]),
+            np.column_stack([np.asarray(c, dtype=np.float64) for c in highs]))
 
 
 @dataclass(frozen=True)
@@ -129,55 +154,72 @@ class EventIndex:
     forests
         One :class:`GroupForest` per group code.
     members
-        Per group, the archive rows of its events, by position in the group.
+        Per group, the archive row of each event position (``-1`` where the event is not
+        in this archive: a time slice of a larger index holds only some of them).
     event_group, event_pos
         Per archive row: group code and position in the group.
     event_nodes
         Per archive row: its real nodes (ids local to the group's forest).
+    event_t_min, event_t_max
+        Per archive row: earliest and latest feasible instant, its R*-tree time extent and
+        what negation gaps are clipped to.
     """
 
     def __init__(self, archive: Archive, settings: BuildSettings,
-                 forests: Sequence[GroupForest] | None = None) -> None:
+                 forests: Sequence[GroupForest] | None = None,
+                 layout: EventLayout | None = None,
+                 rtree: rtree_index.Index | None = None) -> None:
         self.archive = archive
         self.settings = settings
         self.scheme: CodeScheme = code_scheme(settings.codes)
-        self.members = archive.group_members()
         self.event_group = archive.group_of.astype(np.int64)
-        self.event_pos = np.zeros(archive.n_events, dtype=np.int64)
-        for m in self.members:
-            self.event_pos[m] = np.arange(len(m))
         if forests is None:
-            forests = [self._build_group(g) for g in range(archive.n_groups)]
+            members = archive.group_members()
+            forests = [self._build_group(g, m) for g, m in enumerate(members)]
         self.forests = list(forests)
+        if layout is None:
+            layout = EventLayout.of(archive, self.forests, settings.codes)
+        self.layout = layout
+        self.event_pos = layout.positions
+        self.event_t_min = layout.t_min
+        self.event_t_max = layout.t_max
+        self.members = self._members()
         self.event_nodes = self._map_nodes()
-        # Earliest and latest feasible instant of every event: its R*-tree time extent,
-        # and what negation gaps are clipped to on every complete match.
-        self.event_t_min = np.array([int(self._instants(r).min()) for r in
-                                     range(archive.n_events)], dtype=np.int64)
-        self.event_t_max = np.array([int(self._instants(r).max()) for r in
-                                     range(archive.n_events)], dtype=np.int64)
         self.attributes = archive.numeric_names
-        self.rtree = self._load_rtree()
+        self.rtree = rtree if rtree is not None else self._load_rtree()
 
-    def _build_group(self, g: int) -> GroupForest:
-        m = self.members[g]
+    def _build_group(self, g: int, m: np.ndarray) -> GroupForest:
         c2 = self.settings.condition2
         check = c2.for_group(self.archive, m) if c2 is not None else None
         return build_group_forest(self.archive.group_labels[g], self.archive.event_ids[m],
                                   self.archive.t_lo[m], self.archive.t_hi[m], check,
                                   self.settings)
 
+    def _members(self) -> list[np.ndarray]:
+        out = []
+        for g, forest in enumerate(self.forests):
+            size = int(forest.event.max()) + 1 if forest.n_nodes else 0
+            out.append(np.full(size, -1, dtype=np.int64))
+        rows = np.arange(self.archive.n_events, dtype=np.int64)
+        for g in range(len(self.forests)):
+            mine = rows[self.event_group == g]
+            out[g][self.event_pos[mine]] = mine
+        return out
+
     def _map_nodes(self) -> list[np.ndarray]:
         out: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * self.archive.n_events
         for g, forest in enumerate(self.forests):
             real = np.flatnonzero(forest.kind == REAL)
             rows = self.members[g][forest.event[real]]
+            present = rows >= 0
+            rows, real = rows[present], real[present]
             order = np.argsort(rows, kind="stable")
             rows, real = rows[order], real[order]
+            if not len(rows):
+                continue
             cuts = np.flatnonzero(np.diff(rows)) + 1
-            for r, nodes in zip(rows[np.r_[0, cuts]] if len(rows) else [],
-                                np.split(real, cuts) if len(rows) else []):
-                out[int(r)] = nodes
+            for r, nodes in zip(rows[np.r_[0, cuts]].tolist(), np.split(real, cuts)):
+                out[r] = nodes
         return out
 
     # ------------------------------------------------------------------ R*-tree
@@ -186,30 +228,33 @@ class EventIndex:
         codes = [self.scheme.code(forest, int(n)) for n in self.event_nodes[row]]
         return min(codes), max(codes)
 
-    def _instants(self, row: int) -> np.ndarray:
-        return self.forests[int(self.event_group[row])].instant[self.event_nodes[row]]
-
     def event_time_range(self, row: int) -> tuple[int, int]:
         return int(self.event_t_min[row]), int(self.event_t_max[row])
 
-    def _boxes(self) -> Iterable[tuple[int, tuple[float, ...], None]]:
-        attrs = [self.archive.numeric[a] for a in self.attributes]
-        for row in range(self.archive.n_events):
-            g = float(self.event_group[row])
-            t0, t1 = self.event_time_range(row)
-            c0, c1 = self.event_code_range(row)
-            box = [g, g, float(t0), float(t1), float_down(c0), float_up(c1)]
-            for a in attrs:
-                box += [float(a.lo[row]), float(a.hi[row])]
-            yield row, tuple(box), None
+    def boxes(self, rows: slice | np.ndarray = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """R*-tree box corners of the given rows (all by default)."""
+        attrs = [(self.archive.numeric[a].lo[rows], self.archive.numeric[a].hi[rows])
+                 for a in self.attributes]
+        lay = self.layout
+        return event_boxes(self.event_group[rows], lay.t_min[rows], lay.t_max[rows],
+                           lay.code_lo[rows], lay.code_hi[rows], attrs)
+
+    def box_stream(self, chunk: int = 65536) -> Iterator[tuple[int, tuple[float, ...], None]]:
+        """``(row, box, None)`` for every row, for a streamed (disk) bulk load."""
+        for start in range(0, self.archive.n_events, chunk):
+            mins, maxs = self.boxes(slice(start, start + chunk))
+            coords = np.empty((len(mins), 2 * mins.shape[1]))
+            coords[:, 0::2], coords[:, 1::2] = mins, maxs
+            for k, c in enumerate(coords.tolist()):
+                yield start + k, tuple(c), None
 
     def _load_rtree(self) -> rtree_index.Index:
-        props = rtree_index.Property()
-        props.dimension = 3 + len(self.attributes)
-        props.variant = rtree_index.RT_Star
+        props = rtree_properties(len(self.attributes))
         if self.archive.n_events == 0:
             return rtree_index.Index(properties=props, interleaved=False)
-        return rtree_index.Index(self._boxes(), properties=props, interleaved=False)
+        mins, maxs = self.boxes()
+        ids = np.arange(self.archive.n_events, dtype=np.int64)
+        return rtree_index.Index((ids, mins, maxs), properties=props, interleaved=False)
 
     def search(self, group: int | None, time: tuple[float, float],
                codes: tuple[int, int] | None, attributes: dict[str, tuple[float, float]]

@@ -1,31 +1,37 @@
-"""The on-disk index: Parquet tables plus a manifest, written atomically.
+"""The on-disk index: Parquet tables, statistics, the R*-tree file and a manifest, written
+atomically. The in-process builder and the Spark job write the same layout.
 
 Layout of an index directory::
 
-    manifest.json    format version, build settings, attributes, counts, checksums
-    events.parquet   the validated archive (time already discretised), in input order
-    trees.parquet    one row per OI-tree: group, parent, virtual node, interval, fanout,
-                     height, OI count, code ranges of both schemes
-    nodes.parquet    one row per node: group, tree, parent, kind, event, instant,
-                     probabilities and codes of both schemes
+    manifest.json       format version, schema, attributes, build settings, counts, time
+                        domain, input fingerprint, and a SHA-256 of every other file
+    events/part-*.parquet   the validated archive (time discretised), one row per event,
+                        plus each event's group code, position in its group, feasible
+                        instants and code range (columns prefixed ``_uc_``)
+    trees/part-*.parquet    one row per OI-tree (:data:`index.tables.TREE_COLUMNS`)
+    nodes/part-*.parquet    one row per node (:data:`index.tables.NODE_COLUMNS`)
+    stats/time.parquet      events per time bucket (by earliest instant) and the latest
+                        instant of those events: what a planner and the time-sliced
+                        query engine size their work by
+    rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
+                        are event rows in the order of the events table (files by name)
+    rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
 
-Codes of the paper's scheme and OI counts are arbitrary-precision integers, stored as
-decimal strings. The R*-tree is bulk-loaded again when the index is opened.
-
-A write goes to a temporary sibling directory, every file is flushed to disk, and the
-manifest (with a SHA-256 of every table) is written last; the directory is then renamed
-into place. An interrupted write therefore never leaves a directory that
-:func:`load_index` accepts, and a damaged or foreign one is refused with
-:class:`~uncertain_cep.errors.IndexFormatError`.
+A write goes to a temporary sibling directory; every file is flushed to disk and the
+manifest is written last; the directory is then renamed into place. An interrupted write
+therefore never leaves a directory that :func:`load_index` accepts, and a damaged or
+foreign one is refused with :class:`~uncertain_cep.errors.IndexFormatError`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,93 +39,213 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from rtree import index as rtree_index
 
-from index.event_index import BuildSettings, EventIndex
+from index.event_index import BuildSettings, EventIndex, EventLayout, rtree_properties
 from index.forest import GroupForest
+from index.tables import forest_from_frames, forest_tables, node_schema, tree_schema
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.model.events import read_archive
+from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
-__all__ = ["FORMAT_VERSION", "load_index", "save_index"]
+__all__ = ["EVENT_COLUMNS", "FORMAT_VERSION", "IndexDraft", "finish_index", "load_index",
+           "open_draft", "read_manifest", "save_index", "table_files"]
 
-FORMAT_VERSION = 1
-_TABLES = ("events.parquet", "trees.parquet", "nodes.parquet")
-_NODE_INT = ("kind", "event", "instant", "tree", "parent", "depth", "child_tree",
-             "compact_code", "compact_end")
-_NODE_FLOAT = ("cond", "poi_local", "poi")
-
-
-def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
-    """Write ``index`` to the directory ``path`` atomically (replacing an older index)."""
-    target = Path(path)
-    if target.exists() and not (target / "manifest.json").exists() and any(target.iterdir()):
-        raise IndexFormatError(f"{target} exists and is not an index; refusing to overwrite it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    # mkdtemp makes the directory private (0700); an index is as readable as any directory
-    # made under the user's umask.
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o777 & ~mask)
-    try:
-        archive = index.archive
-        _write(pa.Table.from_pandas(archive.to_frame(), preserve_index=False),
-               tmp / "events.parquet")
-        _write(_trees_table(index.forests), tmp / "trees.parquet")
-        _write(_nodes_table(index.forests), tmp / "nodes.parquet")
-        manifest = {
-            "format": "uncertain-cep index",
-            "format_version": FORMAT_VERSION,
-            "group_by": archive.group_by,
-            "attributes": {"numeric": list(archive.numeric_names),
-                           "categorical": list(archive.categorical_names)},
-            "settings": _settings_to_json(index.settings),
-            "counts": {"events": archive.n_events, "groups": archive.n_groups,
-                       "trees": sum(f.n_trees for f in index.forests),
-                       "nodes": sum(f.n_nodes for f in index.forests)},
-            "sha256": {name: _sha256(tmp / name) for name in _TABLES},
-        }
-        # The archive as validated is what the index answers for.
-        manifest["input_fingerprint"] = _sha256(tmp / "events.parquet")
-        with open(tmp / "manifest.json", "w") as fh:
-            json.dump(manifest, fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        _swap_into_place(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def load_index(path: str | os.PathLike[str],
-               pair_predicate: PairPredicate | None = None) -> EventIndex:
-    """Open an index directory written by :func:`save_index`."""
-    root = Path(path)
-    manifest = _read_manifest(root)
-    for name in _TABLES:
-        if not (root / name).exists():
-            raise IndexFormatError(f"{root} is damaged: {name} is missing")
-        if _sha256(root / name) != manifest["sha256"].get(name):
-            raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum in "
-                                   "manifest.json; rebuild the index")
-    try:
-        events = pq.read_table(root / "events.parquet").to_pandas()
-        archive = read_archive(events, group_by=manifest["group_by"])
-        settings = _settings_from_json(manifest["settings"], pair_predicate)
-        forests = _forests_from_tables(pq.read_table(root / "trees.parquet").to_pandas(),
-                                       pq.read_table(root / "nodes.parquet").to_pandas(),
-                                       archive.n_groups)
-    except (OSError, KeyError, ValueError, pa.ArrowException) as e:
-        raise IndexFormatError(f"{root} is damaged: {e}") from e
-    return EventIndex(archive, settings, forests)
+FORMAT_VERSION = 2
+MANIFEST = "manifest.json"
+# Internal per-event columns of the events table.
+EVENT_COLUMNS = ("_uc_group", "_uc_pos", "_uc_t_min", "_uc_t_max", "_uc_code_lo",
+                 "_uc_code_hi")
+_TIME_BUCKETS = 1024
 
 
 # ---------------------------------------------------------------- writing
 
+class IndexDraft:
+    """A temporary directory beside ``target`` that becomes the index when finished."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        if target.exists() and not (target / MANIFEST).exists() and any(target.iterdir()):
+            raise IndexFormatError(f"{target} exists and is not an index; refusing to "
+                                   "overwrite it (choose another --out or remove it)")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        # mkdtemp makes the directory private (0700); an index is as readable as any
+        # directory made under the user's umask.
+        os.chmod(self.path, 0o777 & ~_umask())
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def open_draft(path: str | os.PathLike[str]) -> IndexDraft:
+    return IndexDraft(Path(path))
+
+
+def save_index(index: EventIndex, path: str | os.PathLike[str], *,
+               time_unit: object = None) -> None:
+    """Write an in-process index to the directory ``path`` atomically (replacing an older
+    index there)."""
+    draft = open_draft(path)
+    try:
+        archive = index.archive
+        events = archive.to_frame()
+        lay = index.layout
+        for name, values in zip(EVENT_COLUMNS, (index.event_group, lay.positions, lay.t_min,
+                                                lay.t_max, lay.code_lo, lay.code_hi)):
+            events[name] = values
+        _write(pa.Table.from_pandas(events, preserve_index=False),
+               draft.path / "events" / "part-00000.parquet")
+        nodes, trees = zip(*(forest_tables(f, g) for g, f in enumerate(index.forests))) \
+            if index.forests else ((), ())
+        _write(pa.concat_tables(nodes) if nodes else node_schema().empty_table(),
+               draft.path / "nodes" / "part-00000.parquet")
+        _write(pa.concat_tables(trees) if trees else tree_schema().empty_table(),
+               draft.path / "trees" / "part-00000.parquet")
+        finish_index(draft, group_by=archive.group_by,
+                     attributes=(archive.numeric_names, archive.categorical_names),
+                     settings=index.settings, time_unit=time_unit,
+                     counts={"groups": archive.n_groups,
+                             "trees": sum(f.n_trees for f in index.forests),
+                             "nodes": sum(f.n_nodes for f in index.forests)},
+                     input_fingerprint=None)
+    except BaseException:
+        draft.discard()
+        raise
+
+
+def finish_index(draft: IndexDraft, *, group_by: str,
+                 attributes: tuple[tuple[str, ...], tuple[str, ...]],
+                 settings: BuildSettings, time_unit: object, counts: dict[str, int],
+                 input_fingerprint: str | None, extra: dict[str, Any] | None = None) -> None:
+    """Complete a draft whose ``events``, ``nodes`` and ``trees`` tables are written: load
+    the R*-tree file and the statistics from the events table (streamed, so memory does not
+    grow with the archive), write the manifest, and move the draft into place."""
+    root = draft.path
+    numeric = attributes[0]
+    n_events, time_domain, dimension = _write_rtree_and_stats(root, numeric)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    checksums = {name: _sha256(root / name) for name in files}
+    manifest = {
+        "format": "uncertain-cep index",
+        "format_version": FORMAT_VERSION,
+        "group_by": group_by,
+        "attributes": {"numeric": list(numeric), "categorical": list(attributes[1])},
+        "schema": {f.name: str(f.type) for f in pq.read_schema(
+            root / table_files(root, "events")[0])} if n_events else {},
+        "settings": _settings_to_json(settings),
+        "time_unit": None if time_unit is None else str(time_unit),
+        "counts": {"events": n_events, **counts},
+        "time": time_domain,
+        "rtree": {"dimension": dimension, "entries": n_events},
+        # The archive as validated is what the index answers for; a build from files
+        # also records the files it read (see the Spark job).
+        "input_fingerprint": input_fingerprint or _fingerprint(root, "events"),
+        "sha256": checksums,
+        **(extra or {}),
+    }
+    with open(root / MANIFEST, "w") as fh:
+        json.dump(manifest, fh, indent=2, default=str)
+        fh.flush()
+        os.fsync(fh.fileno())
+    _fsync_dir(root)
+    _swap_into_place(root, draft.target)
+
+
+def table_files(root: Path, table: str) -> list[str]:
+    """Relative paths of a table's Parquet files, in row order."""
+    return sorted(p.relative_to(root).as_posix() for p in (root / table).glob("*.parquet"))
+
+
 def _write(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
     with open(path, "rb+") as fh:
         os.fsync(fh.fileno())
+
+
+def _event_batches(root: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    for name in table_files(root, "events"):
+        yield from pq.ParquetFile(root / name).iter_batches(batch_size=65536, columns=columns)
+
+
+def _write_rtree_and_stats(root: Path, numeric: tuple[str, ...]
+                           ) -> tuple[int, dict[str, int | None], int]:
+    lo_hi = [c for a in numeric for c in (f"{a}_lo", f"{a}_hi")]
+    columns = list(EVENT_COLUMNS[:1] + EVENT_COLUMNS[2:]) + lo_hi
+    t0, t1 = _time_bounds(root)
+    width = max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS)) if t0 is not None else 1
+    n_buckets = (t1 - t0) // width + 1 if t0 is not None and t1 is not None else 0
+    counts = np.zeros(n_buckets, dtype=np.int64)
+    latest = np.full(n_buckets, np.iinfo(np.int64).min, dtype=np.int64)
+    max_width = 0
+    seen = 0
+
+    def boxes() -> Iterator[tuple[int, tuple[float, ...], None]]:
+        nonlocal seen, max_width
+        for batch in _event_batches(root, columns):
+            cols = [batch.column(c).to_numpy(zero_copy_only=False) for c in columns]
+            group, t_min, t_max, code_lo, code_hi = cols[:5]
+            bucket = (t_min - t0) // width
+            np.add.at(counts, bucket, 1)
+            np.maximum.at(latest, bucket, t_max)
+            max_width = max(max_width, int((t_max - t_min).max()))
+            coords = np.column_stack([group, group, t_min, t_max, code_lo, code_hi]
+                                     + cols[5:]).astype(np.float64)
+            for k, c in enumerate(coords.tolist()):
+                yield seen + k, tuple(c), None
+            seen += len(coords)
+
+    props = rtree_properties(len(numeric))
+    props.overwrite = True
+    stream = boxes()
+    first = next(stream, None)
+    if first is not None:
+        def chained() -> Iterator[tuple[int, tuple[float, ...], None]]:
+            yield first
+            yield from stream
+        tree = rtree_index.Index(str(root / "rtree"), chained(), properties=props,
+                                 interleaved=False)
+    else:
+        tree = rtree_index.Index(str(root / "rtree"), properties=props, interleaved=False)
+    tree.close()
+    # libspatialindex rewrites a header page the first time a written file is opened
+    # and closed; do it now so the checksums stay valid after every later open.
+    _open_rtree(root, len(numeric)).close()
+    for name in ("rtree.dat", "rtree.idx"):
+        with open(root / name, "rb+") as fh:
+            os.fsync(fh.fileno())
+    stats = pa.table({"bucket": np.arange(n_buckets, dtype=np.int64),
+                      "t_lo": t0 + width * np.arange(n_buckets, dtype=np.int64)
+                      if t0 is not None else np.zeros(0, dtype=np.int64),
+                      "events": counts, "latest": latest})
+    _write(stats, root / "stats" / "time.parquet")
+    domain = {"t_min": t0, "t_max": t1, "bucket_width": width, "max_interval": max_width}
+    return seen, domain, 3 + len(numeric)
+
+
+def _time_bounds(root: Path) -> tuple[int | None, int | None]:
+    """Smallest ``_uc_t_min`` and largest ``_uc_t_max`` from the Parquet footers."""
+    t0: int | None = None
+    t1: int | None = None
+    for name in table_files(root, "events"):
+        meta = pq.ParquetFile(root / name).metadata
+        schema = meta.schema.to_arrow_schema()
+        i0, i1 = schema.get_field_index("_uc_t_min"), schema.get_field_index("_uc_t_max")
+        for rg in range(meta.num_row_groups):
+            if meta.row_group(rg).num_rows == 0:
+                continue
+            s0 = meta.row_group(rg).column(i0).statistics
+            s1 = meta.row_group(rg).column(i1).statistics
+            if s0 is None or s1 is None or not (s0.has_min_max and s1.has_min_max):
+                col = pq.read_table(root / name, columns=["_uc_t_min", "_uc_t_max"])
+                lo, hi = int(pa.compute.min(col[0]).as_py()), int(pa.compute.max(col[1]).as_py())
+            else:
+                lo, hi = int(s0.min), int(s1.max)
+            t0 = lo if t0 is None else min(t0, lo)
+            t1 = hi if t1 is None else max(t1, hi)
+    return t0, t1
 
 
 def _sha256(path: Path) -> str:
@@ -128,6 +254,27 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _fingerprint(root: Path, table: str) -> str:
+    h = hashlib.sha256()
+    for name in table_files(root, table):
+        h.update(_sha256(root / name).encode())
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
@@ -139,37 +286,6 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
     os.replace(target, old)
     os.replace(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
-
-
-def _trees_table(forests: list[GroupForest]) -> pa.Table:
-    cols: dict[str, list[Any]] = {k: [] for k in (
-        "group", "tree", "parent", "virtual", "root", "t_lo", "t_hi", "fanout", "height",
-        "order_instances", "paper_lo", "paper_hi", "compact_lo", "compact_hi")}
-    for g, f in enumerate(forests):
-        for t in range(f.n_trees):
-            lo, hi = f.tree_paper_range[t]
-            values = (g, t, f.tree_parent[t], f.tree_virtual[t], f.tree_root[t], f.tree_lo[t],
-                      f.tree_hi[t], f.tree_fanout[t], f.tree_height[t], str(f.tree_count[t]),
-                      str(lo), str(hi), f.tree_compact_range[t][0], f.tree_compact_range[t][1])
-            for k, v in zip(cols, values):
-                cols[k].append(v if isinstance(v, str) else int(v))
-    return pa.table(cols)
-
-
-def _nodes_table(forests: list[GroupForest]) -> pa.Table:
-    parts = []
-    for g, f in enumerate(forests):
-        frame = {"group": np.full(f.n_nodes, g, dtype=np.int64)}
-        for k in _NODE_INT:
-            frame[k] = np.asarray(getattr(f, k), dtype=np.int64)
-        for k in _NODE_FLOAT:
-            frame[k] = np.asarray(getattr(f, k), dtype=np.float64)
-        frame["rel"] = np.array([str(r) for r in f.rel], dtype=object)
-        frame["paper_code"] = np.array([str(c) for c in f.paper_code], dtype=object)
-        parts.append(pd.DataFrame(frame))
-    if not parts:
-        return pa.table({"group": pa.array([], pa.int64())})
-    return pa.Table.from_pandas(pd.concat(parts, ignore_index=True), preserve_index=False)
 
 
 def _settings_to_json(settings: BuildSettings) -> dict[str, Any]:
@@ -187,11 +303,13 @@ def _settings_to_json(settings: BuildSettings) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- reading
 
-def _read_manifest(root: Path) -> dict[str, Any]:
+def read_manifest(root: Path, verify: bool = True) -> dict[str, Any]:
+    """The manifest of an index directory, after checking its format version and (unless
+    ``verify`` is false) every file's checksum."""
     if not root.is_dir():
         raise IndexFormatError(f"{root} is not an index directory (it does not exist)")
     try:
-        with open(root / "manifest.json") as fh:
+        with open(root / MANIFEST) as fh:
             manifest = json.load(fh)
     except FileNotFoundError:
         raise IndexFormatError(f"{root} has no manifest.json: not an index, or its write was "
@@ -204,11 +322,82 @@ def _read_manifest(root: Path) -> dict[str, Any]:
     if version != FORMAT_VERSION:
         raise IndexFormatError(f"{root} has index format version {version!r}; this version of "
                                f"uncertain-cep reads version {FORMAT_VERSION}; rebuild the index")
+    checksums = manifest.get("sha256")
+    if not isinstance(checksums, dict) or not checksums:
+        raise IndexFormatError(f"{root}/manifest.json lists no files; rebuild the index")
+    for name in ("events", "nodes", "trees"):
+        if not any(k.startswith(f"{name}/") for k in checksums):
+            raise IndexFormatError(f"{root}/manifest.json lists no {name} table")
+    if verify:
+        for name, digest in checksums.items():
+            if not (root / name).is_file():
+                raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the "
+                                       "index")
+            if _sha256(root / name) != digest:
+                raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum "
+                                       "in manifest.json; rebuild the index")
     return manifest
 
 
-def _settings_from_json(data: dict[str, Any], pair_predicate: PairPredicate | None
-                        ) -> BuildSettings:
+def load_index(path: str | os.PathLike[str],
+               pair_predicate: PairPredicate | None = None) -> EventIndex:
+    """Open an index directory written by :func:`save_index` or the Spark build."""
+    root = Path(path)
+    manifest = read_manifest(root)
+    try:
+        events = _read_table(root, "events")
+        settings = settings_from_json(manifest["settings"], pair_predicate)
+        archive, layout = archive_from_events(events, manifest["group_by"])
+        if not np.array_equal(archive.group_of, events["_uc_group"].to_numpy()):
+            raise IndexFormatError(f"{root} is damaged: stored group codes do not match the "
+                                   "events' groups; rebuild the index")
+        forests = forests_from_tables(_read_table(root, "trees"), _read_table(root, "nodes"),
+                                      archive.n_groups, settings.codes == "paper")
+        rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
+                 else None)
+    except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
+        raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
+    return EventIndex(archive, settings, forests, layout=layout, rtree=rtree)
+
+
+def _read_table(root: Path, table: str, **kwargs: Any) -> pd.DataFrame:
+    files = table_files(root, table)
+    if not files:
+        raise IndexFormatError(f"{root} is damaged: the {table} table has no files")
+    return pq.ParquetDataset([str(root / f) for f in files], **kwargs).read().to_pandas()
+
+
+def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
+    props = rtree_properties(n_attributes)
+    props.overwrite = False
+    return rtree_index.Index(str(root / "rtree"), properties=props, interleaved=False)
+
+
+def archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, EventLayout]:
+    """The archive and layout stored in an events table (whole, or a slice of it)."""
+    internal = {c: events[c].to_numpy() for c in EVENT_COLUMNS}
+    archive = read_archive(events.drop(columns=list(EVENT_COLUMNS)), group_by=group_by)
+    layout = EventLayout(positions=internal["_uc_pos"].astype(np.int64),
+                         t_min=internal["_uc_t_min"].astype(np.int64),
+                         t_max=internal["_uc_t_max"].astype(np.int64),
+                         code_lo=internal["_uc_code_lo"].astype(np.float64),
+                         code_hi=internal["_uc_code_hi"].astype(np.float64))
+    return archive, layout
+
+
+def forests_from_tables(trees: pd.DataFrame, nodes: pd.DataFrame, n_groups: int,
+                        paper_codes: bool) -> list[GroupForest]:
+    tree_groups = dict(iter(trees.groupby("group", sort=True)))
+    node_groups = dict(iter(nodes.groupby("group", sort=True)))
+    if sorted(tree_groups) != list(range(n_groups)):
+        raise IndexFormatError(f"the trees table covers groups {sorted(tree_groups)[:5]}..., "
+                               f"expected 0..{n_groups - 1}; rebuild the index")
+    return [forest_from_frames(tree_groups[g], node_groups[g], paper_codes)
+            for g in range(n_groups)]
+
+
+def settings_from_json(data: dict[str, Any], pair_predicate: PairPredicate | None
+                       ) -> BuildSettings:
     cond = data.get("condition2")
     condition2: MaxSpeed | PairPredicate | None = None
     if cond is not None and cond["kind"] == "max_speed":
@@ -219,53 +408,3 @@ def _settings_from_json(data: dict[str, Any], pair_predicate: PairPredicate | No
         condition2 = pair_predicate
     return BuildSettings(condition2=condition2, multi_tree=data["multi_tree"],
                          codes=data["codes"], node_budget=data["node_budget"])
-
-
-def _forests_from_tables(trees: pd.DataFrame, nodes: pd.DataFrame,
-                         n_groups: int) -> list[GroupForest]:
-    forests = []
-    tree_groups = dict(iter(trees.groupby("group", sort=True)))
-    node_groups = dict(iter(nodes.groupby("group", sort=True)))
-    for g in range(n_groups):
-        forests.append(_forest(tree_groups[g].sort_values("tree"), node_groups[g]))
-    return forests
-
-
-def _forest(trees: pd.DataFrame, nodes: pd.DataFrame) -> GroupForest:
-    n = len(nodes)
-    parent = nodes["parent"].to_numpy(dtype=np.int64)
-    kind = nodes["kind"].to_numpy(dtype=np.int8)
-    # Node ids are breadth-first per tree, so children in id order are in sibling order.
-    has_parent = parent >= 0
-    child_list = np.flatnonzero(has_parent)
-    child_list = child_list[np.argsort(parent[has_parent], kind="stable")]
-    counts = np.bincount(parent[has_parent], minlength=n)
-    child_start = np.zeros(n + 1, dtype=np.int64)
-    child_start[1:] = np.cumsum(counts)
-    tree = nodes["tree"].to_numpy(dtype=np.int64)
-    virtual = np.flatnonzero(kind == 2)
-    virtuals: list[list[int]] = [[] for _ in range(len(trees))]
-    for v in virtual:
-        virtuals[int(tree[v])].append(int(v))
-    return GroupForest(
-        kind=kind, event=nodes["event"].to_numpy(dtype=np.int64),
-        instant=nodes["instant"].to_numpy(dtype=np.int64), tree=tree, parent=parent,
-        depth=nodes["depth"].to_numpy(dtype=np.int64), child_start=child_start,
-        child_list=child_list.astype(np.int64),
-        child_tree=nodes["child_tree"].to_numpy(dtype=np.int64),
-        cond=nodes["cond"].to_numpy(dtype=float), poi_local=nodes["poi_local"].to_numpy(float),
-        poi=nodes["poi"].to_numpy(dtype=float), rel=[int(r) for r in nodes["rel"]],
-        paper_code=[int(c) for c in nodes["paper_code"]],
-        compact_code=nodes["compact_code"].to_numpy(dtype=np.int64),
-        compact_end=nodes["compact_end"].to_numpy(dtype=np.int64),
-        tree_parent=trees["parent"].to_numpy(dtype=np.int64),
-        tree_virtual=trees["virtual"].to_numpy(dtype=np.int64),
-        tree_root=trees["root"].to_numpy(dtype=np.int64),
-        tree_lo=trees["t_lo"].to_numpy(dtype=np.int64),
-        tree_hi=trees["t_hi"].to_numpy(dtype=np.int64),
-        tree_fanout=trees["fanout"].to_numpy(dtype=np.int64),
-        tree_height=trees["height"].to_numpy(dtype=np.int64),
-        tree_count=[int(c) for c in trees["order_instances"]],
-        tree_paper_range=[(int(a), int(b)) for a, b in zip(trees["paper_lo"], trees["paper_hi"])],
-        tree_compact_range=trees[["compact_lo", "compact_hi"]].to_numpy(dtype=np.int64),
-        tree_virtuals=virtuals)

@@ -41,7 +41,15 @@ class UncertainCepError(Exception):
 
 
 class InputError(UncertainCepError, ValueError):
-    """The archive (rows, columns, groups) is not valid input; see SEMANTICS A1/A2."""
+    """The archive (rows, columns, groups) is not valid input; see SEMANTICS A1/A2.
+
+    ``row`` is the 0-based position of the offending row in the table that was read, when
+    one row is at fault (the Spark pipeline uses it to reject exactly that row).
+    """
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 class IndexBuildError(UncertainCepError):

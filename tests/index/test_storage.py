@@ -87,7 +87,25 @@ def test_another_format_version_is_refused(tmp_path):
         uc.open_index(tmp_path / "ix")
 
 
-@pytest.mark.parametrize("table", ["events.parquet", "trees.parquet", "nodes.parquet"])
+def test_the_rtree_file_survives_being_opened_many_times(tmp_path):
+    _example().save(tmp_path / "ix")
+    for _ in range(3):
+        idx = uc.open_index(tmp_path / "ix")
+        assert len(idx.query("PATTERN SEQ(A, B) DEFINE A AS d1 <= 9, B AS d1 <= 9")) > 0
+        del idx
+
+
+def test_a_manifest_missing_a_table_is_refused(tmp_path):
+    _example().save(tmp_path / "ix")
+    (tmp_path / "ix" / "manifest.json").write_text(
+        (tmp_path / "ix" / "manifest.json").read_text().replace('"nodes/', '"gone/'))
+    with pytest.raises(IndexFormatError, match="no nodes table"):
+        uc.open_index(tmp_path / "ix")
+
+
+@pytest.mark.parametrize("table", ["events/part-00000.parquet", "trees/part-00000.parquet",
+                                   "nodes/part-00000.parquet", "stats/time.parquet",
+                                   "rtree.dat", "rtree.idx"])
 def test_damaged_or_missing_tables_are_refused(tmp_path, table):
     _example().save(tmp_path / "ix")
     path = tmp_path / "ix" / table

@@ -37,7 +37,7 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError
 
-__all__ = ["Archive", "NumericAttribute", "read_archive"]
+__all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive"]
 
 _RESERVED = {"event_id", "t_lo", "t_hi", "t"}
 
@@ -94,8 +94,11 @@ class Archive:
         return tuple(self.categorical)
 
     def group_members(self) -> list[np.ndarray]:
-        """Event indices of every group, in input order within each group."""
-        order = np.argsort(self.group_of, kind="stable")
+        """Event indices of every group in the group's canonical order (see
+        :func:`canonical_order`): an event's position in its group does not depend on the
+        order of the input rows, so every build of the same archive gives the same trees."""
+        order = np.lexsort((canonical_rank(self.event_ids), self.t_hi, self.t_lo,
+                            self.group_of))
         bounds = np.searchsorted(self.group_of[order], np.arange(self.n_groups + 1))
         return [order[bounds[g]:bounds[g + 1]] for g in range(self.n_groups)]
 
@@ -116,6 +119,22 @@ class Archive:
         for name, values in self.categorical.items():
             cols[name] = values
         return pd.DataFrame(cols)
+
+
+def canonical_rank(event_ids: np.ndarray) -> np.ndarray:
+    """Ranks of event ids (int64 or strings) in ascending order, as int64."""
+    codes, _ = pd.factorize(pd.Series(event_ids), sort=True)
+    return codes.astype(np.int64)
+
+
+def canonical_order(t_lo: np.ndarray, t_hi: np.ndarray, event_ids: np.ndarray) -> np.ndarray:
+    """The order of one group's events that defines their positions in its OI-trees: by
+    ``t_lo``, then ``t_hi``, then event id.
+
+    >>> canonical_order(np.array([2, 1, 1]), np.array([3, 4, 2]), np.array(["a", "b", "c"]))
+    array([2, 1, 0])
+    """
+    return np.lexsort((canonical_rank(event_ids), t_hi, t_lo))
 
 
 def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = "group",
@@ -148,7 +167,7 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
     if missing_group.any():
         i = int(np.flatnonzero(missing_group)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {group_by!r} is missing; "
-                         "every event needs a dependency group")
+                         "every event needs a dependency group", row=i)
     labels, group_of = _dense_codes(groups)
     t_lo, t_hi = _time_columns(df, ids, time_unit)
     numeric, categorical = _attributes(df, ids, group_by)
@@ -181,7 +200,7 @@ def _event_ids(df: pd.DataFrame) -> np.ndarray:
     missing = col.isna().to_numpy()
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        raise InputError(f"row {i}: column 'event_id' is missing; every event needs a unique id")
+        raise InputError(f"row {i}: column 'event_id' is missing; every event needs a unique id", row=i)
     if pd.api.types.is_bool_dtype(col):
         raise InputError("column 'event_id' holds booleans; use int64 or string ids")
     if pd.api.types.is_integer_dtype(col):
@@ -192,7 +211,7 @@ def _event_ids(df: pd.DataFrame) -> np.ndarray:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InputError(f"row {i}: event_id {values[i]!r} is not an integer; use int64 "
-                             "or string ids")
+                             "or string ids", row=i)
         ids = values.astype(np.int64)
     else:
         ids = col.astype(str).to_numpy(dtype=object)
@@ -230,7 +249,7 @@ def _time_columns(df: pd.DataFrame, ids: np.ndarray,
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): t_lo = {lo[i]} is greater than t_hi = "
-                         f"{hi[i]}; every event needs t_lo <= t_hi")
+                         f"{hi[i]}; every event needs t_lo <= t_hi", row=i)
     return lo, hi
 
 
@@ -240,7 +259,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is missing or NaN; "
-                         "every event needs both time bounds")
+                         "every event needs both time bounds", row=i)
     if pd.api.types.is_datetime64_any_dtype(col):
         if unit is None:
             raise InputError(f"column {name!r} holds datetimes; pass time_unit= (e.g. '1s') to "
@@ -265,7 +284,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
             i = int(np.flatnonzero(bad)[0])
             raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = "
                              f"{_eid(col.iloc[i])} is not a finite time within the int64 "
-                             "range of instants once divided by time_unit")
+                             "range of instants once divided by time_unit", row=i)
         return scaled.astype(np.int64)
     if pd.api.types.is_integer_dtype(col):
         return col.to_numpy(dtype=np.int64)
@@ -274,7 +293,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = {_eid(values[i])} is "
-                         "not an integer instant; pass time_unit= to discretise time")
+                         "not an integer instant; pass time_unit= to discretise time", row=i)
     return values.astype(np.int64)
 
 
@@ -284,6 +303,9 @@ def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
     for c in columns:
         if not isinstance(c, str):
             raise InputError(f"column name {c!r} is not a string")
+        if c.startswith("_uc_"):
+            raise InputError(f"column {c!r} uses the prefix '_uc_', which the index reserves "
+                             "for its own columns; rename it")
     taken: set[str] = set()
     numeric: dict[str, NumericAttribute] = {}
     categorical: dict[str, np.ndarray] = {}
@@ -313,7 +335,7 @@ def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
             missing = col.isna().to_numpy()
             if missing.any():
                 i = int(np.flatnonzero(missing)[0])
-                raise InputError(f"event {_eid(ids[i])} (row {i}): column {c!r} is missing")
+                raise InputError(f"event {_eid(ids[i])} (row {i}): column {c!r} is missing", row=i)
             categorical[c] = col.astype(str).to_numpy(dtype=object)
     clash = set(numeric) & set(categorical)
     if clash:
@@ -335,7 +357,7 @@ def _finite(col: pd.Series, name: str, ids: np.ndarray) -> np.ndarray:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is missing, NaN or "
-                         "infinite")
+                         "infinite", row=i)
     return values
 
 
@@ -346,7 +368,7 @@ def _numeric_range(df: pd.DataFrame, ids: np.ndarray, base: str) -> NumericAttri
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_lo = {lo[i]} is greater than "
-                         f"{base}_hi = {hi[i]}; a range needs lo <= hi")
+                         f"{base}_hi = {hi[i]}; a range needs lo <= hi", row=i)
     has_mu, has_sigma = f"{base}_mu" in df.columns, f"{base}_sigma" in df.columns
     if has_mu != has_sigma:
         present, absent = ((f"{base}_mu", f"{base}_sigma") if has_mu
@@ -361,13 +383,13 @@ def _numeric_range(df: pd.DataFrame, ids: np.ndarray, base: str) -> NumericAttri
         if half.any():
             i = int(np.flatnonzero(half)[0])
             raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is NaN while its "
-                             "pair is set; give both (normal) or neither (uniform)")
+                             "pair is set; give both (normal) or neither (uniform)", row=i)
         inf = np.isinf(values)
         if inf.any():
             i = int(np.flatnonzero(inf)[0])
-            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is infinite")
+            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is infinite", row=i)
     bad_sigma = ~np.isnan(sigma) & (sigma <= 0)
     if bad_sigma.any():
         i = int(np.flatnonzero(bad_sigma)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_sigma = {sigma[i]} must be > 0")
+        raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_sigma = {sigma[i]} must be > 0", row=i)
     return NumericAttribute(base, lo, hi, mu, sigma)

@@ -1,0 +1,185 @@
+"""Forests as Arrow tables and back, and the per-event extents the R*-tree boxes need.
+
+Both builders share this module: the in-process one (:mod:`index.storage`) and the Spark
+job (:mod:`uncertain_cep.pipeline.build_job`), which turns every group's forest into rows
+in the executors. Reading back can keep only some trees of a group (a *sub-forest*): the
+Spark query engine loads, per time slice, the trees that slice can touch plus the trees
+above them (:func:`forest_from_frames`).
+
+Codes of the paper's scheme and OI counts are arbitrary-precision integers, stored as
+decimal strings; they are parsed only when the index uses the paper scheme.
+
+>>> from index.oi_tree import plan_group
+>>> from index.forest import build_forest
+>>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
+>>> nodes, trees = forest_tables(f, group=0)
+>>> g = forest_from_frames(trees.to_pandas(), nodes.to_pandas(), paper_codes=True)
+>>> g.n_nodes == f.n_nodes and g.paper_code == f.paper_code
+True
+>>> t_min, t_max, lo, hi = group_extents(f, "compact")
+>>> t_min.tolist(), t_max.tolist()
+([1, 2, 2, 4, 4, 5, 6], [1, 3, 3, 7, 6, 6, 7])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from index.rounding import float_down, float_up
+from index.forest import REAL, VIRTUAL, GroupForest
+
+__all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
+           "group_extents"]
+
+_NODE_INT = ("tree", "parent", "kind", "event", "instant", "depth", "child_tree",
+             "compact_code", "compact_end")
+_NODE_FLOAT = ("cond", "poi_local", "poi")
+NODE_COLUMNS = ("group", "node", *_NODE_INT, *_NODE_FLOAT, "rel", "paper_code")
+TREE_COLUMNS = ("group", "tree", "parent", "virtual", "root", "t_lo", "t_hi", "fanout",
+                "height", "order_instances", "paper_lo", "paper_hi", "compact_lo", "compact_hi")
+
+_NODE_SCHEMA = pa.schema([("group", pa.int64()), ("node", pa.int64())]
+                         + [(k, pa.int64()) for k in _NODE_INT]
+                         + [(k, pa.float64()) for k in _NODE_FLOAT]
+                         + [("rel", pa.string()), ("paper_code", pa.string())])
+_TREE_SCHEMA = pa.schema([(k, pa.string() if k in ("order_instances", "paper_lo", "paper_hi")
+                           else pa.int64()) for k in TREE_COLUMNS])
+
+
+def node_schema() -> pa.Schema:
+    return _NODE_SCHEMA
+
+
+def tree_schema() -> pa.Schema:
+    return _TREE_SCHEMA
+
+
+def forest_tables(forest: GroupForest, group: int) -> tuple[pa.Table, pa.Table]:
+    """The nodes and trees of one group's forest as Arrow tables (group code ``group``)."""
+    f = forest
+    cols: dict[str, Any] = {"group": np.full(f.n_nodes, group, dtype=np.int64),
+                            "node": np.arange(f.n_nodes, dtype=np.int64)}
+    for k in _NODE_INT:
+        cols[k] = np.asarray(getattr(f, k), dtype=np.int64)
+    for k in _NODE_FLOAT:
+        cols[k] = np.asarray(getattr(f, k), dtype=np.float64)
+    cols["rel"] = [str(r) for r in f.rel]
+    cols["paper_code"] = [str(c) for c in f.paper_code]
+    nodes = pa.table(cols, schema=_NODE_SCHEMA)
+    trees = pa.table({
+        "group": np.full(f.n_trees, group, dtype=np.int64),
+        "tree": np.arange(f.n_trees, dtype=np.int64),
+        "parent": f.tree_parent, "virtual": f.tree_virtual, "root": f.tree_root,
+        "t_lo": f.tree_lo, "t_hi": f.tree_hi, "fanout": f.tree_fanout,
+        "height": f.tree_height, "order_instances": [str(c) for c in f.tree_count],
+        "paper_lo": [str(a) for a, _ in f.tree_paper_range],
+        "paper_hi": [str(b) for _, b in f.tree_paper_range],
+        "compact_lo": f.tree_compact_range[:, 0], "compact_hi": f.tree_compact_range[:, 1],
+    }, schema=_TREE_SCHEMA)
+    return nodes, trees
+
+
+def forest_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame,
+                       paper_codes: bool) -> GroupForest:
+    """Rebuild one group's forest from its rows.
+
+    ``trees`` holds every tree of the group; ``nodes`` the nodes of some trees, closed
+    under parent trees (all of them for the whole forest). Tree ids stay as stored; node
+    ids are renumbered densely in stored order. Trees whose nodes are absent keep their
+    tree-level data (intervals, code ranges: the code schemes read them) but have no root
+    (``tree_root == -1``). ``rel`` and the paper codes are parsed only when
+    ``paper_codes`` is true, and are empty lists otherwise.
+    """
+    trees = trees.sort_values("tree")
+    nodes = nodes.sort_values("node")
+    old = nodes["node"].to_numpy(dtype=np.int64)
+    n = len(old)
+
+    def remap(ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        pos = np.searchsorted(old, ids)
+        ok = (ids >= 0) & (pos < n)
+        ok[ok] = old[pos[ok]] == ids[ok]
+        return np.where(ok, pos, -1).astype(np.int64)
+
+    parent = remap(nodes["parent"].to_numpy())
+    kind = nodes["kind"].to_numpy(dtype=np.int8)
+    tree = nodes["tree"].to_numpy(dtype=np.int64)
+    # Children in id order are in sibling order: ids are breadth-first within each tree.
+    has_parent = parent >= 0
+    child_list = np.flatnonzero(has_parent)
+    child_list = child_list[np.argsort(parent[has_parent], kind="stable")]
+    child_start = np.zeros(n + 1, dtype=np.int64)
+    child_start[1:] = np.cumsum(np.bincount(parent[has_parent], minlength=n))
+    n_trees = len(trees)
+    virtuals: list[list[int]] = [[] for _ in range(n_trees)]
+    for v in np.flatnonzero(kind == VIRTUAL):
+        virtuals[int(tree[v])].append(int(v))
+    counts = [int(c) for c in trees["order_instances"]]
+    if paper_codes:
+        rel = [int(r) for r in nodes["rel"]]
+        paper = [int(c) for c in nodes["paper_code"]]
+        paper_range = [(int(a), int(b)) for a, b in zip(trees["paper_lo"], trees["paper_hi"])]
+    else:
+        rel, paper, paper_range = [], [], []
+    return GroupForest(
+        kind=kind, event=nodes["event"].to_numpy(dtype=np.int64),
+        instant=nodes["instant"].to_numpy(dtype=np.int64), tree=tree, parent=parent,
+        depth=nodes["depth"].to_numpy(dtype=np.int64), child_start=child_start,
+        child_list=child_list.astype(np.int64),
+        child_tree=nodes["child_tree"].to_numpy(dtype=np.int64),
+        cond=nodes["cond"].to_numpy(dtype=float), poi_local=nodes["poi_local"].to_numpy(float),
+        poi=nodes["poi"].to_numpy(dtype=float), rel=rel, paper_code=paper,
+        compact_code=nodes["compact_code"].to_numpy(dtype=np.int64),
+        compact_end=nodes["compact_end"].to_numpy(dtype=np.int64),
+        tree_parent=trees["parent"].to_numpy(dtype=np.int64),
+        tree_virtual=remap(trees["virtual"].to_numpy()),
+        tree_root=remap(trees["root"].to_numpy()),
+        tree_lo=trees["t_lo"].to_numpy(dtype=np.int64),
+        tree_hi=trees["t_hi"].to_numpy(dtype=np.int64),
+        tree_fanout=trees["fanout"].to_numpy(dtype=np.int64),
+        tree_height=trees["height"].to_numpy(dtype=np.int64),
+        tree_count=counts, tree_paper_range=paper_range,
+        tree_compact_range=trees[["compact_lo", "compact_hi"]].to_numpy(dtype=np.int64),
+        tree_virtuals=virtuals)
+
+
+def group_extents(forest: GroupForest, codes: str
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per event position of the group: earliest and latest instant over its nodes, and
+    its code range as doubles rounded outward (the R*-tree box; Zhou et al. 4.3)."""
+    real = np.flatnonzero(forest.kind == REAL)
+    events = forest.event[real]
+    n = int(events.max()) + 1 if len(events) else 0
+    instants = forest.instant[real]
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, events, instants)
+    np.maximum.at(t_max, events, instants)
+    if codes == "compact":
+        c = forest.compact_code[real]
+        lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(lo, events, c)
+        np.maximum.at(hi, events, c)
+        # int64 codes below 2**53 are exact doubles; beyond, round outward.
+        exact = (np.abs(lo) < 2**53) & (np.abs(hi) < 2**53)
+        if exact.all():
+            return t_min, t_max, lo.astype(np.float64), hi.astype(np.float64)
+        return (t_min, t_max, np.array([float_down(int(x)) for x in lo]),
+                np.array([float_up(int(x)) for x in hi]))
+    lo_i: list[int | None] = [None] * n
+    hi_i: list[int | None] = [None] * n
+    for node, e in zip(real, events):
+        code = forest.paper_code[int(node)]
+        e = int(e)
+        if lo_i[e] is None or code < lo_i[e]:  # type: ignore[operator]
+            lo_i[e] = code
+        if hi_i[e] is None or code > hi_i[e]:  # type: ignore[operator]
+            hi_i[e] = code
+    return (t_min, t_max, np.array([float_down(x) for x in lo_i], dtype=np.float64),  # type: ignore[arg-type]
+            np.array([float_up(x) for x in hi_i], dtype=np.float64))  # type: ignore[arg-type]
