@@ -54,8 +54,7 @@ __all__ = ["EVENT_COLUMNS", "FORMAT_VERSION", "IndexDraft", "finish_index", "loa
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 # Internal per-event columns of the events table.
-EVENT_COLUMNS = ("_uc_group", "_uc_pos", "_uc_t_min", "_uc_t_max", "_uc_code_lo",
-                 "_uc_code_hi")
+EVENT_COLUMNS = ("_uc_pos", "_uc_t_min", "_uc_t_max", "_uc_code_lo", "_uc_code_hi")
 _TIME_BUCKETS = 1024
 
 
@@ -92,16 +91,19 @@ def save_index(index: EventIndex, path: str | os.PathLike[str], *,
         archive = index.archive
         events = archive.to_frame()
         lay = index.layout
-        for name, values in zip(EVENT_COLUMNS, (index.event_group, lay.positions, lay.t_min,
-                                                lay.t_max, lay.code_lo, lay.code_hi)):
+        for name, values in zip(EVENT_COLUMNS, (lay.positions, lay.t_min, lay.t_max,
+                                                lay.code_lo, lay.code_hi)):
             events[name] = values
-        _write(pa.Table.from_pandas(events, preserve_index=False),
-               draft.path / "events" / "part-00000.parquet")
-        nodes, trees = zip(*(forest_tables(f, g) for g, f in enumerate(index.forests))) \
-            if index.forests else ((), ())
-        _write(pa.concat_tables(nodes) if nodes else node_schema().empty_table(),
+        table = pa.Table.from_pandas(events, preserve_index=False)
+        _write(table, draft.path / "events" / "part-00000.parquet")
+        group_type = table.schema.field(archive.group_by).type
+        pairs = [forest_tables(f, _plain(archive.group_labels[g]), group_type)
+                 for g, f in enumerate(index.forests)]
+        _write(pa.concat_tables([n for n, _ in pairs]) if pairs
+               else node_schema(group_type).empty_table(),
                draft.path / "nodes" / "part-00000.parquet")
-        _write(pa.concat_tables(trees) if trees else tree_schema().empty_table(),
+        _write(pa.concat_tables([t for _, t in pairs]) if pairs
+               else tree_schema(group_type).empty_table(),
                draft.path / "trees" / "part-00000.parquet")
         finish_index(draft, group_by=archive.group_by,
                      attributes=(archive.numeric_names, archive.categorical_names),
@@ -124,7 +126,7 @@ def finish_index(draft: IndexDraft, *, group_by: str,
     grow with the archive), write the manifest, and move the draft into place."""
     root = draft.path
     numeric = attributes[0]
-    n_events, time_domain, dimension = _write_rtree_and_stats(root, numeric)
+    n_events, time_domain, dimension = _write_rtree_and_stats(root, group_by, numeric)
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     checksums = {name: _sha256(root / name) for name in files}
     manifest = {
@@ -170,10 +172,18 @@ def _event_batches(root: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
         yield from pq.ParquetFile(root / name).iter_batches(batch_size=65536, columns=columns)
 
 
-def _write_rtree_and_stats(root: Path, numeric: tuple[str, ...]
+def group_keys(root: Path) -> pd.Index:
+    """Every group key of an index (from its trees table), sorted: position = group code."""
+    files = [str(root / f) for f in table_files(root, "trees")]
+    keys = pq.ParquetDataset(files).read(columns=["group"]).column("group").unique()
+    return pd.Index(keys.to_pandas()).sort_values()
+
+
+def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
                            ) -> tuple[int, dict[str, int | None], int]:
     lo_hi = [c for a in numeric for c in (f"{a}_lo", f"{a}_hi")]
-    columns = list(EVENT_COLUMNS[:1] + EVENT_COLUMNS[2:]) + lo_hi
+    columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi]
+    keys = group_keys(root) if table_files(root, "trees") else pd.Index([])
     t0, t1 = _time_bounds(root)
     width = max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS)) if t0 is not None else 1
     n_buckets = (t1 - t0) // width + 1 if t0 is not None and t1 is not None else 0
@@ -186,7 +196,11 @@ def _write_rtree_and_stats(root: Path, numeric: tuple[str, ...]
         nonlocal seen, max_width
         for batch in _event_batches(root, columns):
             cols = [batch.column(c).to_numpy(zero_copy_only=False) for c in columns]
-            group, t_min, t_max, code_lo, code_hi = cols[:5]
+            group = keys.get_indexer(cols[0])
+            if (group < 0).any():
+                raise IndexFormatError(f"events of group {cols[0][group < 0][0]!r} have no "
+                                       "OI-trees in the trees table")
+            t_min, t_max, code_lo, code_hi = cols[1:5]
             bucket = (t_min - t0) // width
             np.add.at(counts, bucket, 1)
             np.maximum.at(latest, bucket, t_max)
@@ -348,11 +362,8 @@ def load_index(path: str | os.PathLike[str],
         events = _read_table(root, "events")
         settings = settings_from_json(manifest["settings"], pair_predicate)
         archive, layout = archive_from_events(events, manifest["group_by"])
-        if not np.array_equal(archive.group_of, events["_uc_group"].to_numpy()):
-            raise IndexFormatError(f"{root} is damaged: stored group codes do not match the "
-                                   "events' groups; rebuild the index")
         forests = forests_from_tables(_read_table(root, "trees"), _read_table(root, "nodes"),
-                                      archive.n_groups, settings.codes == "paper")
+                                      archive.group_labels, settings.codes == "paper")
         rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                  else None)
     except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
@@ -385,15 +396,21 @@ def archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, E
     return archive, layout
 
 
-def forests_from_tables(trees: pd.DataFrame, nodes: pd.DataFrame, n_groups: int,
+def forests_from_tables(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
                         paper_codes: bool) -> list[GroupForest]:
-    tree_groups = dict(iter(trees.groupby("group", sort=True)))
-    node_groups = dict(iter(nodes.groupby("group", sort=True)))
-    if sorted(tree_groups) != list(range(n_groups)):
-        raise IndexFormatError(f"the trees table covers groups {sorted(tree_groups)[:5]}..., "
-                               f"expected 0..{n_groups - 1}; rebuild the index")
-    return [forest_from_frames(tree_groups[g], node_groups[g], paper_codes)
-            for g in range(n_groups)]
+    """The forests of the groups ``labels`` (in that order) from their table rows."""
+    tree_groups = dict(iter(trees.groupby("group", sort=False)))
+    node_groups = dict(iter(nodes.groupby("group", sort=False)))
+    out = []
+    for label in labels:
+        if label not in tree_groups or label not in node_groups:
+            raise IndexFormatError(f"group {_plain(label)!r} has events but no OI-trees")
+        out.append(forest_from_frames(tree_groups[label], node_groups[label], paper_codes))
+    return out
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def settings_from_json(data: dict[str, Any], pair_predicate: PairPredicate | None

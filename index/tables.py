@@ -12,7 +12,7 @@ decimal strings; they are parsed only when the index uses the paper scheme.
 >>> from index.oi_tree import plan_group
 >>> from index.forest import build_forest
 >>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
->>> nodes, trees = forest_tables(f, group=0)
+>>> nodes, trees = forest_tables(f, group='S_k')
 >>> g = forest_from_frames(trees.to_pandas(), nodes.to_pandas(), paper_codes=True)
 >>> g.n_nodes == f.n_nodes and g.paper_code == f.paper_code
 True
@@ -33,7 +33,7 @@ from index.rounding import float_down, float_up
 from index.forest import REAL, VIRTUAL, GroupForest
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
-           "group_extents"]
+           "group_extents", "node_schema", "tree_schema"]
 
 _NODE_INT = ("tree", "parent", "kind", "event", "instant", "depth", "child_tree",
              "compact_code", "compact_end")
@@ -42,26 +42,32 @@ NODE_COLUMNS = ("group", "node", *_NODE_INT, *_NODE_FLOAT, "rel", "paper_code")
 TREE_COLUMNS = ("group", "tree", "parent", "virtual", "root", "t_lo", "t_hi", "fanout",
                 "height", "order_instances", "paper_lo", "paper_hi", "compact_lo", "compact_hi")
 
-_NODE_SCHEMA = pa.schema([("group", pa.int64()), ("node", pa.int64())]
-                         + [(k, pa.int64()) for k in _NODE_INT]
-                         + [(k, pa.float64()) for k in _NODE_FLOAT]
-                         + [("rel", pa.string()), ("paper_code", pa.string())])
-_TREE_SCHEMA = pa.schema([(k, pa.string() if k in ("order_instances", "paper_lo", "paper_hi")
-                           else pa.int64()) for k in TREE_COLUMNS])
 
 
-def node_schema() -> pa.Schema:
-    return _NODE_SCHEMA
+def node_schema(group_type: pa.DataType) -> pa.Schema:
+    """Schema of the nodes table; ``group`` holds the group's key as in the archive."""
+    return pa.schema([("group", group_type), ("node", pa.int64())]
+                     + [(k, pa.int64()) for k in _NODE_INT]
+                     + [(k, pa.float64()) for k in _NODE_FLOAT]
+                     + [("rel", pa.string()), ("paper_code", pa.string())])
 
 
-def tree_schema() -> pa.Schema:
-    return _TREE_SCHEMA
+def tree_schema(group_type: pa.DataType) -> pa.Schema:
+    """Schema of the trees table; ``group`` holds the group's key as in the archive."""
+    return pa.schema([("group", group_type)] + [
+        (k, pa.string() if k in ("order_instances", "paper_lo", "paper_hi") else pa.int64())
+        for k in TREE_COLUMNS[1:]])
 
 
-def forest_tables(forest: GroupForest, group: int) -> tuple[pa.Table, pa.Table]:
-    """The nodes and trees of one group's forest as Arrow tables (group code ``group``)."""
+def forest_tables(forest: GroupForest, group: object,
+                  group_type: pa.DataType | None = None) -> tuple[pa.Table, pa.Table]:
+    """The nodes and trees of one group's forest as Arrow tables; ``group`` is the group's
+    key (stored in every row, typed ``group_type`` or as Arrow infers it)."""
     f = forest
-    cols: dict[str, Any] = {"group": np.full(f.n_nodes, group, dtype=np.int64),
+    key = pa.array([group], type=group_type)
+    group_type = key.type
+    cols: dict[str, Any] = {"group": pa.repeat(key[0], f.n_nodes) if f.n_nodes else
+                            pa.array([], group_type),
                             "node": np.arange(f.n_nodes, dtype=np.int64)}
     for k in _NODE_INT:
         cols[k] = np.asarray(getattr(f, k), dtype=np.int64)
@@ -69,9 +75,9 @@ def forest_tables(forest: GroupForest, group: int) -> tuple[pa.Table, pa.Table]:
         cols[k] = np.asarray(getattr(f, k), dtype=np.float64)
     cols["rel"] = [str(r) for r in f.rel]
     cols["paper_code"] = [str(c) for c in f.paper_code]
-    nodes = pa.table(cols, schema=_NODE_SCHEMA)
+    nodes = pa.table(cols, schema=node_schema(group_type))
     trees = pa.table({
-        "group": np.full(f.n_trees, group, dtype=np.int64),
+        "group": pa.repeat(key[0], f.n_trees),
         "tree": np.arange(f.n_trees, dtype=np.int64),
         "parent": f.tree_parent, "virtual": f.tree_virtual, "root": f.tree_root,
         "t_lo": f.tree_lo, "t_hi": f.tree_hi, "fanout": f.tree_fanout,
@@ -79,7 +85,7 @@ def forest_tables(forest: GroupForest, group: int) -> tuple[pa.Table, pa.Table]:
         "paper_lo": [str(a) for a, _ in f.tree_paper_range],
         "paper_hi": [str(b) for _, b in f.tree_paper_range],
         "compact_lo": f.tree_compact_range[:, 0], "compact_hi": f.tree_compact_range[:, 1],
-    }, schema=_TREE_SCHEMA)
+    }, schema=tree_schema(group_type))
     return nodes, trees
 
 

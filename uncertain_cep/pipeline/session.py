@@ -1,0 +1,59 @@
+"""The SparkSession every Spark job of uncertain-cep runs in.
+
+Local mode on all cores by default; any master URL (``spark://host:7077``, ``yarn``,
+``k8s://...``) runs the same jobs on a cluster, whose executors must see the index
+directory at the same path (a shared filesystem). Workers use this process's interpreter,
+so they import the same uncertain-cep, numpy and rtree as the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_MASTER", "spark_session"]
+
+DEFAULT_MASTER = "local[*]"
+
+
+def spark_session(master: str | None = None) -> SparkSession:
+    """Get (or create) the SparkSession for uncertain-cep jobs.
+
+    Parameters
+    ----------
+    master
+        Spark master URL; ``None`` keeps a running session's master, or starts
+        ``$UNCERTAIN_CEP_SPARK_MASTER`` (default ``local[*]``).
+    """
+    # Executors must run the project's own interpreter, not whatever `python3` is on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - pyspark is a dependency
+        from uncertain_cep.errors import UncertainCepError
+
+        raise UncertainCepError("the Spark pipeline needs pyspark; reinstall uncertain-cep "
+                                "(bash scripts/setup.sh)") from e
+    active = SparkSession.getActiveSession()
+    if active is not None and (master is None or active.sparkContext.master == master):
+        return active
+    if active is not None:
+        active.stop()
+    url = master or os.environ.get("UNCERTAIN_CEP_SPARK_MASTER", DEFAULT_MASTER)
+    spark = (SparkSession.builder.master(url).appName("uncertain-cep")
+             # Instants are whole units since the epoch in UTC (SEMANTICS A1).
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "true")
+             .config("spark.sql.shuffle.partitions", str(max(4, 4 * (os.cpu_count() or 1))))
+             .config("spark.driver.memory", os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY", "4g"))
+             .config("spark.log.structuredLogging.enabled", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
