@@ -1,0 +1,326 @@
+"""The Spark batch job: archive files in, index directory out (Zhou et al. 4, at scale).
+
+1. Read the input (a Parquet or CSV file, or a directory of them) and check its schema
+   with the in-process reader on zero rows, before any work is distributed.
+2. Find duplicate event ids (an aggregation; only the duplicates reach the driver).
+3. Hash-partition the rows by dependency group, sort each partition by group, and let
+   every task validate, index and write its groups
+   (:func:`~uncertain_cep.pipeline.group_builder.build_partition`).
+4. Aggregate the per-group summaries: bad rows and groups that cannot be indexed fail the
+   build with the first reasons, or, when asked to, are kept in ``rejected_rows`` /
+   ``rejected_groups`` tables of the index.
+5. Stream the events table once more to load the R*-tree file and the statistics, write
+   the manifest, and rename the draft into place (:func:`index.storage.finish_index`).
+
+The driver never collects rows of the archive: only schemas, counts, duplicate ids and a
+few example reasons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from index.event_index import BuildSettings
+from index.storage import finish_index, open_draft
+from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
+from uncertain_cep.model.events import read_archive
+from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.pipeline.group_builder import (
+    FILE_COLUMN,
+    ROW_COLUMN,
+    SUMMARY_COLUMNS,
+    GroupJob,
+    build_partition,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["BadInputPolicy", "BuildSummary", "build_index_spark"]
+
+
+class BadInputPolicy(ParamEnum):
+    """What a build does with bad rows or groups that cannot be indexed."""
+
+    error = "error"      # fail the build, naming the first ones
+    report = "report"    # index the rest; keep them in rejected_* tables with reasons
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """What a Spark build wrote."""
+
+    path: str
+    events: int
+    groups: int
+    trees: int
+    nodes: int
+    rejected_rows: int
+    rejected_groups: int
+    seconds: float
+
+    def __str__(self) -> str:
+        rejected = (f"; set aside {self.rejected_rows} bad rows and {self.rejected_groups} "
+                    "groups (see rejected_rows/, rejected_groups/)"
+                    if self.rejected_rows or self.rejected_groups else "")
+        return (f"indexed {self.events} events of {self.groups} groups into {self.trees} "
+                f"OI-trees, {self.nodes} nodes in {self.seconds:.1f} s{rejected}")
+
+
+def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                      group_by: str = "group", time_unit: float | str | None = None,
+                      max_speed: float | None = None, coordinates: Sequence[str] = ("x", "y"),
+                      pair_predicate: Callable[..., bool] | None = None,
+                      multi_tree: bool = True, codes: str = "compact",
+                      node_budget: int | None = 2_000_000, on_bad_rows: str = "error",
+                      on_bad_groups: str = "error", master: str | None = None,
+                      spark: SparkSession | None = None, partitions: int | None = None,
+                      log: Callable[[str], None] | None = None) -> BuildSummary:
+    """Build the index of an archive with Spark and write it to ``out`` atomically.
+
+    Parameters
+    ----------
+    source
+        A Parquet or CSV file, or a directory of Parquet (or CSV) files.
+    out
+        The index directory to write (replaced atomically if it holds an index).
+    group_by, time_unit, max_speed, coordinates, pair_predicate, multi_tree, codes, node_budget
+        As for :func:`uncertain_cep.build_index`.
+    on_bad_rows, on_bad_groups
+        ``"error"`` (default): fail, naming the first bad rows / groups; ``"report"``: index
+        the rest and keep them, with reasons, in the ``rejected_rows`` / ``rejected_groups``
+        tables of the index.
+    master, spark
+        Spark master URL (default local mode) or a running session.
+    partitions
+        Number of build tasks (default: four per core).
+    """
+    started = time.perf_counter()
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    reject_rows = BadInputPolicy.get_value(on_bad_rows) == "report"
+    report_groups = BadInputPolicy.get_value(on_bad_groups) == "report"
+    settings = BuildSettings(condition2=_condition2(max_speed, coordinates, pair_predicate),
+                             multi_tree=multi_tree, codes=codes, node_budget=node_budget)
+    fmt, files = input_files(source)
+    if spark is None:
+        from uncertain_cep.pipeline.session import spark_session
+
+        spark = spark_session(master)
+    say(f"reading {len(files)} {fmt} file(s) from {source}")
+    frame = _read(spark, fmt, files)
+    probe = _check_schema(frame, group_by, time_unit)
+    draft = open_draft(out)
+    try:
+        frame = _drop_duplicates(frame, group_by, reject_rows, draft.path, say)
+        say("validating and indexing groups")
+        job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
+                       settings=settings, reject_rows=reject_rows)
+        n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
+        summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
+                   .mapInPandas(_task(job), _summary_schema()))
+        # Materialise once: the tasks write files as they go.
+        summary = summary.localCheckpoint(eager=True)
+        totals = _totals(summary)
+        _raise_on_bad(summary, totals, reject_rows, report_groups)
+        if totals["events"] == 0:
+            raise InputError(f"nothing to index in {source}: every row or group was "
+                             "rejected" if totals["rows_total"] else f"{source} has no rows")
+        say("writing the R*-tree file and statistics")
+        finish_index(draft, group_by=group_by,
+                     attributes=(probe.numeric_names, probe.categorical_names),
+                     settings=settings, time_unit=time_unit,
+                     counts={"groups": totals["groups"], "trees": totals["trees"],
+                             "nodes": totals["nodes"]},
+                     input_fingerprint=_fingerprint(files),
+                     extra={"build": {"engine": "spark", "master": spark.sparkContext.master,
+                                      "tasks": n_parts, "input": [str(f) for f in files]},
+                            "rejected": {"rows": totals["bad_rows"],
+                                         "groups": totals["bad_groups"]}})
+    except BaseException:
+        draft.discard()
+        raise
+    return BuildSummary(path=str(out), events=totals["events"], groups=totals["groups"],
+                        trees=totals["trees"], nodes=totals["nodes"],
+                        rejected_rows=totals["bad_rows"], rejected_groups=totals["bad_groups"],
+                        seconds=time.perf_counter() - started)
+
+
+def _condition2(max_speed: float | None, coordinates: Sequence[str],
+                pair_predicate: Callable[..., bool] | None) -> PairConstraint | None:
+    if max_speed is not None and pair_predicate is not None:
+        raise InputError("give either max_speed or pair_predicate for Condition 2, not both")
+    if max_speed is not None:
+        return MaxSpeed(max_speed, tuple(coordinates))
+    if pair_predicate is not None:
+        return PairPredicate(pair_predicate)
+    return None
+
+
+# ---------------------------------------------------------------- input
+
+def input_files(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
+    """The format and files of an input path (a file, or a directory of one format)."""
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"input {path} does not exist")
+    found = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv")
+        and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts))
+    kinds = {p.suffix for p in found}
+    if not found:
+        raise InputError(f"input directory {path} holds no .parquet or .csv files")
+    if len(kinds) > 1:
+        raise InputError(f"input directory {path} mixes Parquet and CSV files; give one kind")
+    kind = kinds.pop()
+    if kind not in (".parquet", ".csv"):
+        raise InputError(f"input {path} is neither .parquet nor .csv")
+    return kind[1:], found
+
+
+def _read(spark: SparkSession, fmt: str, files: list[Path]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    names = [str(f) for f in files]
+    if fmt == "parquet":
+        df = spark.read.parquet(*names)
+        return df.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
+                         F.col("_metadata.row_index").alias(ROW_COLUMN))
+    df = spark.read.option("header", True).option("inferSchema", True).csv(names)
+    # CSV rows carry no row index in Spark; reasons name the file and the event id.
+    return df.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
+                     F.lit(None).cast("bigint").alias(ROW_COLUMN))
+
+
+_PANDAS_TYPES = {"LongType": "int64", "IntegerType": "int64", "ShortType": "int64",
+                 "ByteType": "int64", "DoubleType": "float64", "FloatType": "float64",
+                 "BooleanType": "bool", "TimestampType": "datetime64[ns]",
+                 "TimestampNTZType": "datetime64[ns]", "DateType": "datetime64[ns]"}
+
+
+def _check_schema(frame: DataFrame, group_by: str, time_unit: object) -> Any:
+    """Run the in-process reader on an empty frame of the input's types: missing or
+    mistyped columns fail here, before the job starts."""
+    cols = {}
+    for field in frame.schema.fields:
+        if field.name in (FILE_COLUMN, ROW_COLUMN):
+            continue
+        kind = type(field.dataType).__name__
+        dtype = _PANDAS_TYPES.get(kind, "object" if kind == "StringType" else None)
+        if dtype is None and kind == "DecimalType":
+            dtype = "float64"
+        if dtype is None:
+            raise InputError(f"column {field.name!r} has Spark type {field.dataType.simpleString()}"
+                             "; columns must be numbers, strings or timestamps")
+        cols[field.name] = pd.Series([], dtype=dtype)
+    return read_archive(pd.DataFrame(cols), group_by=group_by, time_unit=time_unit)
+
+
+def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Path,
+                     say: Callable[[str], None]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    dups = (frame.where(F.col("event_id").isNotNull()).groupBy("event_id")
+            .agg(F.count("*").alias("n")).where("n > 1"))
+    n_dups = dups.count()
+    if n_dups == 0:
+        return frame
+    if not reject:
+        eid, n = dups.orderBy("event_id").first()  # type: ignore[misc]
+        where = frame.where(F.col("event_id") == eid).select(FILE_COLUMN, ROW_COLUMN).limit(5)
+        places = ", ".join(f"row {r[1]} of {r[0]}" if r[1] is not None else f"in {r[0]}"
+                           for r in where.collect())
+        raise InputError(f"event_id {eid!r} appears {n} times ({places}); event ids must be "
+                         f"unique in the archive ({n_dups} ids are repeated). Fix the input, "
+                         "or pass --on-bad-rows report to set them aside")
+    say(f"setting aside the rows of {n_dups} repeated event ids")
+    bad = frame.join(dups, "event_id")
+    staging = draft / "_duplicates"
+    (bad.select(F.col("event_id").cast("string").alias("event_id"),
+                F.col(group_by).cast("string").alias("group"),
+                F.col(FILE_COLUMN).alias("file"), F.col(ROW_COLUMN).alias("row"),
+                F.concat(F.lit("event_id "), F.col("event_id").cast("string"),
+                         F.lit(" appears "), F.col("n").cast("string"),
+                         F.lit(" times; event ids must be unique")).alias("reason"))
+     .coalesce(1).write.parquet(str(staging)))
+    target = draft / "rejected_rows"
+    target.mkdir(exist_ok=True)
+    for k, part in enumerate(sorted(staging.glob("part-*.parquet"))):
+        os.replace(part, target / f"duplicates-{k:05d}.parquet")
+    shutil.rmtree(staging)
+    return frame.join(dups, "event_id", "left_anti")
+
+
+# ---------------------------------------------------------------- the tasks
+
+def _summary_schema() -> str:
+    return ", ".join(f"{k} {v}" for k, v in SUMMARY_COLUMNS.items())
+
+
+def _task(job: GroupJob) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx else 0
+        attempt = ctx.attemptNumber() if ctx else 0
+        yield build_partition(job, partition, attempt, batches)
+    return run
+
+
+def _totals(summary: DataFrame) -> dict[str, int]:
+    from pyspark.sql import functions as F
+
+    ok = F.col("status") == "ok"
+    row = summary.agg(
+        F.sum(F.when(ok, F.col("events")).otherwise(0)).alias("events"),
+        F.sum(F.when(ok & (F.col("events") > 0), 1).otherwise(0)).alias("groups"),
+        F.sum("trees").alias("trees"), F.sum("nodes").alias("nodes"),
+        F.sum("bad_rows").alias("bad_rows"),
+        F.sum(F.when(F.col("status").isin("infeasible", "too_large"), 1).otherwise(0))
+        .alias("bad_groups"),
+        F.sum(F.col("events") + F.col("bad_rows")).alias("rows_total")).first()
+    return {k: int(v or 0) for k, v in row.asDict().items()}  # type: ignore[union-attr]
+
+
+def _raise_on_bad(summary: DataFrame, totals: dict[str, int], reject_rows: bool,
+                  report_groups: bool) -> None:
+    from pyspark.sql import functions as F
+
+    if totals["bad_rows"] and not reject_rows:
+        first = (summary.where(F.col("status") == "bad_rows").orderBy("file", "row")
+                 .select("reason").limit(3).collect())
+        more = totals["bad_rows"] - len(first)
+        raise InputError("; ".join(r[0] for r in first)
+                         + (f" (and {more} more bad rows)" if more > 0 else "")
+                         + ". Fix the input, or pass --on-bad-rows report (on_bad_rows="
+                         "'report') to index the rest and list them in rejected_rows/")
+    if totals["bad_groups"] and not report_groups:
+        first = (summary.where(F.col("status").isin("infeasible", "too_large"))
+                 .orderBy("group").select("status", "reason").limit(3).collect())
+        more = totals["bad_groups"] - len(first)
+        message = ("; ".join(r[1] for r in first)
+                   + (f" (and {more} more groups)" if more > 0 else "")
+                   + ". Or pass --on-bad-groups report (on_bad_groups='report') to index "
+                   "the other groups and list these in rejected_groups/")
+        if first[0][0] == "too_large":
+            raise IndexBuildError(message)
+        raise InputError(message)
+
+
+def _fingerprint(files: list[Path]) -> str:
+    """SHA-256 over the input files' names, sizes and modification times."""
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()

@@ -1,0 +1,244 @@
+"""What a Spark task does with its partition of the archive: validate, index, write.
+
+The build job hash-partitions rows by dependency group and sorts each partition by group,
+so a task sees every group whole and one after another. For each group it
+
+1. validates the rows with the same code as the in-process reader
+   (:func:`~uncertain_cep.model.events.read_archive`), setting bad rows aside with the
+   reason, naming the input file and row;
+2. builds the group's forest with the in-process builder
+   (:func:`~index.event_index.build_group_forest`) in canonical event order;
+3. appends the group's events (with their positions, feasible instants and code ranges),
+   nodes and trees to this task's Parquet files in the draft index directory.
+
+Files are written under a temporary name and renamed when the task completes, so a
+retried task replaces its own output and a failed build leaves only a draft that
+:func:`index.storage.load_index` never accepts. No Spark import here: the module is plain
+Python and testable without a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from index.event_index import BuildSettings, build_group_forest
+from index.storage import EVENT_COLUMNS
+from index.tables import forest_tables, group_extents
+from uncertain_cep.errors import IndexBuildError, InputError
+from uncertain_cep.model.events import Archive, canonical_order, read_archive
+
+__all__ = ["FILE_COLUMN", "ROW_COLUMN", "SUMMARY_COLUMNS", "GroupJob", "build_partition"]
+
+FILE_COLUMN, ROW_COLUMN = "_uc_file", "_uc_row"
+SUMMARY_COLUMNS = {"status": "string", "group": "string", "events": "bigint",
+                   "nodes": "bigint", "trees": "bigint", "bad_rows": "bigint",
+                   "reason": "string", "file": "string", "row": "bigint"}
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """Everything a task needs, shipped to executors with the function."""
+
+    draft: str
+    group_by: str
+    time_unit: Any
+    settings: BuildSettings
+    reject_rows: bool        # set bad rows aside (True) or fail the build (False)
+
+
+def build_partition(job: GroupJob, partition: int, attempt: int,
+                    batches: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """Index every group of one partition; return one summary row per group."""
+    out = _PartitionFiles(Path(job.draft), partition, attempt)
+    summaries: list[dict[str, Any]] = []
+    try:
+        for key, rows in _groups(batches, job.group_by):
+            summaries.append(_build_group(job, key, rows, out))
+        out.commit()
+    finally:
+        out.abort()
+    return pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS))
+
+
+def _groups(batches: Iterator[pd.DataFrame], group_by: str
+            ) -> Iterator[tuple[object, pd.DataFrame]]:
+    """Whole groups from batches sorted by group (a group may span batches)."""
+    pending: list[pd.DataFrame] = []
+    current: object = _NOTHING
+    for batch in batches:
+        if batch.empty:
+            continue
+        codes, uniques = pd.factorize(batch[group_by], use_na_sentinel=False)
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        for a, b in zip(starts, np.r_[starts[1:], len(batch)]):
+            key = uniques[codes[a]]
+            if pending and not _same(key, current):
+                yield current, pd.concat(pending, ignore_index=True)
+                pending = []
+            current = key
+            pending.append(batch.iloc[a:b])
+    if pending:
+        yield current, pd.concat(pending, ignore_index=True)
+
+
+_NOTHING = object()
+
+
+def _same(a: object, b: object) -> bool:
+    if b is _NOTHING:
+        return False
+    if pd.isna(a) and pd.isna(b):  # type: ignore[arg-type]
+        return True
+    return bool(a == b)
+
+
+def _where(rows: pd.DataFrame, i: int) -> str:
+    file, row = rows[FILE_COLUMN].iloc[i], rows[ROW_COLUMN].iloc[i]
+    return f"row {int(row)} of {file}" if pd.notna(row) else f"in {file}"
+
+
+def _summary(status: str, key: object, **counts: Any) -> dict[str, Any]:
+    base = {"status": status, "group": None if pd.isna(key) else str(key),  # type: ignore[arg-type]
+            "events": 0, "nodes": 0, "trees": 0, "bad_rows": 0, "reason": None,
+            "file": None, "row": None}
+    base.update(counts)
+    return base
+
+
+def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
+                 out: _PartitionFiles) -> dict[str, Any]:
+    data = rows.drop(columns=[FILE_COLUMN, ROW_COLUMN])
+    if pd.isna(key):  # type: ignore[arg-type]
+        reasons = [f"event {_eid(data['event_id'].iloc[i])} ({_where(rows, i)}): column "
+                   f"{job.group_by!r} is missing; every event needs a dependency group"
+                   for i in range(len(rows))]
+        bad = list(range(len(rows)))
+        archive, good = None, np.zeros(0, dtype=np.int64)
+    else:
+        archive, good, bad, reasons = _validate(job, rows, data)
+    if bad:
+        out.append("rejected_rows", pa.table({
+            "event_id": [str(data["event_id"].iloc[i]) for i in bad],
+            "group": [None if pd.isna(key) else str(key)] * len(bad),  # type: ignore[arg-type]
+            "file": [str(rows[FILE_COLUMN].iloc[i]) for i in bad],
+            "row": pa.array([None if pd.isna(rows[ROW_COLUMN].iloc[i])
+                             else int(rows[ROW_COLUMN].iloc[i]) for i in bad], pa.int64()),
+            "reason": reasons}))
+        first = {"reason": reasons[0], "file": str(rows[FILE_COLUMN].iloc[bad[0]]),
+                 "row": None if pd.isna(rows[ROW_COLUMN].iloc[bad[0]])
+                 else int(rows[ROW_COLUMN].iloc[bad[0]])}
+        if not job.reject_rows or archive is None:
+            return _summary("bad_rows", key, bad_rows=len(bad), **first)
+    if archive is None or archive.n_events == 0:
+        return _summary("ok", key, bad_rows=len(bad))
+    return _index_group(job, key, archive, out, bad_rows=len(bad))
+
+
+def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
+              ) -> tuple[Archive | None, np.ndarray, list[int], list[str]]:
+    """Validate a group's rows, setting aside each row the reader rejects, one at a time
+    (bad rows are rare; each pass costs one vectorised read)."""
+    keep = np.arange(len(data))
+    bad: list[int] = []
+    reasons: list[str] = []
+    while len(keep):
+        try:
+            archive = read_archive(data.iloc[keep].reset_index(drop=True),
+                                   group_by=job.group_by, time_unit=job.time_unit)
+            return archive, keep, bad, reasons
+        except InputError as e:
+            if e.row is None:
+                raise
+            i = int(keep[e.row])
+            where = _where(rows, i)
+            reasons.append(str(e).replace(f"(row {e.row})", f"({where})")
+                           .replace(f"row {e.row}:", f"{where}:"))
+            bad.append(i)
+            keep = np.delete(keep, e.row)
+    return None, keep, bad, reasons
+
+
+def _index_group(job: GroupJob, key: object, archive: Archive, out: _PartitionFiles,
+                 bad_rows: int) -> dict[str, Any]:
+    order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
+    c2 = job.settings.condition2
+    check = c2.for_group(archive, order) if c2 is not None else None
+    label = _plain(key)
+    try:
+        forest = build_group_forest(label, archive.event_ids[order], archive.t_lo[order],
+                                    archive.t_hi[order], check, job.settings)
+    except (InputError, IndexBuildError) as e:
+        status = "infeasible" if isinstance(e, InputError) else "too_large"
+        frame = archive.to_frame()
+        out.append("rejected_groups", pa.table({
+            "event_id": [str(x) for x in frame["event_id"]],
+            "group": [str(label)] * len(frame), "reason": [str(e)] * len(frame)}))
+        return _summary(status, key, events=archive.n_events, bad_rows=bad_rows,
+                        reason=str(e))
+    events = archive.to_frame().iloc[order].reset_index(drop=True)
+    extents = group_extents(forest, job.settings.codes)
+    events[EVENT_COLUMNS[0]] = np.arange(archive.n_events, dtype=np.int64)
+    for name, values in zip(EVENT_COLUMNS[1:], extents):
+        events[name] = values
+    table = pa.Table.from_pandas(events, preserve_index=False)
+    group_type = table.schema.field(job.group_by).type
+    out.append("events", table)
+    nodes, trees = forest_tables(forest, label, group_type)
+    out.append("nodes", nodes)
+    out.append("trees", trees)
+    return _summary("ok", key, events=archive.n_events, nodes=forest.n_nodes,
+                    trees=forest.n_trees, bad_rows=bad_rows)
+
+
+def _plain(x: object) -> object:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _eid(x: object) -> str:
+    return repr(_plain(x))
+
+
+class _PartitionFiles:
+    """One Parquet file per table for this task, renamed into place on commit."""
+
+    def __init__(self, root: Path, partition: int, attempt: int) -> None:
+        self.root = root
+        self.name = f"part-{partition:05d}.parquet"
+        self.attempt = attempt
+        self.writers: dict[str, tuple[pq.ParquetWriter, Path]] = {}
+
+    def append(self, table_name: str, table: pa.Table) -> None:
+        entry = self.writers.get(table_name)
+        if entry is None:
+            folder = self.root / table_name
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{self.name}.attempt-{self.attempt}"
+            entry = (pq.ParquetWriter(tmp, table.schema), tmp)
+            self.writers[table_name] = entry
+        writer, _ = entry
+        if not table.schema.equals(writer.schema):
+            table = table.cast(writer.schema)
+        writer.write_table(table)
+
+    def commit(self) -> None:
+        for table_name, (writer, tmp) in list(self.writers.items()):
+            writer.close()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.root / table_name / self.name)
+        self.writers.clear()
+
+    def abort(self) -> None:
+        for writer, tmp in self.writers.values():
+            writer.close()
+            tmp.unlink(missing_ok=True)
+        self.writers.clear()
