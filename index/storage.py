@@ -31,6 +31,7 @@ import math
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -224,9 +225,6 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
     else:
         tree = rtree_index.Index(str(root / "rtree"), properties=props, interleaved=False)
     tree.close()
-    # libspatialindex rewrites a header page the first time a written file is opened
-    # and closed; do it now so the checksums stay valid after every later open.
-    _open_rtree(root, len(numeric)).close()
     for name in ("rtree.dat", "rtree.idx"):
         with open(root / name, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -379,9 +377,21 @@ def _read_table(root: Path, table: str, **kwargs: Any) -> pd.DataFrame:
 
 
 def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
-    props = rtree_properties(n_attributes)
-    props.overwrite = False
-    return rtree_index.Index(str(root / "rtree"), properties=props, interleaved=False)
+    """Open a private copy of the R*-tree file: libspatialindex rewrites header pages of a
+    file it has opened, which would break the index's checksums (and race with other
+    readers); the copy is removed when the R*-tree is garbage-collected."""
+    private = Path(tempfile.mkdtemp(prefix="uncertain-cep-rtree-"))
+    try:
+        for name in ("rtree.dat", "rtree.idx"):
+            shutil.copyfile(root / name, private / name)
+        props = rtree_properties(n_attributes)
+        props.overwrite = False
+        tree = rtree_index.Index(str(private / "rtree"), properties=props, interleaved=False)
+    except BaseException:
+        shutil.rmtree(private, ignore_errors=True)
+        raise
+    weakref.finalize(tree, shutil.rmtree, private, True)
+    return tree
 
 
 def archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, EventLayout]:

@@ -38,7 +38,8 @@ __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables"
 _NODE_INT = ("tree", "parent", "kind", "event", "instant", "depth", "child_tree",
              "compact_code", "compact_end")
 _NODE_FLOAT = ("cond", "poi_local", "poi")
-NODE_COLUMNS = ("group", "node", *_NODE_INT, *_NODE_FLOAT, "rel", "paper_code")
+NODE_COLUMNS = ("group", "node", *_NODE_INT, *_NODE_FLOAT, "rel", "paper_code", "tree_lo",
+                "tree_hi")
 TREE_COLUMNS = ("group", "tree", "parent", "virtual", "root", "t_lo", "t_hi", "fanout",
                 "height", "order_instances", "paper_lo", "paper_hi", "compact_lo", "compact_hi")
 
@@ -49,7 +50,11 @@ def node_schema(group_type: pa.DataType) -> pa.Schema:
     return pa.schema([("group", group_type), ("node", pa.int64())]
                      + [(k, pa.int64()) for k in _NODE_INT]
                      + [(k, pa.float64()) for k in _NODE_FLOAT]
-                     + [("rel", pa.string()), ("paper_code", pa.string())])
+                     + [("rel", pa.string()), ("paper_code", pa.string()),
+                        # The interval of the node's tree: a time slice keeps the trees that
+                        # meet its interval (closed under parent trees, whose intervals
+                        # contain their children's) by filtering on these two columns.
+                        ("tree_lo", pa.int64()), ("tree_hi", pa.int64())])
 
 
 def tree_schema(group_type: pa.DataType) -> pa.Schema:
@@ -75,6 +80,8 @@ def forest_tables(forest: GroupForest, group: object,
         cols[k] = np.asarray(getattr(f, k), dtype=np.float64)
     cols["rel"] = [str(r) for r in f.rel]
     cols["paper_code"] = [str(c) for c in f.paper_code]
+    cols["tree_lo"] = f.tree_lo[f.tree]
+    cols["tree_hi"] = f.tree_hi[f.tree]
     nodes = pa.table(cols, schema=node_schema(group_type))
     trees = pa.table({
         "group": pa.repeat(key[0], f.n_trees),

@@ -7,6 +7,9 @@ The public API (SEMANTICS.md defines every answer):
     res = idx.query("PATTERN SEQ(A, B) DEFINE ... WITHIN 6 CONFIDENCE 0.2")
     idx.save(path); idx2 = uc.open_index(path)
 
+    uc.build_index_spark("archive/", "index/")        # the Spark batch job
+    uc.query_index("index/", "PATTERN ...", engine="spark")
+
 Names are loaded on first use: the ``index`` and ``query`` packages import this package's
 model, so importing them eagerly here would make the import graph cyclic.
 """
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from query.language import parse_query
     from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
-    from uncertain_cep.api import UncertainIndex, build_index, open_index
+    from uncertain_cep.api import UncertainIndex, build_index, open_index, query_index
     from uncertain_cep.errors import (
         IndexBuildError,
         IndexFormatError,
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     )
     from uncertain_cep.model.events import read_archive
     from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
+    from uncertain_cep.pipeline.build_job import BuildSummary, build_index_spark
 
 __version__ = "0.1.0"
 
@@ -39,6 +43,9 @@ _EXPORTS = {
     "build_index": "uncertain_cep.api",
     "open_index": "uncertain_cep.api",
     "UncertainIndex": "uncertain_cep.api",
+    "query_index": "uncertain_cep.api",
+    "build_index_spark": "uncertain_cep.pipeline.build_job",
+    "BuildSummary": "uncertain_cep.pipeline.build_job",
     "read_archive": "uncertain_cep.model.events",
     "MaxSpeed": "uncertain_cep.model.feasibility",
     "PairPredicate": "uncertain_cep.model.feasibility",

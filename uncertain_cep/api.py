@@ -30,11 +30,11 @@ from query.language import parse_query
 from query.patterns import SequencePattern
 from query.possible_worlds import possible_worlds
 from query.strategies import StrategyName, get_strategy
-from uncertain_cep.errors import InputError
+from uncertain_cep.errors import InputError, ParamEnum
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 
-__all__ = ["UncertainIndex", "build_index", "open_index"]
+__all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index", "query_index"]
 
 RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
 
@@ -126,14 +126,8 @@ class UncertainIndex:
 
     def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
         ids = self.archive.event_ids
-        # 15 significant digits drop the last-bit noise of summing paths (0.9999999999999999
-        # is reported as 1.0), far inside the 1e-9 the contract allows.
-        rows = [(tuple(_plain(ids[r]) for r in m.events), float(f"{m.confidence:.15g}"),
-                 m.t_first, m.t_last) for m in matches]
-        # Confidences equal up to rounding noise must not reorder rows between strategies.
-        rows.sort(key=lambda r: (-round(r[1], 12), r[0]))
-        frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-        return frame.astype({"confidence": float, "t_first": np.int64, "t_last": np.int64})
+        return answer_frame([(tuple(_plain(ids[r]) for r in m.events), m.confidence,
+                              m.t_first, m.t_last) for m in matches])
 
     def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
         """Fraction of a group's order instances placing each given event at its instant.
@@ -167,6 +161,47 @@ class UncertainIndex:
         from index.storage import save_index
 
         save_index(self._index, path)
+
+
+def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
+    """The answer table from ``(event ids, confidence, t_first, t_last)`` rows."""
+    # 15 significant digits drop the last-bit noise of summing paths (0.9999999999999999
+    # is reported as 1.0), far inside the 1e-9 the contract allows.
+    out = [(ev, float(f"{conf:.15g}"), t0, t1) for ev, conf, t0, t1 in rows]
+    # Confidences equal up to rounding noise must not reorder rows between strategies.
+    out.sort(key=lambda r: (-round(r[1], 12), r[0]))
+    frame = pd.DataFrame(out, columns=RESULT_COLUMNS)
+    return frame.astype({"confidence": float, "t_first": np.int64, "t_last": np.int64})
+
+
+def query_index(path: str | os.PathLike[str], query: str, strategy: str = "sequential", *,
+                engine: str = "local", master: str | None = None) -> pd.DataFrame:
+    """Answer a query over a saved index, in this process or on Spark.
+
+    Parameters
+    ----------
+    engine
+        ``"local"``: open the index here (:func:`open_index`) and evaluate;
+        ``"spark"``: evaluate by time slices in Spark executors, for indexes too large
+        for one process. Both give identical answers.
+    master
+        Spark master URL for the Spark engine (default local mode).
+    """
+    if EngineName.get_value(engine) == "local":
+        return open_index(path).query(query, strategy=strategy)
+    from uncertain_cep.pipeline.query_job import query_spark
+
+    rows, stats = query_spark(path, query, StrategyName.get_value(strategy), master=master)
+    frame = answer_frame(rows)
+    frame.attrs["stats"] = stats
+    return frame
+
+
+class EngineName(ParamEnum):
+    """Where a query over a saved index runs."""
+
+    local = "local"
+    spark = "spark"
 
 
 def _plain(x: Any) -> Any:

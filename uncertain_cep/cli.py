@@ -4,11 +4,11 @@ Subcommands:
 
 * ``demo``: build the bundled sample archive's index and run a few meaningful queries,
   writing the index and the reports under ``--out`` (default ``out/demo``);
-* ``build INPUT --out DIR``: validate an archive (Parquet/CSV) and write its index;
-* ``query DIR "QUERY"``: answer a query over a saved index, printing the table or writing
-  it to ``--out report.parquet|.csv``.
-
-Builds run in this process for now; the Spark pipeline takes over ``build`` later.
+* ``build INPUT --out DIR``: validate an archive (a Parquet/CSV file or a directory of
+  them) and write its index with the Spark batch job (``--master URL`` for a cluster);
+* ``query DIR "QUERY"``: answer a query over a saved index, in this process or by time
+  slices on Spark (``--engine spark``), printing the table or writing it to
+  ``--out report.parquet|.csv``.
 """
 
 from __future__ import annotations
@@ -67,25 +67,47 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the main job on the bundled sample archive")
     demo.add_argument("--out", default="out/demo", help="output directory")
+    demo.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     demo.set_defaults(run=_demo)
 
-    build = sub.add_parser("build", help="validate an archive and write its index")
-    build.add_argument("input", help="Parquet or CSV file of events")
+    build = sub.add_parser("build", help="validate an archive and write its index (Spark)")
+    build.add_argument("input", help="Parquet or CSV file of events, or a directory of them")
     build.add_argument("--out", required=True, help="index directory to write")
-    build.add_argument("--group-by", default="group")
-    build.add_argument("--time-unit", type=float, default=None)
-    build.add_argument("--max-speed", type=float, default=None)
+    build.add_argument("--group-by", default="group", help="dependency-group column")
+    build.add_argument("--time-unit", type=_time_unit, default=None,
+                       help="a number for numeric times, or a duration such as 1s for "
+                            "timestamps")
+    build.add_argument("--max-speed", type=float, default=None,
+                       help="Condition 2: largest speed between a group's events")
     build.add_argument("--coordinates", default="x,y", help="comma-separated, for --max-speed")
-    build.add_argument("--codes", default="compact", help="compact or paper")
+    build.add_argument("--codes", default="compact", help="compact (default) or paper")
+    build.add_argument("--node-budget", type=int, default=2_000_000,
+                       help="largest number of OI-tree nodes one group may need")
+    build.add_argument("--on-bad-rows", default="error", help="error (default) or report")
+    build.add_argument("--on-bad-groups", default="error", help="error (default) or report")
+    build.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    build.add_argument("--partitions", type=int, default=None, help="number of build tasks")
+    build.add_argument("--engine", default="spark",
+                       help="spark (default) or local: build in this process instead")
     build.set_defaults(run=_build)
 
     query = sub.add_parser("query", help="answer a query over a saved index")
     query.add_argument("index", help="index directory")
     query.add_argument("query", help="query text (or @file to read it from a file)")
     query.add_argument("--strategy", default="sequential")
+    query.add_argument("--engine", default="local",
+                       help="local (default): load the index here; spark: by time slices")
+    query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     query.add_argument("--out", default=None, help="write the answer to .parquet or .csv")
     query.set_defaults(run=_query)
     return parser
+
+
+def _time_unit(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
@@ -127,10 +149,11 @@ def _demo(args: argparse.Namespace) -> int:
     archive = pd.read_parquet(SAMPLE)
     print(f"sample archive: {SAMPLE} ({len(archive)} readings of "
           f"{archive['person'].nunique()} people)")
-    idx = uc.build_index(archive, group_by="person", max_speed=2.0)
-    print(f"built {idx}")
-    idx.save(out / "index")
-    print(f"index written to {out / 'index'}")
+    summary = uc.build_index_spark(SAMPLE, out / "index", group_by="person", max_speed=2.0,
+                                   master=args.master)
+    print(f"Spark build: {summary}")
+    idx = uc.open_index(out / "index")
+    print(f"opened {idx} from {out / 'index'}")
     for name, (title, text) in DEMO_QUERIES.items():
         res = idx.query(text)
         stats = res.attrs["stats"]
@@ -146,12 +169,22 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
+    from uncertain_cep.api import EngineName
 
-    idx = uc.build_index(args.input, group_by=args.group_by, max_speed=args.max_speed,
-                         coordinates=tuple(args.coordinates.split(",")),
-                         time_unit=args.time_unit, codes=args.codes)
-    idx.save(args.out)
-    print(f"{idx} written to {args.out}")
+    coordinates = tuple(args.coordinates.split(","))
+    if EngineName.get_value(args.engine) == "local":
+        idx = uc.build_index(args.input, group_by=args.group_by, max_speed=args.max_speed,
+                             coordinates=coordinates, time_unit=args.time_unit,
+                             codes=args.codes, node_budget=args.node_budget)
+        idx.save(args.out)
+        print(f"{idx} written to {args.out}")
+        return 0
+    summary = uc.build_index_spark(
+        args.input, args.out, group_by=args.group_by, time_unit=args.time_unit,
+        max_speed=args.max_speed, coordinates=coordinates, codes=args.codes,
+        node_budget=args.node_budget, on_bad_rows=args.on_bad_rows,
+        on_bad_groups=args.on_bad_groups, master=args.master, partitions=args.partitions)
+    print(f"{summary}; index written to {args.out}")
     return 0
 
 
@@ -170,7 +203,8 @@ def _query(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
 
     text = _query_text(args.query)
-    res = uc.open_index(args.index).query(text, strategy=args.strategy)
+    res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
+                         master=args.master)
     if args.out:
         write_report(res, args.out)
         print(f"{len(res)} matches written to {args.out}")
