@@ -36,3 +36,17 @@ def pytest_report_header(config: object) -> list[str]:
     sidx = rtree.core.rt.SIDX_Version().decode()
     return [f"uncertain-cep: Spark {spark}, pyarrow {pyarrow.__version__}, "
             f"rtree {rtree.__version__}, libspatialindex {sidx}"]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test session (tests that use it are grouped
+    on one xdist worker with ``@pytest.mark.xdist_group("spark")``)."""
+    from uncertain_cep.pipeline.session import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()

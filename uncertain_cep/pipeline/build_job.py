@@ -121,7 +121,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     probe = _check_schema(frame, group_by, time_unit)
     draft = open_draft(out)
     try:
-        frame = _drop_duplicates(frame, group_by, reject_rows, draft.path, say)
+        frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft.path, say)
         say("validating and indexing groups")
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows)
@@ -131,6 +131,8 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         # Materialise once: the tasks write files as they go.
         summary = summary.localCheckpoint(eager=True)
         totals = _totals(summary)
+        totals["bad_rows"] += duplicate_rows
+        totals["rows_total"] += duplicate_rows
         _raise_on_bad(summary, totals, reject_rows, report_groups)
         if totals["events"] == 0:
             raise InputError(f"nothing to index in {source}: every row or group was "
@@ -226,14 +228,17 @@ def _check_schema(frame: DataFrame, group_by: str, time_unit: object) -> Any:
 
 
 def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Path,
-                     say: Callable[[str], None]) -> DataFrame:
+                     say: Callable[[str], None]) -> tuple[DataFrame, int]:
+    """Fail on repeated event ids, or set their rows aside; returns the rest and how
+    many rows were set aside."""
     from pyspark.sql import functions as F
 
     dups = (frame.where(F.col("event_id").isNotNull()).groupBy("event_id")
             .agg(F.count("*").alias("n")).where("n > 1"))
-    n_dups = dups.count()
+    counted = dups.agg(F.count("*"), F.sum("n")).first()
+    n_dups, n_rows = int(counted[0]), int(counted[1] or 0)  # type: ignore[index]
     if n_dups == 0:
-        return frame
+        return frame, 0
     if not reject:
         eid, n = dups.orderBy("event_id").first()  # type: ignore[misc]
         where = frame.where(F.col("event_id") == eid).select(FILE_COLUMN, ROW_COLUMN).limit(5)
@@ -257,7 +262,7 @@ def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Path,
     for k, part in enumerate(sorted(staging.glob("part-*.parquet"))):
         os.replace(part, target / f"duplicates-{k:05d}.parquet")
     shutil.rmtree(staging)
-    return frame.join(dups, "event_id", "left_anti")
+    return frame.join(dups, "event_id", "left_anti"), n_rows
 
 
 # ---------------------------------------------------------------- the tasks

@@ -44,6 +44,12 @@ SUMMARY_COLUMNS = {"status": "string", "group": "string", "events": "bigint",
                    "reason": "string", "file": "string", "row": "bigint"}
 
 
+REJECTED_ROWS = pa.schema([("event_id", pa.string()), ("group", pa.string()),
+                           ("file", pa.string()), ("row", pa.int64()), ("reason", pa.string())])
+REJECTED_GROUPS = pa.schema([("event_id", pa.string()), ("group", pa.string()),
+                             ("reason", pa.string())])
+
+
 @dataclass(frozen=True)
 class GroupJob:
     """Everything a task needs, shipped to executors with the function."""
@@ -132,7 +138,7 @@ def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
             "file": [str(rows[FILE_COLUMN].iloc[i]) for i in bad],
             "row": pa.array([None if pd.isna(rows[ROW_COLUMN].iloc[i])
                              else int(rows[ROW_COLUMN].iloc[i]) for i in bad], pa.int64()),
-            "reason": reasons}))
+            "reason": reasons}, schema=REJECTED_ROWS))
         first = {"reason": reasons[0], "file": str(rows[FILE_COLUMN].iloc[bad[0]]),
                  "row": None if pd.isna(rows[ROW_COLUMN].iloc[bad[0]])
                  else int(rows[ROW_COLUMN].iloc[bad[0]])}
@@ -181,7 +187,8 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _PartitionFi
         frame = archive.to_frame()
         out.append("rejected_groups", pa.table({
             "event_id": [str(x) for x in frame["event_id"]],
-            "group": [str(label)] * len(frame), "reason": [str(e)] * len(frame)}))
+            "group": [str(label)] * len(frame), "reason": [str(e)] * len(frame)},
+            schema=REJECTED_GROUPS))
         return _summary(status, key, events=archive.n_events, bad_rows=bad_rows,
                         reason=str(e))
     events = archive.to_frame().iloc[order].reset_index(drop=True)

@@ -1,0 +1,212 @@
+"""The Spark batch job: same index as the in-process builder, bad input handled, atomic."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from random_archives import archives, patterns
+
+import uncertain_cep as uc
+from uncertain_cep.cli import main
+from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
+from uncertain_cep.pipeline.query_job import query_spark
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example" / "archive.csv"
+
+
+def _table(root: Path, name: str, keys: list[str]) -> pd.DataFrame:
+    files = sorted((root / name).glob("*.parquet"))
+    frame = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+# Each example runs two Spark jobs; a dozen random archives per run keep CI in budget.
+@settings(max_examples=12)
+@given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
+       codes=st.sampled_from(["compact", "paper"]), tasks=st.integers(1, 4))
+def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pattern, codes,
+                                                 tasks):
+    d = tmp_path_factory.mktemp("spark")
+    df.to_parquet(d / "in.parquet", index=False)
+    try:
+        local = uc.build_index(df, codes=codes)
+    except InputError as e:
+        with pytest.raises(InputError, match=str(e).split(":")[0]):
+            uc.build_index_spark(d / "in.parquet", d / "ix", codes=codes, spark=spark,
+                                 partitions=tasks, log=lambda _: None)
+        assert not (d / "ix").exists()
+        return
+    uc.build_index_spark(d / "in.parquet", d / "ix", codes=codes, spark=spark,
+                         partitions=tasks, log=lambda _: None)
+    local.save(d / "local")
+    for name, keys in (("nodes", ["group", "node"]), ("trees", ["group", "tree"]),
+                       ("events", ["event_id"])):
+        pd.testing.assert_frame_equal(_table(d / "ix", name, keys),
+                                      _table(d / "local", name, keys), check_like=True)
+    expected = local.query(pattern)
+    pd.testing.assert_frame_equal(uc.open_index(d / "ix").query(pattern), expected)
+    rows, stats = query_spark(d / "ix", str(pattern), spark=spark, slices=3)
+    got = uc.api.answer_frame(rows)
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):
+    df = pd.read_csv(EXAMPLE)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    query = ("PATTERN SEQ(A, B, C) DEFINE A AS d1 BETWEEN 0 AND 2 AND d2 BETWEEN 5 AND 10, "
+             "B AS d1 BETWEEN 8 AND 9, C AS d1 >= 4 WITHIN 6 CONFIDENCE 0.1")
+    assert main(["build", str(tmp_path / "in.csv"), "--out", str(tmp_path / "ix"),
+                 "--codes", "paper"]) == 0
+    for engine in ("local", "spark"):
+        out = tmp_path / f"{engine}.csv"
+        assert main(["query", str(tmp_path / "ix"), query, "--engine", engine,
+                     "--out", str(out)]) == 0
+        got = pd.read_csv(out)
+        want = uc.build_index(df).query(query)
+        assert got["events"].tolist() == [" ".join(e) for e in want["events"]]
+        assert got["confidence"].tolist() == pytest.approx(want["confidence"].tolist(),
+                                                            abs=1e-12)
+    assert "indexed 7 events of 1 groups" in capsys.readouterr().out
+
+
+def _write(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "in.parquet"
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return path
+
+
+GOOD = [{"event_id": i, "group": "g", "t_lo": i, "t_hi": i + 1, "x": float(i)}
+        for i in range(0, 10, 2)]
+
+
+def test_bad_rows_fail_the_build_naming_event_file_and_row(spark, tmp_path):
+    rows = GOOD + [{"event_id": 50, "group": "g", "t_lo": 30, "t_hi": 20, "x": 1.0},
+                   {"event_id": 51, "group": None, "t_lo": 1, "t_hi": 2, "x": 1.0}]
+    path = _write(tmp_path, rows)
+    with pytest.raises(InputError) as err:
+        uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
+    message = str(err.value)
+    assert "event 50 (row 5 of in.parquet): t_lo = 30 is greater than t_hi = 20" in message
+    assert "--on-bad-rows report" in message
+    assert not (tmp_path / "ix").exists()
+
+
+def test_bad_rows_are_reported_with_reasons_and_the_rest_indexed(spark, tmp_path):
+    rows = GOOD + [{"event_id": 50, "group": "g", "t_lo": 30, "t_hi": 20, "x": 1.0},
+                   {"event_id": 51, "group": None, "t_lo": 1, "t_hi": 2, "x": 1.0},
+                   {"event_id": 52, "group": "h", "t_lo": 1, "t_hi": 2, "x": float("nan")},
+                   {"event_id": 0, "group": "h", "t_lo": 1, "t_hi": 2, "x": 1.0}]
+    path = _write(tmp_path, rows)
+    summary = uc.build_index_spark(path, tmp_path / "ix", spark=spark, on_bad_rows="report",
+                                   log=lambda _: None)
+    rejected = _table(tmp_path / "ix", "rejected_rows", ["event_id", "row"])
+    assert rejected["event_id"].tolist() == ["0", "0", "50", "51", "52"]
+    reasons = dict(zip(rejected["row"], rejected["reason"]))
+    assert "t_lo = 30 is greater than t_hi = 20" in reasons[5]
+    assert "column 'group' is missing" in reasons[6]
+    assert "column 'x' is missing, NaN or infinite" in reasons[7]
+    assert "appears 2 times" in reasons[8] and "appears 2 times" in reasons[0]
+    # Nothing is lost: every input row is indexed or rejected.
+    assert summary.events + summary.rejected_rows == len(rows)
+    idx = uc.open_index(tmp_path / "ix")
+    assert sorted(idx.archive.event_ids.tolist()) == [2, 4, 6, 8]
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    assert manifest["rejected"] == {"rows": 5, "groups": 0}
+
+
+def test_duplicate_ids_fail_the_build_naming_their_rows(spark, tmp_path):
+    path = _write(tmp_path, GOOD + [dict(GOOD[1], group="h")])
+    with pytest.raises(InputError, match=r"event_id 2 appears 2 times \(row 1 of in.parquet, "
+                                         r"row 5 of in.parquet\)"):
+        uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
+
+
+INFEASIBLE = [{"event_id": 100 + i, "group": "crowded", "t_lo": 0, "t_hi": 1, "x": 0.0}
+              for i in range(3)]
+
+
+def test_a_group_without_order_instance_fails_or_is_reported(spark, tmp_path):
+    path = _write(tmp_path, GOOD + INFEASIBLE)
+    with pytest.raises(InputError, match=r"group 'crowded' has no order instance: events 100, "
+                                         r"101, 102 all lie within instants \[0, 1\]"):
+        uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
+    summary = uc.build_index_spark(path, tmp_path / "ix", spark=spark,
+                                   on_bad_groups="report", log=lambda _: None)
+    assert (summary.events, summary.groups, summary.rejected_groups) == (5, 1, 1)
+    rejected = _table(tmp_path / "ix", "rejected_groups", ["event_id"])
+    assert rejected["event_id"].tolist() == ["100", "101", "102"]
+    assert rejected["reason"].str.contains("no order instance").all()
+
+
+def test_an_oversized_group_names_the_group_and_suggests_a_coarser_time_unit(spark, tmp_path):
+    wide = [{"event_id": 200 + i, "group": "busy", "t_lo": 0, "t_hi": 12, "x": 0.0} for i in range(8)]
+    path = _write(tmp_path, GOOD + wide)
+    with pytest.raises(IndexBuildError, match=r"group 'busy' \(8 events\) is too large to "
+                                              r"index.*coarser time unit"):
+        uc.build_index_spark(path, tmp_path / "ix", spark=spark, node_budget=500,
+                             log=lambda _: None)
+    summary = uc.build_index_spark(path, tmp_path / "ix", spark=spark, node_budget=500,
+                                   on_bad_groups="report", log=lambda _: None)
+    assert (summary.groups, summary.rejected_groups) == (1, 1)
+
+
+def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
+    path = _write(tmp_path, GOOD)
+    uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
+    part = sorted((tmp_path / "ix" / "nodes").glob("*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    with pytest.raises(IndexFormatError, match="does not match its checksum"):
+        uc.open_index(tmp_path / "ix")
+    with pytest.raises(IndexFormatError, match="does not match its checksum"):
+        query_spark(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
+                    spark=spark)
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    manifest["format_version"] = 1
+    (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="format version 1"):
+        uc.open_index(tmp_path / "ix")
+
+
+def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path):
+    from uncertain_cep.datasets.synthetic import generate_synthetic
+
+    generate_synthetic(20_000, groups=8, seed=3).to_parquet(tmp_path / "in.parquet")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "uncertain_cep.cli", "build",
+                             str(tmp_path / "in.parquet"), "--out", str(tmp_path / "ix"),
+                             "--master", "local[1]"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    try:
+        # Kill it once tasks have started writing table files into the draft.
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(tmp_path.glob(".ix.tmp-*/*/*.parquet*")) or any(
+                    tmp_path.glob(".ix.tmp-*/*/.part-*")):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert not (tmp_path / "ix").exists()
+    with pytest.raises(IndexFormatError):
+        uc.open_index(tmp_path / "ix")
+    drafts = list(tmp_path.glob(".ix.tmp-*"))
+    assert drafts and all(not (d / "manifest.json").exists() for d in drafts)
+    with pytest.raises(IndexFormatError, match="no manifest.json"):
+        uc.open_index(drafts[0])
