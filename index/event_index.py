@@ -197,7 +197,7 @@ class EventIndex:
 
     def _members(self) -> list[np.ndarray]:
         out = []
-        for g, forest in enumerate(self.forests):
+        for forest in self.forests:
             size = int(forest.event.max()) + 1 if forest.n_nodes else 0
             out.append(np.full(size, -1, dtype=np.int64))
         rows = np.arange(self.archive.n_events, dtype=np.int64)

@@ -186,7 +186,8 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
     columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi]
     keys = group_keys(root) if table_files(root, "trees") else pd.Index([])
     t0, t1 = _time_bounds(root)
-    width = max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS)) if t0 is not None else 1
+    width = (max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS))
+             if t0 is not None and t1 is not None else 1)
     n_buckets = (t1 - t0) // width + 1 if t0 is not None and t1 is not None else 0
     counts = np.zeros(n_buckets, dtype=np.int64)
     latest = np.full(n_buckets, np.iinfo(np.int64).min, dtype=np.int64)

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from index.rounding import float_down, float_up
 from index.forest import REAL, VIRTUAL, GroupForest
+from index.rounding import float_down, float_up
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
            "group_extents", "node_schema", "tree_schema"]

@@ -38,5 +38,5 @@ if ! { .venv/bin/python -m pip install -q --upgrade "pip>=25.1" \
   echo "setup failed: pip could not install the project (log above, also in $log)" >&2
   exit 1
 fi
-.venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow' || {
+.venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow, pyspark' || {
   echo "setup failed: the virtual environment cannot import the project" >&2; exit 1; }

@@ -5,4 +5,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
-.venv/bin/python -m pytest -n 2 "$@"
+# Spark tests share one SparkSession: --dist loadgroup keeps them on one worker.
+.venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

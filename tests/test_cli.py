@@ -58,7 +58,9 @@ def built(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
     return tmp_path / "ix", df
 
 
-def test_demo_writes_an_index_and_one_report_per_query_equal_to_the_api(tmp_path, capsys):
+@pytest.mark.xdist_group("spark")
+def test_demo_writes_an_index_and_one_report_per_query_equal_to_the_api(spark, tmp_path,
+                                                                         capsys):
     out = tmp_path / "demo"
     assert cli.main(["demo", "--out", str(out)]) == 0
     assert "reports written" in capsys.readouterr().out

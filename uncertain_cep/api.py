@@ -34,7 +34,8 @@ from uncertain_cep.errors import InputError, ParamEnum
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 
-__all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index", "query_index"]
+__all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index",
+           "query_index"]
 
 RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
 
@@ -191,7 +192,8 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "seque
         return open_index(path).query(query, strategy=strategy)
     from uncertain_cep.pipeline.query_job import query_spark
 
-    rows, stats = query_spark(path, query, StrategyName.get_value(strategy), master=master)
+    rows, stats = query_spark(os.fspath(path), query, StrategyName.get_value(strategy),
+                              master=master)
     frame = answer_frame(rows)
     frame.attrs["stats"] = stats
     return frame

@@ -58,7 +58,7 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
                                       _table(d / "local", name, keys), check_like=True)
     expected = local.query(pattern)
     pd.testing.assert_frame_equal(uc.open_index(d / "ix").query(pattern), expected)
-    rows, stats = query_spark(d / "ix", str(pattern), spark=spark, slices=3)
+    rows, _ = query_spark(d / "ix", str(pattern), spark=spark, slices=3)
     got = uc.api.answer_frame(rows)
     pd.testing.assert_frame_equal(got, expected)
 
@@ -152,7 +152,8 @@ def test_a_group_without_order_instance_fails_or_is_reported(spark, tmp_path):
 
 
 def test_an_oversized_group_names_the_group_and_suggests_a_coarser_time_unit(spark, tmp_path):
-    wide = [{"event_id": 200 + i, "group": "busy", "t_lo": 0, "t_hi": 12, "x": 0.0} for i in range(8)]
+    wide = [{"event_id": 200 + i, "group": "busy", "t_lo": 0, "t_hi": 12, "x": 0.0}
+            for i in range(8)]
     path = _write(tmp_path, GOOD + wide)
     with pytest.raises(IndexBuildError, match=r"group 'busy' \(8 events\) is too large to "
                                               r"index.*coarser time unit"):
@@ -208,5 +209,5 @@ def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path):
         uc.open_index(tmp_path / "ix")
     drafts = list(tmp_path.glob(".ix.tmp-*"))
     assert drafts and all(not (d / "manifest.json").exists() for d in drafts)
-    with pytest.raises(IndexFormatError, match="no manifest.json"):
+    with pytest.raises(IndexFormatError, match=r"no manifest\.json"):
         uc.open_index(drafts[0])

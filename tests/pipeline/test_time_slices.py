@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
-
 from hypothesis import given
 from hypothesis import strategies as st
 from random_archives import archives, patterns
@@ -33,7 +33,7 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, patte
     window = pattern.within if pattern.within is not None else float("inf")
     plan = plan_slices(root, manifest, window, n_slices)
     assert plan == sorted(plan, key=lambda s: s.lo)
-    assert all(a.hi <= b.lo for a, b in zip(plan, plan[1:]))
+    assert all(a.hi <= b.lo for a, b in pairwise(plan))
     rows = []
     for piece in plan:
         got, _ = evaluate_slice(root, manifest, piece, str(pattern))

@@ -68,6 +68,7 @@ class BuildSummary:
     rejected_rows: int
     rejected_groups: int
     seconds: float
+    phases: dict[str, float]
 
     def __str__(self) -> str:
         rejected = (f"; set aside {self.rejected_rows} bad rows and {self.rejected_groups} "
@@ -106,6 +107,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         Number of build tasks (default: four per core).
     """
     started = time.perf_counter()
+    phases: dict[str, float] = {}
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     reject_rows = BadInputPolicy.get_value(on_bad_rows) == "report"
     report_groups = BadInputPolicy.get_value(on_bad_groups) == "report"
@@ -117,11 +119,14 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
 
         spark = spark_session(master)
     say(f"reading {len(files)} {fmt} file(s) from {source}")
+    mark = time.perf_counter()
     frame = _read(spark, fmt, files)
     probe = _check_schema(frame, group_by, time_unit)
     draft = open_draft(out)
     try:
         frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft.path, say)
+        phases["read_and_check_duplicates"] = time.perf_counter() - mark
+        mark = time.perf_counter()
         say("validating and indexing groups")
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows)
@@ -137,6 +142,8 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         if totals["events"] == 0:
             raise InputError(f"nothing to index in {source}: every row or group was "
                              "rejected" if totals["rows_total"] else f"{source} has no rows")
+        phases["validate_index_write_groups"] = time.perf_counter() - mark
+        mark = time.perf_counter()
         say("writing the R*-tree file and statistics")
         finish_index(draft, group_by=group_by,
                      attributes=(probe.numeric_names, probe.categorical_names),
@@ -148,13 +155,14 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
                                       "tasks": n_parts, "input": [str(f) for f in files]},
                             "rejected": {"rows": totals["bad_rows"],
                                          "groups": totals["bad_groups"]}})
+        phases["rtree_stats_manifest"] = time.perf_counter() - mark
     except BaseException:
         draft.discard()
         raise
     return BuildSummary(path=str(out), events=totals["events"], groups=totals["groups"],
                         trees=totals["trees"], nodes=totals["nodes"],
                         rejected_rows=totals["bad_rows"], rejected_groups=totals["bad_groups"],
-                        seconds=time.perf_counter() - started)
+                        seconds=time.perf_counter() - started, phases=phases)
 
 
 def _condition2(max_speed: float | None, coordinates: Sequence[str],
@@ -209,7 +217,7 @@ _PANDAS_TYPES = {"LongType": "int64", "IntegerType": "int64", "ShortType": "int6
                  "TimestampNTZType": "datetime64[ns]", "DateType": "datetime64[ns]"}
 
 
-def _check_schema(frame: DataFrame, group_by: str, time_unit: object) -> Any:
+def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None) -> Any:
     """Run the in-process reader on an empty frame of the input's types: missing or
     mistyped columns fail here, before the job starts."""
     cols = {}

@@ -102,9 +102,13 @@ _NOTHING = object()
 def _same(a: object, b: object) -> bool:
     if b is _NOTHING:
         return False
-    if pd.isna(a) and pd.isna(b):  # type: ignore[arg-type]
+    if _missing(a) and _missing(b):
         return True
     return bool(a == b)
+
+
+def _missing(x: Any) -> bool:
+    return bool(pd.isna(x))
 
 
 def _where(rows: pd.DataFrame, i: int) -> str:
@@ -113,7 +117,7 @@ def _where(rows: pd.DataFrame, i: int) -> str:
 
 
 def _summary(status: str, key: object, **counts: Any) -> dict[str, Any]:
-    base = {"status": status, "group": None if pd.isna(key) else str(key),  # type: ignore[arg-type]
+    base = {"status": status, "group": None if _missing(key) else str(key),
             "events": 0, "nodes": 0, "trees": 0, "bad_rows": 0, "reason": None,
             "file": None, "row": None}
     base.update(counts)
@@ -123,18 +127,18 @@ def _summary(status: str, key: object, **counts: Any) -> dict[str, Any]:
 def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
                  out: _PartitionFiles) -> dict[str, Any]:
     data = rows.drop(columns=[FILE_COLUMN, ROW_COLUMN])
-    if pd.isna(key):  # type: ignore[arg-type]
+    if _missing(key):
         reasons = [f"event {_eid(data['event_id'].iloc[i])} ({_where(rows, i)}): column "
                    f"{job.group_by!r} is missing; every event needs a dependency group"
                    for i in range(len(rows))]
         bad = list(range(len(rows)))
-        archive, good = None, np.zeros(0, dtype=np.int64)
+        archive = None
     else:
-        archive, good, bad, reasons = _validate(job, rows, data)
+        archive, _, bad, reasons = _validate(job, rows, data)
     if bad:
         out.append("rejected_rows", pa.table({
             "event_id": [str(data["event_id"].iloc[i]) for i in bad],
-            "group": [None if pd.isna(key) else str(key)] * len(bad),  # type: ignore[arg-type]
+            "group": [None if _missing(key) else str(key)] * len(bad),
             "file": [str(rows[FILE_COLUMN].iloc[i]) for i in bad],
             "row": pa.array([None if pd.isna(rows[ROW_COLUMN].iloc[i])
                              else int(rows[ROW_COLUMN].iloc[i]) for i in bad], pa.int64()),

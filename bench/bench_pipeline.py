@@ -1,0 +1,192 @@
+"""Spark pipeline benchmark: build throughput and peak memory, and Spark vs local queries.
+
+Archives come from the paper's generator (uniform timestamps over 10N instants, two
+Gaussian attributes, f in [2, 6] possible instants per event) with one dependency group
+per 1,000 events. Each build runs as its own process (``uncertain-cep build``, Spark local
+mode on every core) so that peak memory is that of the whole process tree: the driver,
+the JVM and the Python workers, sampled every 0.2 s from /proc. The query comparison runs
+on the largest index: the local engine (open the index, then query) against the Spark
+engine (time slices in executors), answers checked equal.
+
+Usage: ``.venv/bin/python bench/bench_pipeline.py [--sizes 100000 1000000 5000000]``;
+writes ``bench/results/pipeline.json`` and the table in ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from uncertain_cep.datasets.synthetic import generate_synthetic  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "pipeline.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+QUERIES = [
+    "PATTERN SEQ(A, B, C) DEFINE A AS a0 < -0.5, B AS a1 > 0.5, C AS a0 > 0.5 "
+    "WITHIN 15 CONFIDENCE 0.6",
+    "PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -1, N AS a1 > 1.5, B AS a0 > 1 "
+    "WITHIN 10 CONFIDENCE 0.4",
+]
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        p = int(entry)
+        children.setdefault(int(fields[1]), []).append(p)
+        rss[p] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack.extend(children.get(p, []))
+    return total
+
+
+def _run_measured(cmd: list[str]) -> tuple[float, int, str]:
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, _ = proc.communicate()
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out[-3000:]}")
+    return time.perf_counter() - started, peak, out
+
+
+def build(n: int, work: Path) -> dict[str, object]:
+    data = work / f"synthetic-{n}.parquet"
+    if not data.exists():
+        t = time.perf_counter()
+        generate_synthetic(n, groups=max(1, n // 1000), f=(2, 6), seed=n).to_parquet(
+            data, index=False)
+        print(f"generated {n} events in {time.perf_counter() - t:.1f} s", flush=True)
+    out = work / f"index-{n}"
+    seconds, peak, log = _run_measured(
+        [sys.executable, "-c", "import sys, json, uncertain_cep as uc; "
+         "s = uc.build_index_spark(sys.argv[1], sys.argv[2], log=lambda m: None); "
+         "print('SUMMARY', json.dumps(s.__dict__))", str(data), str(out)])
+    summary = json.loads(log.split("SUMMARY", 1)[1].strip().splitlines()[0])
+    row = {"events": n, "groups": summary["groups"], "nodes": summary["nodes"],
+           "wall_seconds": round(seconds, 1), "job_seconds": round(summary["seconds"], 1),
+           "events_per_second": round(n / seconds), "peak_rss_mb": round(peak / 2**20),
+           "phases": {k: round(v, 1) for k, v in summary["phases"].items()},
+           "index_mb": round(sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+                             / 2**20)}
+    print(row, flush=True)
+    return row
+
+
+def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
+    import uncertain_cep as uc
+    from uncertain_cep.pipeline.session import spark_session
+
+    path = work / f"index-{n}"
+    spark_session()  # start the JVM outside the timings
+    rows = []
+    t = time.perf_counter()
+    try:
+        idx = uc.open_index(path)
+        open_seconds = time.perf_counter() - t
+    except MemoryError:
+        idx, open_seconds = None, float("nan")
+    for q in QUERIES:
+        t = time.perf_counter()
+        spark_res = uc.query_index(path, q, engine="spark")
+        spark_seconds = time.perf_counter() - t
+        local_seconds = float("nan")
+        same = None
+        if idx is not None:
+            t = time.perf_counter()
+            local_res = idx.query(q)
+            local_seconds = time.perf_counter() - t
+            same = bool(local_res[["events", "confidence"]].equals(
+                spark_res[["events", "confidence"]]))
+        row = {"events": n, "query": q, "matches": len(spark_res),
+               "local_open_seconds": round(open_seconds, 1),
+               "local_query_seconds": round(local_seconds, 1),
+               "spark_query_seconds": round(spark_seconds, 1),
+               "spark_slices": spark_res.attrs["stats"]["slices"], "same_answers": same}
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
+def _table(results: dict[str, list[dict[str, object]]]) -> str:
+    lines = ["| events | groups | nodes | wall (s) | events/s | peak RSS (MB) | index (MB) "
+             "| read+dups (s) | index groups (s) | R*-tree+stats (s) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results["build"]:
+        ph = r["phases"]
+        lines.append(f"| {r['events']:,} | {r['groups']:,} | {r['nodes']:,} | "
+                     f"{r['wall_seconds']} | {r['events_per_second']:,} | {r['peak_rss_mb']:,} "
+                     f"| {r['index_mb']:,} | {ph['read_and_check_duplicates']} | "
+                     f"{ph['validate_index_write_groups']} | {ph['rtree_stats_manifest']} |")
+    lines += ["", "| events | query | matches | local: open (s) | local: query (s) "
+              "| Spark engine (s) | slices | same answers |",
+              "|---:|---|---:|---:|---:|---:|---:|---|"]
+    for r in results["query"]:
+        lines.append(f"| {r['events']:,} | `{r['query'][:40]}...` | {r['matches']:,} | "
+                     f"{r['local_open_seconds']} | {r['local_query_seconds']} | "
+                     f"{r['spark_query_seconds']} | {r['spark_slices']} | {r['same_answers']} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 5_000_000])
+    parser.add_argument("--work", default="/tmp/uncertain-cep-bench")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, object]]] = {"build": [], "query": []}
+    for n in args.sizes:
+        results["build"].append(build(n, work))
+        RESULTS.write_text(json.dumps(results, indent=2))
+    results["query"] = compare_engines(max(args.sizes), work)
+    RESULTS.write_text(json.dumps(results, indent=2))
+    text = DOCS.read_text()
+    begin, end = "<!-- pipeline:begin -->", "<!-- pipeline:end -->"
+    table = f"{begin}\n{_table(results)}\n{end}"
+    if begin in text:
+        text = text.split(begin)[0] + table + text.split(end, 1)[1]
+    else:
+        text += f"\n## Spark pipeline\n\n{table}\n"
+    DOCS.write_text(text)
+    print(_table(results))
+
+
+if __name__ == "__main__":
+    pd.set_option("display.width", 200)
+    main()
