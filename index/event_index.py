@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,14 +52,18 @@ class EventLayout:
     code_hi: np.ndarray
 
     @classmethod
-    def of(cls, archive: Archive, forests: Sequence[GroupForest], codes: str) -> EventLayout:
+    def of(cls, archive: Archive, forests: Sequence[GroupForest], codes: str,
+           members: Sequence[np.ndarray] | None = None) -> EventLayout:
+        """The layout of an archive indexed in this process (``members``: its
+        :meth:`~uncertain_cep.model.events.Archive.group_members`, if already known)."""
         n = archive.n_events
         positions = np.zeros(n, dtype=np.int64)
         t_min = np.zeros(n, dtype=np.int64)
         t_max = np.zeros(n, dtype=np.int64)
         code_lo = np.zeros(n, dtype=np.float64)
         code_hi = np.zeros(n, dtype=np.float64)
-        for m, forest in zip(archive.group_members(), forests):
+        for m, forest in zip(members if members is not None else archive.group_members(),
+                             forests):
             positions[m] = np.arange(len(m))
             t_min[m], t_max[m], code_lo[m], code_hi[m] = group_extents(forest, codes)
         return cls(positions, t_min, t_max, code_lo, code_hi)
@@ -173,12 +177,13 @@ class EventIndex:
         self.settings = settings
         self.scheme: CodeScheme = code_scheme(settings.codes)
         self.event_group = archive.group_of.astype(np.int64)
+        members = None
         if forests is None:
             members = archive.group_members()
             forests = [self._build_group(g, m) for g, m in enumerate(members)]
         self.forests = list(forests)
         if layout is None:
-            layout = EventLayout.of(archive, self.forests, settings.codes)
+            layout = EventLayout.of(archive, self.forests, settings.codes, members)
         self.layout = layout
         self.event_pos = layout.positions
         self.event_t_min = layout.t_min
@@ -200,9 +205,10 @@ class EventIndex:
         for forest in self.forests:
             size = int(forest.event.max()) + 1 if forest.n_nodes else 0
             out.append(np.full(size, -1, dtype=np.int64))
-        rows = np.arange(self.archive.n_events, dtype=np.int64)
+        order = np.argsort(self.event_group, kind="stable")
+        bounds = np.searchsorted(self.event_group[order], np.arange(len(self.forests) + 1))
         for g in range(len(self.forests)):
-            mine = rows[self.event_group == g]
+            mine = order[bounds[g]:bounds[g + 1]]
             out[g][self.event_pos[mine]] = mine
         return out
 
@@ -238,15 +244,6 @@ class EventIndex:
         lay = self.layout
         return event_boxes(self.event_group[rows], lay.t_min[rows], lay.t_max[rows],
                            lay.code_lo[rows], lay.code_hi[rows], attrs)
-
-    def box_stream(self, chunk: int = 65536) -> Iterator[tuple[int, tuple[float, ...], None]]:
-        """``(row, box, None)`` for every row, for a streamed (disk) bulk load."""
-        for start in range(0, self.archive.n_events, chunk):
-            mins, maxs = self.boxes(slice(start, start + chunk))
-            coords = np.empty((len(mins), 2 * mins.shape[1]))
-            coords[:, 0::2], coords[:, 1::2] = mins, maxs
-            for k, c in enumerate(coords.tolist()):
-                yield start + k, tuple(c), None
 
     def _load_rtree(self) -> rtree_index.Index:
         props = rtree_properties(len(self.attributes))

@@ -42,7 +42,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
-from index.event_index import BuildSettings, EventIndex, EventLayout, rtree_properties
+from index.event_index import (
+    BuildSettings,
+    EventIndex,
+    EventLayout,
+    event_boxes,
+    rtree_properties,
+)
 from index.forest import GroupForest
 from index.tables import forest_from_frames, forest_tables, node_schema, tree_schema
 from uncertain_cep.errors import IndexFormatError
@@ -50,7 +56,7 @@ from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_VERSION", "IndexDraft", "finish_index", "load_index",
-           "open_draft", "read_manifest", "save_index", "table_files"]
+           "read_manifest", "save_index", "table_files"]
 
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
@@ -64,7 +70,8 @@ _TIME_BUCKETS = 1024
 class IndexDraft:
     """A temporary directory beside ``target`` that becomes the index when finished."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        target = Path(target)
         self.target = target
         if target.exists() and not (target / MANIFEST).exists() and any(target.iterdir()):
             raise IndexFormatError(f"{target} exists and is not an index; refusing to "
@@ -79,15 +86,11 @@ class IndexDraft:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def open_draft(path: str | os.PathLike[str]) -> IndexDraft:
-    return IndexDraft(Path(path))
-
-
 def save_index(index: EventIndex, path: str | os.PathLike[str], *,
                time_unit: object = None) -> None:
     """Write an in-process index to the directory ``path`` atomically (replacing an older
     index there)."""
-    draft = open_draft(path)
+    draft = IndexDraft(path)
     try:
         archive = index.archive
         events = archive.to_frame()
@@ -185,7 +188,7 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
     lo_hi = [c for a in numeric for c in (f"{a}_lo", f"{a}_hi")]
     columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi]
     keys = group_keys(root) if table_files(root, "trees") else pd.Index([])
-    t0, t1 = _time_bounds(root)
+    n_rows, t0, t1 = _footer_summary(root)
     width = (max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS))
              if t0 is not None and t1 is not None else 1)
     n_buckets = (t1 - t0) // width + 1 if t0 is not None and t1 is not None else 0
@@ -207,24 +210,20 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
             np.add.at(counts, bucket, 1)
             np.maximum.at(latest, bucket, t_max)
             max_width = max(max_width, int((t_max - t_min).max()))
-            coords = np.column_stack([group, group, t_min, t_max, code_lo, code_hi]
-                                     + cols[5:]).astype(np.float64)
+            mins, maxs = event_boxes(group, t_min, t_max, code_lo, code_hi,
+                                     list(zip(cols[5::2], cols[6::2])))
+            # interleaved=False: (min, max) of each axis in turn.
+            coords = np.empty((len(mins), 2 * mins.shape[1]))
+            coords[:, 0::2], coords[:, 1::2] = mins, maxs
             for k, c in enumerate(coords.tolist()):
                 yield seen + k, tuple(c), None
             seen += len(coords)
 
     props = rtree_properties(len(numeric))
     props.overwrite = True
-    stream = boxes()
-    first = next(stream, None)
-    if first is not None:
-        def chained() -> Iterator[tuple[int, tuple[float, ...], None]]:
-            yield first
-            yield from stream
-        tree = rtree_index.Index(str(root / "rtree"), chained(), properties=props,
-                                 interleaved=False)
-    else:
-        tree = rtree_index.Index(str(root / "rtree"), properties=props, interleaved=False)
+    # A bulk load needs at least one entry.
+    source = (boxes(),) if n_rows else ()
+    tree = rtree_index.Index(str(root / "rtree"), *source, properties=props, interleaved=False)
     tree.close()
     for name in ("rtree.dat", "rtree.idx"):
         with open(root / name, "rb+") as fh:
@@ -238,12 +237,15 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
     return seen, domain, 3 + len(numeric)
 
 
-def _time_bounds(root: Path) -> tuple[int | None, int | None]:
-    """Smallest ``_uc_t_min`` and largest ``_uc_t_max`` from the Parquet footers."""
+def _footer_summary(root: Path) -> tuple[int, int | None, int | None]:
+    """Number of events, smallest ``_uc_t_min`` and largest ``_uc_t_max``, from the
+    Parquet footers of the events table."""
+    n_rows = 0
     t0: int | None = None
     t1: int | None = None
     for name in table_files(root, "events"):
         meta = pq.ParquetFile(root / name).metadata
+        n_rows += meta.num_rows
         schema = meta.schema.to_arrow_schema()
         i0, i1 = schema.get_field_index("_uc_t_min"), schema.get_field_index("_uc_t_max")
         for rg in range(meta.num_row_groups):
@@ -258,7 +260,7 @@ def _time_bounds(root: Path) -> tuple[int | None, int | None]:
                 lo, hi = int(s0.min), int(s1.max)
             t0 = lo if t0 is None else min(t0, lo)
             t1 = hi if t1 is None else max(t1, hi)
-    return t0, t1
+    return n_rows, t0, t1
 
 
 def _sha256(path: Path) -> str:
@@ -316,9 +318,9 @@ def _settings_to_json(settings: BuildSettings) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- reading
 
-def read_manifest(root: Path, verify: bool = True) -> dict[str, Any]:
-    """The manifest of an index directory, after checking its format version and (unless
-    ``verify`` is false) every file's checksum."""
+def read_manifest(root: Path) -> dict[str, Any]:
+    """The manifest of an index directory, after checking its format version and every
+    file's checksum."""
     if not root.is_dir():
         raise IndexFormatError(f"{root} is not an index directory (it does not exist)")
     try:
@@ -341,14 +343,12 @@ def read_manifest(root: Path, verify: bool = True) -> dict[str, Any]:
     for name in ("events", "nodes", "trees"):
         if not any(k.startswith(f"{name}/") for k in checksums):
             raise IndexFormatError(f"{root}/manifest.json lists no {name} table")
-    if verify:
-        for name, digest in checksums.items():
-            if not (root / name).is_file():
-                raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the "
-                                       "index")
-            if _sha256(root / name) != digest:
-                raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum "
-                                       "in manifest.json; rebuild the index")
+    for name, digest in checksums.items():
+        if not (root / name).is_file():
+            raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
+        if _sha256(root / name) != digest:
+            raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum in "
+                                   "manifest.json; rebuild the index")
     return manifest
 
 

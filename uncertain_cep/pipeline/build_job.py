@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from index.event_index import BuildSettings
-from index.storage import finish_index, open_draft
+from index.storage import IndexDraft, finish_index
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
@@ -122,7 +122,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     mark = time.perf_counter()
     frame = _read(spark, fmt, files)
     probe = _check_schema(frame, group_by, time_unit)
-    draft = open_draft(out)
+    draft = IndexDraft(out)
     try:
         frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft.path, say)
         phases["read_and_check_duplicates"] = time.perf_counter() - mark

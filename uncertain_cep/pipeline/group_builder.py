@@ -134,7 +134,7 @@ def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
         bad = list(range(len(rows)))
         archive = None
     else:
-        archive, _, bad, reasons = _validate(job, rows, data)
+        archive, bad, reasons = _validate(job, rows, data)
     if bad:
         out.append("rejected_rows", pa.table({
             "event_id": [str(data["event_id"].iloc[i]) for i in bad],
@@ -154,7 +154,7 @@ def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
 
 
 def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
-              ) -> tuple[Archive | None, np.ndarray, list[int], list[str]]:
+              ) -> tuple[Archive | None, list[int], list[str]]:
     """Validate a group's rows, setting aside each row the reader rejects, one at a time
     (bad rows are rare; each pass costs one vectorised read)."""
     keep = np.arange(len(data))
@@ -164,7 +164,7 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
         try:
             archive = read_archive(data.iloc[keep].reset_index(drop=True),
                                    group_by=job.group_by, time_unit=job.time_unit)
-            return archive, keep, bad, reasons
+            return archive, bad, reasons
         except InputError as e:
             if e.row is None:
                 raise
@@ -174,7 +174,7 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
                            .replace(f"row {e.row}:", f"{where}:"))
             bad.append(i)
             keep = np.delete(keep, e.row)
-    return None, keep, bad, reasons
+    return None, bad, reasons
 
 
 def _index_group(job: GroupJob, key: object, archive: Archive, out: _PartitionFiles,
