@@ -32,14 +32,17 @@ from uncertain_cep.datasets.synthetic import generate_synthetic  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "pipeline.json"
 DOCS = ROOT / "docs" / "benchmarks.md"
-# Selective queries (each symbol holds for a few percent of events): at 1M events the
-# broad queries of bench_core.py return millions of partial matches on either engine.
+# Selective queries (A holds for about 0.1% of events, B for 1%). At 1M events and 1,000
+# groups every "any other group" range query of the sequential strategy visits about one
+# R*-tree leaf per group (~3 ms a box), so broad queries take many minutes on either engine.
 QUERIES = [
-    "PATTERN SEQ(A, B, C) DEFINE A AS a0 < -2, B AS a1 > 2, C AS a0 > 2 "
-    "WITHIN 20 CONFIDENCE 0.5",
-    "PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -2.2, N AS a1 > 1.5, B AS a0 > 2.2 "
-    "WITHIN 10 CONFIDENCE 0.4",
+    "PATTERN SEQ(A, B) DEFINE A AS a0 < -3, B AS a0 > 2.3 WITHIN 10 CONFIDENCE 0.5",
+    "PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -3, N AS a1 > 2, B AS a0 > 2.3 "
+    "WITHIN 10 CONFIDENCE 0.3",
 ]
+# The local engine runs under this address-space limit, so that an index too large for
+# one process fails with MemoryError instead of exhausting the machine.
+LOCAL_LIMIT_GB = 16
 
 
 def _tree_rss(pid: int) -> int:
@@ -110,39 +113,77 @@ def build(n: int, work: Path) -> dict[str, object]:
     return row
 
 
-def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
-    import uncertain_cep as uc
-    from uncertain_cep.pipeline.session import spark_session
-
-    path = work / f"index-{n}"
-    spark_session()  # start the JVM outside the timings
-    rows = []
+_ENGINE_RUN = """
+import json, resource, sys, time
+engine, path, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+queries = json.loads(sys.argv[4])
+import uncertain_cep as uc
+out = {"open_seconds": None, "queries": []}
+if engine == "local":
+    resource.setrlimit(resource.RLIMIT_AS, (limit << 30, limit << 30))
     t = time.perf_counter()
     try:
         idx = uc.open_index(path)
-        open_seconds = time.perf_counter() - t
     except MemoryError:
-        idx, open_seconds = None, float("nan")
-    for q in QUERIES:
-        t = time.perf_counter()
-        spark_res = uc.query_index(path, q, engine="spark")
-        spark_seconds = time.perf_counter() - t
-        local_seconds = float("nan")
-        same = None
-        if idx is not None:
-            t = time.perf_counter()
-            local_res = idx.query(q)
-            local_seconds = time.perf_counter() - t
-            same = bool(local_res[["events", "confidence"]].equals(
-                spark_res[["events", "confidence"]]))
-        row = {"events": n, "query": q, "matches": len(spark_res),
-               "local_open_seconds": round(open_seconds, 1),
-               "local_query_seconds": round(local_seconds, 1),
-               "spark_query_seconds": round(spark_seconds, 1),
-               "spark_slices": spark_res.attrs["stats"]["slices"], "same_answers": same}
-        print(row, flush=True)
-        rows.append(row)
+        print("RESULT", json.dumps({"error": "MemoryError while opening"}))
+        raise SystemExit(0)
+    out["open_seconds"] = time.perf_counter() - t
+else:
+    from uncertain_cep.pipeline.session import spark_session
+    t = time.perf_counter()
+    spark_session()
+    out["open_seconds"] = time.perf_counter() - t   # starting Spark
+for q in queries:
+    t = time.perf_counter()
+    try:
+        res = idx.query(q) if engine == "local" else uc.query_index(path, q, engine="spark")
+    except MemoryError:
+        out["queries"].append({"error": "MemoryError"})
+        continue
+    out["queries"].append({"seconds": time.perf_counter() - t, "matches": len(res),
+                           "answer": [[list(map(str, e)), c] for e, c in
+                                      zip(res["events"], res["confidence"])],
+                           "stats": {k: v for k, v in res.attrs["stats"].items()
+                                     if k != "steps"}})
+print("RESULT", json.dumps(out))
+"""
+
+
+def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
+    """Each engine in its own process (peak memory of its process tree)."""
+    path = work / f"index-{n}"
+    runs = {}
+    for engine in ("local", "spark"):
+        seconds, peak, log = _run_measured(
+            [sys.executable, "-c", _ENGINE_RUN, engine, str(path), str(LOCAL_LIMIT_GB),
+             json.dumps(QUERIES)])
+        runs[engine] = (json.loads(log.split("RESULT", 1)[1].strip().splitlines()[0]), peak)
+        print(engine, round(seconds, 1), "s,", round(peak / 2**20), "MB", flush=True)
+    (local, local_peak), (spark, spark_peak) = runs["local"], runs["spark"]
+    rows = []
+    for k, q in enumerate(QUERIES):
+        lq = local["queries"][k] if "queries" in local else {"error": local.get("error")}
+        sq = spark["queries"][k]
+        same = (lq.get("answer") == sq.get("answer")) if "answer" in lq else None
+        rows.append({
+            "events": n, "query": q, "matches": sq.get("matches"),
+            "local_open_seconds": _round(local.get("open_seconds")),
+            "local_query_seconds": _round(lq.get("seconds")),
+            "local_peak_rss_mb": round(local_peak / 2**20),
+            "local_error": lq.get("error"),
+            "spark_start_seconds": _round(spark.get("open_seconds")),
+            "spark_query_seconds": _round(sq.get("seconds")),
+            "spark_peak_rss_mb": round(spark_peak / 2**20),
+            "spark_slices": sq.get("stats", {}).get("slices"),
+            "entries_local": lq.get("stats", {}).get("entries_created"),
+            "entries_spark": sq.get("stats", {}).get("entries_created"),
+            "same_answers": same})
+        print(rows[-1], flush=True)
     return rows
+
+
+def _round(x: object) -> object:
+    return round(x, 1) if isinstance(x, float) else x
 
 
 def _table(results: dict[str, list[dict[str, object]]]) -> str:
@@ -156,12 +197,15 @@ def _table(results: dict[str, list[dict[str, object]]]) -> str:
                      f"| {r['index_mb']:,} | {ph['read_and_check_duplicates']} | "
                      f"{ph['validate_index_write_groups']} | {ph['rtree_stats_manifest']} |")
     lines += ["", "| events | query | matches | local: open (s) | local: query (s) "
-              "| Spark engine (s) | slices | same answers |",
-              "|---:|---|---:|---:|---:|---:|---:|---|"]
+              "| local peak RSS (MB) | Spark engine: query (s) | Spark peak RSS (MB) | slices "
+              "| same answers |",
+              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results["query"]:
-        lines.append(f"| {r['events']:,} | `{r['query'][:40]}...` | {r['matches']:,} | "
-                     f"{r['local_open_seconds']} | {r['local_query_seconds']} | "
-                     f"{r['spark_query_seconds']} | {r['spark_slices']} | {r['same_answers']} |")
+        local = r["local_query_seconds"] if not r["local_error"] else r["local_error"]
+        lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | {r['matches']} | "
+                     f"{r['local_open_seconds']} | {local} | {r['local_peak_rss_mb']:,} | "
+                     f"{r['spark_query_seconds']} | {r['spark_peak_rss_mb']:,} | "
+                     f"{r['spark_slices']} | {r['same_answers']} |")
     return "\n".join(lines)
 
 
@@ -169,6 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 5_000_000])
     parser.add_argument("--work", default="/tmp/uncertain-cep-bench")
+    parser.add_argument("--compare", type=int, nargs="+", default=None,
+                        help="index sizes to compare the engines on (default: the largest)")
     parser.add_argument("--compare-only", action="store_true",
                         help="keep the build rows of the last run; compare engines again")
     args = parser.parse_args()
@@ -180,7 +226,10 @@ def main() -> None:
     for n in [] if args.compare_only else args.sizes:
         results["build"].append(build(n, work))
         RESULTS.write_text(json.dumps(results, indent=2))
-    results["query"] = compare_engines(max(args.sizes), work)
+    results["query"] = []
+    for n in args.compare or [max(args.sizes)]:
+        results["query"] += compare_engines(n, work)
+        RESULTS.write_text(json.dumps(results, indent=2))
     RESULTS.write_text(json.dumps(results, indent=2))
     text = DOCS.read_text()
     begin, end = "<!-- pipeline:begin -->", "<!-- pipeline:end -->"

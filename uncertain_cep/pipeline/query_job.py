@@ -27,7 +27,9 @@ from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES, evaluate_slice,
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["query_spark"]
+__all__ = ["EVENTS_PER_SLICE", "query_spark"]
+
+EVENTS_PER_SLICE = 250_000
 
 
 def query_spark(path: str | Path, query: str, strategy: str = "sequential", *,
@@ -48,7 +50,10 @@ def query_spark(path: str | Path, query: str, strategy: str = "sequential", *,
 
         spark = spark_session(master)
     sc = spark.sparkContext
-    n = slices or 4 * sc.defaultParallelism
+    # Enough slices to keep every core busy, and small enough that one slice's events and
+    # trees stay a modest part of an executor's memory.
+    n = slices or max(4 * sc.defaultParallelism,
+                      math.ceil(int(manifest["counts"]["events"]) / EVENTS_PER_SLICE))
     window = pattern.within if pattern.within is not None else math.inf
     plan = plan_slices(root, manifest, window, n)
     if not plan:
