@@ -27,13 +27,14 @@ from index.forest import REAL, GroupForest, build_forest
 from index.isolation import hall_violation
 from index.oi_tree import GroupInfeasible, plan_group
 from index.rounding import float_down, float_up
+from index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from index.tables import group_extents
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 
-__all__ = ["BuildSettings", "EventIndex", "EventLayout", "build_group_forest", "event_boxes",
-           "float_down", "float_up", "rtree_properties"]
+__all__ = ["BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
+           "build_group_forest", "event_boxes", "float_down", "float_up", "rtree_properties"]
 
 # Planning recurses once per event along a root-to-leaf path; pure-Python recursion does
 # not use the C stack on 3.11+, so a deeper limit is safe.
@@ -172,7 +173,8 @@ class EventIndex:
     def __init__(self, archive: Archive, settings: BuildSettings,
                  forests: Sequence[GroupForest] | None = None,
                  layout: EventLayout | None = None,
-                 rtree: rtree_index.Index | None = None) -> None:
+                 rtree: rtree_index.Index | None = None,
+                 statistics: EventStatistics | None = None) -> None:
         self.archive = archive
         self.settings = settings
         self.scheme: CodeScheme = code_scheme(settings.codes)
@@ -192,6 +194,16 @@ class EventIndex:
         self.event_nodes = self._map_nodes()
         self.attributes = archive.numeric_names
         self.rtree = rtree if rtree is not None else self._load_rtree()
+        self._statistics = statistics
+        # Query boxes are appended here when a list is set (node-read counting replays them).
+        self.search_log: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    @property
+    def statistics(self) -> EventStatistics:
+        """The selectivity statistics (stored with an index on disk, else computed once)."""
+        if self._statistics is None:
+            self._statistics = archive_statistics(self.archive, self.layout)
+        return self._statistics
 
     def _build_group(self, g: int, m: np.ndarray) -> GroupForest:
         c2 = self.settings.condition2
@@ -283,5 +295,20 @@ class EventIndex:
             mins[:, 3 + j], maxs[:, 3 + j] = attributes.get(a, (-math.inf, math.inf))
         if self.archive.n_events == 0:
             return [np.zeros(0, dtype=np.int64) for _ in queries]
+        if self.search_log is not None:
+            self.search_log.append((mins, maxs))
         ids, counts = self.rtree.intersection_v(mins, maxs)
         return np.split(ids.astype(np.int64), np.cumsum(counts)[:-1])
+
+
+def archive_statistics(archive: Archive, layout: EventLayout) -> EventStatistics:
+    """The selectivity statistics of an archive indexed in this process."""
+    numeric = {a: (archive.numeric[a].lo, archive.numeric[a].hi) for a in archive.numeric_names}
+    n = archive.n_events
+    grid = StatisticsGrid.for_domain(
+        (int(layout.t_min.min()), int(layout.t_max.max())) if n else None,
+        {a: (float(lo.min()), float(hi.max())) if n else (0.0, 0.0)
+         for a, (lo, hi) in numeric.items()})
+    builder = StatisticsBuilder(grid, archive.categorical_names)
+    builder.add(layout.t_min, layout.t_max, numeric, archive.categorical)
+    return builder.finish()

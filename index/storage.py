@@ -11,8 +11,10 @@ Layout of an index directory::
     trees/part-*.parquet    one row per OI-tree (:data:`index.tables.TREE_COLUMNS`)
     nodes/part-*.parquet    one row per node (:data:`index.tables.NODE_COLUMNS`)
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
-                        instant of those events: what a planner and the time-sliced
-                        query engine size their work by
+                        instant of those events: what the time-sliced query engine
+                        sizes its work by
+    stats/cells.parquet, stats/categories.parquet   the selectivity statistics
+                        (:mod:`index.statistics`; the grid is in the manifest)
     rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
                         are event rows in the order of the events table (files by name)
     rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
@@ -50,15 +52,16 @@ from index.event_index import (
     rtree_properties,
 )
 from index.forest import GroupForest
+from index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from index.tables import forest_from_frames, forest_tables, node_schema, tree_schema
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_VERSION", "IndexDraft", "finish_index", "load_index",
-           "read_manifest", "save_index", "table_files"]
+           "read_manifest", "read_statistics", "save_index", "table_files"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 # Internal per-event columns of the events table.
 EVENT_COLUMNS = ("_uc_pos", "_uc_t_min", "_uc_t_max", "_uc_code_lo", "_uc_code_hi")
@@ -130,7 +133,8 @@ def finish_index(draft: IndexDraft, *, group_by: str,
     grow with the archive), write the manifest, and move the draft into place."""
     root = draft.path
     numeric = attributes[0]
-    n_events, time_domain, dimension = _write_rtree_and_stats(root, group_by, numeric)
+    n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
+        root, group_by, numeric, tuple(attributes[1]))
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     checksums = {name: _sha256(root / name) for name in files}
     manifest = {
@@ -145,6 +149,7 @@ def finish_index(draft: IndexDraft, *, group_by: str,
         "counts": {"events": n_events, **counts},
         "time": time_domain,
         "rtree": {"dimension": dimension, "entries": n_events},
+        "statistics": statistics.to_json(),
         # The archive as validated is what the index answers for; a build from files
         # also records the files it read (see the Spark job).
         "input_fingerprint": input_fingerprint or _fingerprint(root, "events"),
@@ -183,12 +188,20 @@ def group_keys(root: Path) -> pd.Index:
     return pd.Index(keys.to_pandas()).sort_values()
 
 
-def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
-                           ) -> tuple[int, dict[str, int | None], int]:
+def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
+                           categorical: tuple[str, ...]
+                           ) -> tuple[int, dict[str, int | None], int, EventStatistics]:
     lo_hi = [c for a in numeric for c in (f"{a}_lo", f"{a}_hi")]
-    columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi]
+    columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi, *categorical]
     keys = group_keys(root) if table_files(root, "trees") else pd.Index([])
     n_rows, t0, t1 = _footer_summary(root)
+    extents = {a: (_footer_extreme(root, f"{a}_lo", min), _footer_extreme(root, f"{a}_hi", max))
+               for a in numeric}
+    grid = StatisticsGrid.for_domain(
+        (t0, t1) if t0 is not None and t1 is not None else None,
+        {a: (lo if lo is not None else 0.0, hi if hi is not None else 0.0)
+         for a, (lo, hi) in extents.items()})
+    statistics = StatisticsBuilder(grid, categorical)
     width = (max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS))
              if t0 is not None and t1 is not None else 1)
     n_buckets = (t1 - t0) // width + 1 if t0 is not None and t1 is not None else 0
@@ -210,8 +223,10 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
             np.add.at(counts, bucket, 1)
             np.maximum.at(latest, bucket, t_max)
             max_width = max(max_width, int((t_max - t_min).max()))
-            mins, maxs = event_boxes(group, t_min, t_max, code_lo, code_hi,
-                                     list(zip(cols[5::2], cols[6::2])))
+            ranges = list(zip(cols[5:5 + 2 * len(numeric):2], cols[6:6 + 2 * len(numeric):2]))
+            statistics.add(t_min, t_max, dict(zip(numeric, ranges)),
+                           dict(zip(categorical, cols[5 + 2 * len(numeric):])))
+            mins, maxs = event_boxes(group, t_min, t_max, code_lo, code_hi, ranges)
             # interleaved=False: (min, max) of each axis in turn.
             coords = np.empty((len(mins), 2 * mins.shape[1]))
             coords[:, 0::2], coords[:, 1::2] = mins, maxs
@@ -233,8 +248,42 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...]
                       if t0 is not None else np.zeros(0, dtype=np.int64),
                       "events": counts, "latest": latest})
     _write(stats, root / "stats" / "time.parquet")
+    finished = statistics.finish()
+    cells, cats = finished.to_frames()
+    _write(pa.Table.from_pandas(cells, preserve_index=False), root / "stats" / "cells.parquet")
+    _write(pa.Table.from_pandas(cats, preserve_index=False),
+           root / "stats" / "categories.parquet")
     domain = {"t_min": t0, "t_max": t1, "bucket_width": width, "max_interval": max_width}
-    return seen, domain, 3 + len(numeric)
+    return seen, domain, 3 + len(numeric), finished
+
+
+def _footer_extreme(root: Path, column: str, pick: Any) -> float | None:
+    """The smallest (``pick=min``) or largest (``max``) value of a numeric column of the
+    events table, from the Parquet footers where they have statistics."""
+    found: list[float] = []
+    for name in table_files(root, "events"):
+        meta = pq.ParquetFile(root / name).metadata
+        i = meta.schema.to_arrow_schema().get_field_index(column)
+        for rg in range(meta.num_row_groups):
+            if meta.row_group(rg).num_rows == 0:
+                continue
+            s = meta.row_group(rg).column(i).statistics
+            if s is not None and s.has_min_max:
+                found.append(float(s.min if pick is min else s.max))
+            else:
+                col = pq.read_table(root / name, columns=[column])[column]
+                found.append(float((pa.compute.min if pick is min else pa.compute.max)(col)
+                                   .as_py()))
+                break
+    return pick(found) if found else None
+
+
+def read_statistics(root: Path, manifest: dict[str, Any]) -> EventStatistics:
+    """The selectivity statistics stored with an index."""
+    return EventStatistics.from_frames(
+        manifest["statistics"],
+        pq.read_table(root / "stats" / "cells.parquet").to_pandas(),
+        pq.read_table(root / "stats" / "categories.parquet").to_pandas())
 
 
 def _footer_summary(root: Path) -> tuple[int, int | None, int | None]:
@@ -365,9 +414,11 @@ def load_index(path: str | os.PathLike[str],
                                       archive.group_labels, settings.codes == "paper")
         rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                  else None)
+        statistics = read_statistics(root, manifest)
     except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
         raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
-    return EventIndex(archive, settings, forests, layout=layout, rtree=rtree)
+    return EventIndex(archive, settings, forests, layout=layout, rtree=rtree,
+                      statistics=statistics)
 
 
 def _read_table(root: Path, table: str, **kwargs: Any) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from query.chains import chain_probability, weighted_chain_probability
 from query.patterns import SequencePattern
 from query.symbols import check_symbols, symbol_box, symbol_probability
 
-__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats"]
+__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats", "StepTimer"]
 
 TOLERANCE = 1e-9
 
@@ -37,7 +37,8 @@ TOLERANCE = 1e-9
 @dataclass(frozen=True)
 class Entry:
     """A partial or complete match: events (rows) in pattern order, their nodes, and the
-    probability that the OIs pass through those nodes."""
+    probability that the OIs pass through those nodes. A strategy matching items out of
+    order marks the items not yet matched by ``-1`` in ``events`` and ``nodes``."""
 
     events: tuple[int, ...]
     nodes: tuple[int, ...]
@@ -71,11 +72,37 @@ class QueryStats:
                 "steps": self.steps, "seconds": self.seconds}
 
 
+class StepTimer:
+    """Records one step of a strategy in :attr:`QueryStats.steps`: the items matched (and
+    by how many partial tuples), estimated and actual candidates (distinct pairs of a
+    partial tuple and an event matching its item in its window), entries kept after
+    pruning, range queries issued and seconds."""
+
+    def __init__(self, ctx: QueryContext) -> None:
+        self.ctx = ctx
+        self.started = time.perf_counter()
+        self.queries = ctx.stats.range_queries
+        self.created = ctx.stats.entries_created
+
+    def done(self, items: dict[str, int], estimated: float | None, candidates: int,
+             kept: int) -> None:
+        stats = self.ctx.stats
+        stats.steps.append({
+            "step": len(stats.steps) + 1, "items": items,
+            "estimated": None if estimated is None else round(estimated, 3),
+            "candidates": candidates, "created": stats.entries_created - self.created,
+            "kept": kept, "range_queries": stats.range_queries - self.queries,
+            "seconds": round(time.perf_counter() - self.started, 6)})
+
+
 class QueryContext:
     """A pattern bound to an index: thresholds, symbol probabilities and search boxes."""
 
-    def __init__(self, index: EventIndex, pattern: SequencePattern) -> None:
+    def __init__(self, index: EventIndex, pattern: SequencePattern,
+                 explain: bool = False) -> None:
         check_symbols(index.archive, pattern)
+        # Strategies that do not need estimates compute them only for EXPLAIN.
+        self.explain = explain
         self.index = index
         self.pattern = pattern
         self.theta = pattern.confidence if pattern.confidence is not None else 0.0
@@ -89,6 +116,23 @@ class QueryContext:
         self._gap_rows: dict[tuple[str, int, int], np.ndarray] = {}
         self.boxes = {name: symbol_box(index.archive, pattern.symbol(name))
                       for name in {it.symbol for it in pattern.items}}
+        # Rows the first positive item may take (None: all); a time slice of the Spark
+        # engine answers only for the tuples whose first event it holds.
+        self.first_rows: np.ndarray | None = None
+
+    def label(self, item: int) -> str:
+        """How EXPLAIN names positive item ``item``: its symbol and 1-based position."""
+        return f"{self.positive[item]}@{self.pattern.positive_items[item] + 1}"
+
+    def first_item_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` without those :attr:`first_rows` excludes."""
+        return rows if self.first_rows is None else rows[self.first_rows[rows]]
+
+    def closed_by(self, items: Iterable[int]) -> list[int]:
+        """Negations (indices into :attr:`negations`) next to one of the positive
+        ``items``: the ones a step matching those items may close."""
+        near = set(items)
+        return [j for j, (k, _, _) in enumerate(self.negations) if k in near or k + 1 in near]
 
     def pr(self, symbol: str) -> np.ndarray:
         """Pr(symbol | e) for every row, computed once per query."""
@@ -120,19 +164,53 @@ class QueryContext:
     def attribute_probability(self, events: Sequence[int]) -> float:
         p = 1.0
         for row, sym in zip(events, self.positive):
-            p *= float(self.pr(sym)[row])
+            if row >= 0:
+                p *= float(self.pr(sym)[row])
         return p
+
+    def item_window(self, instants: Sequence[int | None], i: int) -> tuple[float, float]:
+        """The instants positive item ``i`` can take given the matched items' ``instants``
+        (None: not matched): strictly between its matched neighbours with room for the
+        items between, and within the window of the matched items with room for the items
+        before and after (SEMANTICS A4 conditions 1 and 2).
+
+        >>> ctx = QueryContext.__new__(QueryContext); ctx.window = 10
+        >>> ctx.item_window([3, None, None, 9], 1), ctx.item_window([None, 5, None], 0)
+        ((4, 7), (-4, 4))
+        """
+        n = len(instants)
+        lo, hi = -math.inf, math.inf
+        matched = [k for k, t in enumerate(instants) if t is not None]
+        for k in matched:
+            t = instants[k]
+            assert t is not None
+            if k < i:
+                lo = max(lo, t + (i - k))
+            elif k > i:
+                hi = min(hi, t - (k - i))
+        if self.window != math.inf and matched:
+            first, last = instants[matched[0]], instants[matched[-1]]
+            assert first is not None and last is not None
+            lo = max(lo, last + (n - 1 - matched[-1]) - self.window + i)
+            hi = min(hi, first - matched[0] + self.window - (n - 1 - i))
+        return lo, hi
 
     def passes(self, value: float) -> bool:
         return value >= self.theta - TOLERANCE and value > 0
 
-    def prune(self, entries: list[Entry]) -> list[Entry]:
-        """Keep the entries whose tuple's summed bound reaches the threshold."""
+    def prune(self, entries: list[Entry], closed: Sequence[int] = ()) -> list[Entry]:
+        """Keep the entries whose tuple's summed bound reaches the threshold.
+
+        ``closed`` lists the negations (indices into :attr:`negations`) whose two neighbours
+        were matched by the step that made ``entries``: their exact factor is applied to
+        the bound now (any later node only lowers the weighted sum, so this stays an upper
+        bound of every extension's confidence).
+        """
         if self.theta <= TOLERANCE:
             return entries
         total: dict[tuple[int, ...], float] = defaultdict(float)
         for e in entries:
-            total[e.events] += e.prob
+            total[e.events] += e.prob * (self.negation_factor(e, closed) if closed else 1.0)
         keep = {ev for ev, p in total.items()
                 if p * self.attribute_probability(ev) >= self.theta - TOLERANCE}
         self.stats.tuples_pruned += len(total) - len(keep)
@@ -165,20 +243,26 @@ class QueryContext:
         self.stats.seconds = time.perf_counter() - self._started
         return out
 
-    def negation_factor(self, entry: Entry) -> float:
-        """P(no negated event in its gap | the entry's nodes), from the weighted DP.
+    def negation_factor(self, entry: Entry, gaps: Sequence[int] | None = None) -> float:
+        """P(no negated event in its gap | the entry's nodes), from the weighted DP, over
+        the negations ``gaps`` (indices into :attr:`negations`; default all). A negation
+        whose neighbours are not both matched is skipped.
 
         Results are cached per group on the weights clipped to each event's own instants,
         so entries whose gaps differ only where no weighted event can be share the work.
         """
         index = self.index
-        instants = [int(index.forests[int(index.event_group[r])].instant[n])
-                    for r, n in zip(entry.events, entry.nodes)]
+        instants = [int(index.forests[int(index.event_group[r])].instant[n]) if r >= 0
+                    else None for r, n in zip(entry.events, entry.nodes)]
         in_tuple = set(entry.events)
         weights: dict[int, dict[int, list[tuple[int, int, float]]]] = defaultdict(
             lambda: defaultdict(list))
-        for k, _, symbol in self.negations:
-            a, b = instants[k] + 1, instants[k + 1] - 1
+        chosen = self.negations if gaps is None else [self.negations[j] for j in gaps]
+        for k, _, symbol in chosen:
+            t0, t1 = instants[k], instants[k + 1]
+            if t0 is None or t1 is None:
+                continue
+            a, b = t0 + 1, t1 - 1
             if a > b:
                 continue
             q = self.pr(symbol)
@@ -197,7 +281,8 @@ class QueryContext:
             return 1.0
         chains: dict[int, list[int]] = defaultdict(list)
         for r, n in zip(entry.events, entry.nodes):
-            chains[int(index.event_group[r])].append(int(n))
+            if r >= 0:
+                chains[int(index.event_group[r])].append(int(n))
         factor = 1.0
         for g, w in weights.items():
             chain = tuple(chains.get(g, ()))

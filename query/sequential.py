@@ -21,7 +21,8 @@ import numpy as np
 
 from index.codes import in_ranges
 from query.chains import extension_factor
-from query.evaluation import Entry, Match, QueryContext
+from query.estimates import ItemEstimates
+from query.evaluation import Entry, Match, QueryContext, StepTimer
 
 __all__ = ["sequential"]
 
@@ -29,23 +30,49 @@ __all__ = ["sequential"]
 def sequential(ctx: QueryContext) -> list[Match]:
     """Evaluate ``ctx.pattern`` on ``ctx.index`` item by item; see the module docstring."""
     index = ctx.index
-    first_symbol = ctx.positive[0]
+    estimates = ItemEstimates(ctx) if ctx.explain else None
+    timer = StepTimer(ctx)
     entries = []
-    for row in ctx.search(first_symbol, None, (-np.inf, np.inf)):
+    rows = ctx.first_item_rows(ctx.search(ctx.positive[0], None, (-np.inf, np.inf)))
+    for row in rows:
         forest = index.forests[int(index.event_group[row])]
         for n in index.event_nodes[row]:
             entries.append(Entry((int(row),), (int(n),), float(forest.poi[n])))
     ctx.stats.entries_created += len(entries)
     entries = ctx.prune(_merge(ctx, entries))
-    for symbol in ctx.positive[1:]:
-        entries = ctx.prune(_merge(ctx, _extend(ctx, entries, symbol)))
+    timer.done({ctx.label(0): 1},
+               estimates.expected(0, -np.inf, np.inf) if estimates else None,
+               len(rows), len(entries))
+    for j, symbol in enumerate(ctx.positive[1:], start=1):
+        timer = StepTimer(ctx)
+        tuples = len({e.events for e in entries})
+        guess = _estimate(ctx, estimates, entries, j) if estimates else None
+        made, pairs = _extend(ctx, entries, symbol)
+        entries = ctx.prune(_merge(ctx, made), ctx.closed_by([j]))
+        timer.done({ctx.label(j): tuples}, guess, pairs, len(entries))
     return ctx.finish(entries)
 
 
-def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]:
-    """Extend every entry by one item.
+def _estimate(ctx: QueryContext, estimates: ItemEstimates, entries: list[Entry],
+              item: int) -> float:
+    """Expected candidates of ``item`` summed over the partial tuples (for EXPLAIN)."""
+    spans: dict[tuple[int, ...], list[float]] = {}
+    n = len(ctx.positive)
+    for e in entries:
+        instants = [_instant(ctx, e, k) for k in range(len(e.events))]
+        lo, hi = ctx.item_window(instants + [None] * (n - len(instants)), item)
+        span = spans.setdefault(e.events, [lo, hi])
+        span[0], span[1] = min(span[0], lo), max(span[1], hi)
+    return sum(estimates.expected(item, lo, hi) for lo, hi in spans.values() if lo <= hi)
 
-    An entry's window is ``[t_last + 1, t_first + L]``. Entries sharing a last node share
+
+def _extend(ctx: QueryContext, entries: list[Entry], symbol: str
+            ) -> tuple[list[Entry], int]:
+    """Extend every entry by one item; also count the distinct (partial tuple, event)
+    pairs found.
+
+    An entry's window is ``[t_last + 1, t_first + L - r]`` with ``r`` items still to come
+    after this one (:meth:`QueryContext.item_window`). Entries sharing a last node share
     the window's start, so their searches are planned once with the latest end among them
     and filtered per entry; all searches of the step then run in one bulk R*-tree call.
     """
@@ -55,7 +82,8 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]
     same_end: dict[tuple[int, int, int], int] = {}    # (group, last node, start) -> end
     for entry in entries:
         lo = _instant(ctx, entry, -1) + 1
-        hi = int(min(_instant(ctx, entry, 0) + ctx.window, np.iinfo(np.int64).max))
+        later = len(ctx.positive) - 1 - len(entry.events)
+        hi = int(min(_instant(ctx, entry, 0) + ctx.window - later, np.iinfo(np.int64).max))
         if lo > hi:
             continue
         last: dict[int, int] = {}
@@ -79,6 +107,7 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]
     found = ctx.search_many(symbol, queries)
     descendants: dict[tuple[int, int, int], list[tuple[int, int, int, float]]] = {}
     out: list[Entry] = []
+    pairs: set[tuple[tuple[int, ...], int]] = set()
     for entry, (lo, hi), last in plans:
         taken = set(entry.events)
         for row in found[other_slot[lo]]:
@@ -90,6 +119,7 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]
                 if lo <= forest.instant[n] <= hi:
                     out.append(Entry(entry.events + (int(row),), entry.nodes + (int(n),),
                                      entry.prob * float(forest.poi[n])))
+                    pairs.add((entry.events, int(row)))
         for g, a in last.items():
             key = (g, a, lo)
             below = descendants.get(key)
@@ -102,8 +132,9 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]
                 if t <= hi and row not in taken:
                     out.append(Entry(entry.events + (row,), entry.nodes + (n,),
                                      entry.prob * factor))
+                    pairs.add((entry.events, row))
     ctx.stats.entries_created += len(out)
-    return out
+    return out, len(pairs)
 
 
 def _descendants_in_window(ctx: QueryContext, g: int, a: int, window: tuple[int, int],

@@ -3,7 +3,7 @@ module). Every strategy takes a :class:`~query.evaluation.QueryContext` and retu
 answer rows; they differ only in how they search, never in the answer (SEMANTICS A4).
 
 >>> sorted(s.value for s in StrategyName)
-['possible_worlds', 'sequential', 'tree_traversal']
+['possible_worlds', 'selectivity', 'sequential', 'tree_traversal']
 >>> get_strategy("sequential").__name__
 'sequential'
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from query.evaluation import Match, QueryContext
+from query.selectivity import selectivity
 from query.sequential import sequential
 from query.tree_traversal import tree_traversal
 from uncertain_cep.errors import ParamEnum
@@ -31,12 +32,14 @@ class Strategy(Protocol):
 class StrategyName(ParamEnum):
     """Valid values of ``strategy=``."""
 
+    selectivity = "selectivity"
     sequential = "sequential"
     tree_traversal = "tree_traversal"
     possible_worlds = "possible_worlds"
 
 
 INDEX_STRATEGIES: dict[str, Strategy] = {
+    "selectivity": selectivity,
     "sequential": sequential,
     "tree_traversal": tree_traversal,
 }

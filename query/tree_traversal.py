@@ -17,7 +17,7 @@ import numpy as np
 
 from index.forest import REAL, VIRTUAL, GroupForest
 from query.chains import extension_factor
-from query.evaluation import Entry, Match, QueryContext
+from query.evaluation import Entry, Match, QueryContext, StepTimer
 
 __all__ = ["tree_traversal"]
 
@@ -26,17 +26,23 @@ def tree_traversal(ctx: QueryContext) -> list[Match]:
     """Evaluate ``ctx.pattern`` by walking the OI-trees; see the module docstring."""
     index = ctx.index
     everything = (-np.inf, np.inf)
+    timer = StepTimer(ctx)
     entries = []
     pr = ctx.pr(ctx.positive[0])
     for g, forest in enumerate(index.forests):
         for n in _walk_from_roots(forest, everything):
             row = int(index.members[g][forest.event[n]])
-            if pr[row] > 0:
+            if pr[row] > 0 and (ctx.first_rows is None or ctx.first_rows[row]):
                 entries.append(Entry((row,), (n,), float(forest.poi[n])))
     ctx.stats.entries_created += len(entries)
     entries = ctx.prune(entries)
-    for symbol in ctx.positive[1:]:
-        entries = ctx.prune(_extend(ctx, entries, symbol))
+    timer.done({ctx.label(0): 1}, None, len({e.events for e in entries}), len(entries))
+    for j, symbol in enumerate(ctx.positive[1:], start=1):
+        timer = StepTimer(ctx)
+        tuples = len({e.events for e in entries})
+        made = _extend(ctx, entries, symbol)
+        entries = ctx.prune(made, ctx.closed_by([j]))
+        timer.done({ctx.label(j): tuples}, None, len({e.events for e in made}), len(entries))
     return ctx.finish(entries)
 
 
@@ -48,7 +54,8 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]
     for entry in entries:
         groups = [int(index.event_group[r]) for r in entry.events]
         t_first = _instant(ctx, groups[0], entry.nodes[0])
-        window = (_instant(ctx, groups[-1], entry.nodes[-1]) + 1, t_first + ctx.window)
+        later = len(ctx.positive) - 1 - len(entry.events)
+        window = (_instant(ctx, groups[-1], entry.nodes[-1]) + 1, t_first + ctx.window - later)
         if window[0] > window[1]:
             continue
         last = dict(zip(groups, entry.nodes))

@@ -64,7 +64,8 @@ def test_fractions_of_order_instances(archive, codes):
     assert idx.order_instance_fraction({"e3": 2, "e4": 4}) == pytest.approx(0.2, abs=1e-12)
 
 
-@pytest.mark.parametrize("strategy", ["sequential", "tree_traversal", "possible_worlds"])
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential", "tree_traversal",
+                                      "possible_worlds"])
 @pytest.mark.parametrize("codes", ["compact", "paper"])
 @pytest.mark.parametrize("multi_tree", [True, False])
 def test_answer_is_the_two_tuples_at_confidence_0_2(archive, query_text, strategy, codes,

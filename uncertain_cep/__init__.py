@@ -20,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from query.explain import Explanation
     from query.language import parse_query
     from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
     from uncertain_cep.api import UncertainIndex, build_index, open_index, query_index
@@ -51,6 +52,7 @@ _EXPORTS = {
     "PairPredicate": "uncertain_cep.model.feasibility",
     "parse_query": "query.language",
     "SequencePattern": "query.patterns",
+    "Explanation": "query.explain",
     "PatternItem": "query.patterns",
     "Symbol": "query.patterns",
     "Between": "query.patterns",

@@ -26,6 +26,7 @@ from index.event_index import BuildSettings, EventIndex
 from index.forest import GroupForest
 from query.chains import chain_probability
 from query.evaluation import Match, QueryContext
+from query.explain import Explanation
 from query.language import parse_query
 from query.patterns import SequencePattern
 from query.possible_worlds import possible_worlds
@@ -53,6 +54,11 @@ class UncertainIndex:
     @property
     def archive(self) -> Archive:
         return self._index.archive
+
+    @property
+    def event_index(self) -> EventIndex:
+        """The underlying index: forests, R*-tree and statistics."""
+        return self._index
 
     @property
     def settings(self) -> BuildSettings:
@@ -95,7 +101,7 @@ class UncertainIndex:
         return int(hits[0])
 
     # ------------------------------------------------------------ queries
-    def query(self, query: str | SequencePattern, strategy: str = "sequential") -> pd.DataFrame:
+    def query(self, query: str | SequencePattern, strategy: str = "selectivity") -> pd.DataFrame:
         """Every tuple whose confidence reaches the query's threshold.
 
         Parameters
@@ -103,8 +109,10 @@ class UncertainIndex:
         query
             Query text (SEMANTICS C, part A) or a :class:`~query.patterns.SequencePattern`.
         strategy
-            ``"sequential"`` (default), ``"tree_traversal"`` or ``"possible_worlds"``
-            (the baselines). Strategies never change the answer.
+            ``"selectivity"`` (default: rarest item first, Zhou et al. 5.2),
+            ``"sequential"`` (items in pattern order, 5.1), or the baselines
+            ``"tree_traversal"`` and ``"possible_worlds"``. Strategies never change the
+            answer; ``res.attrs["stats"]`` shows what each did.
 
         Returns
         -------
@@ -113,17 +121,38 @@ class UncertainIndex:
             ``t_first``, ``t_last``; sorted by confidence descending, then by event ids.
             ``res.attrs["stats"]`` holds the evaluation counters.
         """
+        frame, _ = self._evaluate(query, strategy, explain=False)
+        return frame
+
+    def explain(self, query: str | SequencePattern, strategy: str = "selectivity"
+                ) -> Explanation:
+        """Evaluate ``query`` and report what the strategy did: the order items were
+        matched in, estimated vs actual candidates per step, entries created (the paper's
+        xi), range queries and time per step (:mod:`query.explain`).
+
+        >>> import pandas as pd
+        >>> idx = build_index(pd.DataFrame({"event_id": [1, 2], "group": 0,
+        ...     "t_lo": [0, 2], "t_hi": [1, 3], "x_lo": [0.0, 5.0], "x_hi": [1.0, 6.0]}))
+        >>> ex = idx.explain("PATTERN SEQ(A, B) DEFINE A AS x < 2, B AS x > 4")
+        >>> ex.rows, ex.order
+        (1, ['A@1', 'B@2'])
+        """
+        frame, _ = self._evaluate(query, strategy, explain=True)
+        return Explanation.from_result(query if isinstance(query, str) else str(query), frame)
+
+    def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool
+                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
         pattern = parse_query(query) if isinstance(query, str) else query
         name = StrategyName.get_value(strategy)
+        ctx = QueryContext(self._index, pattern, explain=explain)
         if name == "possible_worlds":
-            ctx = QueryContext(self._index, pattern)
             matches = possible_worlds(self.archive, pattern, self.settings.condition2)
         else:
-            ctx = QueryContext(self._index, pattern)
             matches = get_strategy(name)(ctx)
         frame = self._frame(matches)
-        frame.attrs["stats"] = {"strategy": name, **ctx.stats.as_dict()}
-        return frame
+        stats = {"strategy": name, **ctx.stats.as_dict()}
+        frame.attrs["stats"] = stats
+        return frame, stats
 
     def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
         ids = self.archive.event_ids
@@ -175,7 +204,7 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]) -> pd.
     return frame.astype({"confidence": float, "t_first": np.int64, "t_last": np.int64})
 
 
-def query_index(path: str | os.PathLike[str], query: str, strategy: str = "sequential", *,
+def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
                 engine: str = "local", master: str | None = None) -> pd.DataFrame:
     """Answer a query over a saved index, in this process or on Spark.
 

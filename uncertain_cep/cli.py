@@ -94,7 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="answer a query over a saved index")
     query.add_argument("index", help="index directory")
     query.add_argument("query", help="query text (or @file to read it from a file)")
-    query.add_argument("--strategy", default="sequential")
+    query.add_argument("--strategy", default="selectivity",
+                       help="selectivity (default), sequential, tree_traversal or "
+                            "possible_worlds")
+    query.add_argument("--explain", action="store_true",
+                       help="print the plan and counters per step before the answer")
     query.add_argument("--engine", default="local",
                        help="local (default): load the index here; spark: by time slices")
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
@@ -201,10 +205,20 @@ def _query_text(arg: str) -> str:
 
 def _query(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
+    from uncertain_cep.api import EngineName
 
     text = _query_text(args.query)
-    res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
-                         master=args.master)
+    if args.explain and EngineName.get_value(args.engine) == "local":
+        explanation = uc.open_index(args.index).explain(text, strategy=args.strategy)
+        assert explanation.answer is not None
+        res = explanation.answer
+    else:
+        res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
+                             master=args.master)
+        explanation = uc.Explanation.from_result(text, res)
+    if args.explain:
+        print(explanation)
+        print()
     if args.out:
         write_report(res, args.out)
         print(f"{len(res)} matches written to {args.out}")

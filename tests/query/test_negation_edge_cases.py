@@ -16,7 +16,7 @@ def test_worlds_ruled_out_by_a_certain_negated_event_do_not_set_t_first():
     query = "PATTERN SEQ(A, NOT B, A) DEFINE A AS x >= 0, B AS x >= 0"
     idx = uc.build_index(df)
     want = idx.query(query, strategy="possible_worlds")
-    for strategy in ("sequential", "tree_traversal"):
+    for strategy in ("selectivity", "sequential", "tree_traversal"):
         got = idx.query(query, strategy=strategy)
         pd.testing.assert_frame_equal(got, want, check_exact=False, atol=1e-9)
     row = want[want["events"] == (4, 7)].iloc[0]

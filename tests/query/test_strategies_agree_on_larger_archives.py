@@ -17,7 +17,7 @@ from uncertain_cep.datasets import generate_synthetic
 @settings(max_examples=20)
 @given(seed=st.integers(0, 10_000), n=st.integers(20, 40), groups=st.integers(1, 4),
        data=st.data())
-def test_sequential_and_tree_traversal_agree_under_both_code_schemes(seed, n, groups, data):
+def test_every_strategy_agrees_under_both_code_schemes(seed, n, groups, data):
     df = generate_synthetic(n, groups=groups, d=1, seed=seed)
     # Squeeze time so that intervals overlap and trees get deep.
     df = df.assign(t_lo=df.t_lo // 2, t_hi=df.t_lo // 2 + (df.t_hi - df.t_lo))
@@ -38,3 +38,5 @@ def test_sequential_and_tree_traversal_agree_under_both_code_schemes(seed, n, gr
     event(f"answer rows: {min(len(want), 3)}")
     assert_same_answer(compact.query(pattern, strategy="tree_traversal"), want)
     assert_same_answer(paper.query(pattern), want)
+    assert_same_answer(compact.query(pattern, strategy="selectivity"), want)
+    assert_same_answer(paper.query(pattern, strategy="selectivity"), want)

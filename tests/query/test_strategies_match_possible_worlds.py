@@ -55,13 +55,13 @@ def _check(case: tuple[pd.DataFrame, object, object, str, str], strategy: str) -
     assert_same_answer(got, want)
 
 
-@pytest.mark.parametrize("strategy", ["sequential", "tree_traversal"])
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential", "tree_traversal"])
 @given(case=cases(condition2=False))
 def test_strategy_equals_possible_worlds(strategy: str, case) -> None:
     _check(case, strategy)
 
 
-@pytest.mark.parametrize("strategy", ["sequential", "tree_traversal"])
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential", "tree_traversal"])
 @given(case=cases(condition2=True))
 def test_strategy_equals_possible_worlds_under_condition_2(strategy: str, case) -> None:
     _check(case, strategy)

@@ -74,8 +74,21 @@ def _timestamps(rng: np.random.Generator, k: int, domain: int, clustered: bool,
     raw = np.rint(rng.normal(centers[rng.integers(0, 10, size=k)], spread * domain)).astype(int)
     raw = np.clip(raw, 0, domain - 1)
     # Move collisions to the nearest free instant, so true timestamps stay distinct.
+    return _nearest_free(raw, domain)
+
+
+def _nearest_free(raw: np.ndarray, domain: int) -> np.ndarray:
+    """Distinct instants in ``[0, domain)``: each of ``raw`` (all inside the domain), taken
+    in order, keeps its instant if no earlier one has it, else moves to the nearest free
+    instant (the later one on a tie).
+
+    >>> _nearest_free(np.array([3, 3, 3, 0]), 5).tolist()
+    [3, 4, 2, 0]
+    """
+    if len(raw) > domain:
+        raise ValueError(f"{len(raw)} distinct instants do not fit in a domain of {domain}")
     taken: set[int] = set()
-    out = np.empty(k, dtype=np.int64)
+    out = np.empty(len(raw), dtype=np.int64)
     for i, t in enumerate(raw.tolist()):
         step = 0
         while True:

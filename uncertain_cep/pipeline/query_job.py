@@ -32,7 +32,7 @@ __all__ = ["EVENTS_PER_SLICE", "query_spark"]
 EVENTS_PER_SLICE = 250_000
 
 
-def query_spark(path: str | Path, query: str, strategy: str = "sequential", *,
+def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
                 master: str | None = None, spark: SparkSession | None = None,
                 slices: int | None = None) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
     """Answer rows and counters of ``query`` over the index at ``path``, on Spark."""

@@ -31,6 +31,7 @@ from index.event_index import EventIndex
 from index.storage import (
     archive_from_events,
     forests_from_tables,
+    read_statistics,
     settings_from_json,
     table_files,
 )
@@ -43,7 +44,7 @@ __all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "plan_slices"]
 
 # Strategies that only look at the events and trees a slice holds. Tree traversal walks
 # whole groups and possible worlds enumerates whole groups, so they need the local engine.
-SLICE_STRATEGIES = ("sequential",)
+SLICE_STRATEGIES = ("selectivity", "sequential")
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def plan_slices(root: Path, manifest: dict[str, Any], window: float,
 
 
 def evaluate_slice(root: str | Path, manifest: dict[str, Any], piece: TimeSlice,
-                   query: str, strategy: str = "sequential"
+                   query: str, strategy: str = "selectivity"
                    ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], dict[str, Any]]:
     """Answer rows ``(event ids, confidence, t_first, t_last)`` of the tuples anchored in
     the slice, and the evaluation counters."""
@@ -102,8 +103,10 @@ def evaluate_slice(root: str | Path, manifest: dict[str, Any], piece: TimeSlice,
     nodes = _scan(root, "nodes", pads.field("group").isin(labels)
                   & (pads.field("tree_hi") >= span[0]) & (pads.field("tree_lo") <= span[1]))
     forests = forests_from_tables(trees, nodes, archive.group_labels, settings.codes == "paper")
-    index = EventIndex(archive, settings, forests, layout=layout)
+    index = EventIndex(archive, settings, forests, layout=layout,
+                       statistics=read_statistics(root, manifest))
     ctx = QueryContext(index, parse_query(query))
+    ctx.first_rows = (layout.t_min >= piece.lo) & (layout.t_min < piece.hi)
     matches = get_strategy(strategy)(ctx)
     ids = archive.event_ids
     rows = [(tuple(_plain(ids[r]) for r in m.events), m.confidence, m.t_first, m.t_last)
