@@ -89,9 +89,12 @@ class CodeScheme(Protocol):
         at instants after ``until`` may be left out."""
         ...
 
-    def ancestor_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
+    def ancestor_code_ranges(self, forest: GroupForest, n: int,
+                             since: int | None = None) -> list[tuple[int, int]]:
         """Sorted disjoint ranges holding the codes of every node an OI can pass before
-        ``n``, and no other node's code."""
+        ``n``, and no other node's code. With ``since``, ranges that can only hold nodes
+        at instants before ``since`` may be left out (instants fall walking up, so the walk
+        stops there: in a long chain of trees that is what keeps the list short)."""
         ...
 
 
@@ -239,15 +242,20 @@ class _PaperScheme:
                 return _coalesce(merge_ranges(out), forest.sorted_paper_codes)
             x = int(forest.tree_virtual[t])
 
-    def ancestor_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
+    def ancestor_code_ranges(self, forest: GroupForest, n: int,
+                             since: int | None = None) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         x = n
         while True:
             t = int(forest.tree[x])
             f = max(int(forest.tree_fanout[t]), 1)
             r = forest.rel[x]
+            a = x
             while r > 0:
                 r = (r - 1) // f
+                a = int(forest.parent[a])
+                if since is not None and _all_before(forest, a, since):
+                    return merge_ranges(out)
                 c = self._code_at(forest, t, r)
                 v = self._virtual_at(forest, t, r)
                 # Every node of an ancestor's child tree lies on some OI through n.
@@ -306,12 +314,15 @@ class _CompactScheme:
             t = int(forest.tree[v])
         return merge_ranges(out)
 
-    def ancestor_code_ranges(self, forest: GroupForest, n: int) -> list[tuple[int, int]]:
+    def ancestor_code_ranges(self, forest: GroupForest, n: int,
+                             since: int | None = None) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         x = n
         while True:
             a = int(forest.parent[x])
             while a >= 0:
+                if since is not None and _all_before(forest, a, since):
+                    return merge_ranges(out)
                 c = int(forest.compact_code[a])
                 if forest.kind[a] == _VIRTUAL:
                     out.append((c, int(forest.tree_compact_range[int(forest.child_tree[a])][1])))
@@ -322,6 +333,14 @@ class _CompactScheme:
             if forest.tree_virtual[t] < 0:
                 return merge_ranges(out)
             x = int(forest.tree_virtual[t])
+
+
+def _all_before(forest: GroupForest, a: int, since: int) -> bool:
+    """Whether ancestor ``a`` and everything an OI passes before it lie before ``since``:
+    a real node before it, or a virtual node whose whole child tree is."""
+    if forest.kind[a] == _VIRTUAL:
+        return bool(forest.tree_hi[int(forest.child_tree[a])] < since)
+    return bool(forest.kind[a] != _ROOT and forest.instant[a] < since)
 
 
 PAPER: CodeScheme = _PaperScheme()

@@ -84,8 +84,9 @@ class StatisticsGrid:
     def interval_of(self, t: np.ndarray) -> np.ndarray:
         return np.clip((t - self.t0) // self.width, 0, max(self.n_intervals - 1, 0))
 
-    def cell_of(self, centres: list[np.ndarray]) -> np.ndarray:
-        cell = np.zeros(len(centres[0]) if centres else 0, dtype=np.int64)
+    def cell_of(self, centres: list[np.ndarray], n: int) -> np.ndarray:
+        """The cell of ``n`` events given their attribute centres (one array each)."""
+        cell = np.zeros(n, dtype=np.int64)
         for j, c in enumerate(centres):
             span = self.highs[j] - self.lows[j]
             b = (np.zeros(len(c), dtype=np.int64) if span <= 0 else
@@ -126,7 +127,7 @@ class StatisticsBuilder:
         g = self.grid
         bounds = [numeric[a] for a in g.attributes]
         interval = g.interval_of((np.asarray(t_min) + np.asarray(t_max)) // 2)
-        cell = g.cell_of([(lo + hi) / 2 for lo, hi in bounds])
+        cell = g.cell_of([(lo + hi) / 2 for lo, hi in bounds], len(t_min))
         np.add.at(self.counts, (interval, cell), 1.0)
         self.width_sums += [float(np.sum(hi - lo)) for lo, hi in bounds]
         self.time_width_sum += float(np.sum(np.asarray(t_max) - np.asarray(t_min) + 1))
@@ -139,7 +140,7 @@ class StatisticsBuilder:
 
     def finish(self) -> EventStatistics:
         n = max(self.n_events, 1)
-        return EventStatistics(self.grid, self.counts, tuple(self.width_sums / n),
+        return EventStatistics(self.grid, self.counts, tuple(float(w) / n for w in self.width_sums),
                                self.time_width_sum / n, self.values, self.n_events)
 
 

@@ -259,6 +259,8 @@ class QueryContext:
             lambda: defaultdict(list))
         chosen = self.negations if gaps is None else [self.negations[j] for j in gaps]
         for k, _, symbol in chosen:
+            if k + 1 >= len(instants):
+                continue  # a prefix that ends at k
             t0, t1 = instants[k], instants[k + 1]
             if t0 is None or t1 is None:
                 continue

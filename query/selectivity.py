@@ -50,6 +50,8 @@ def selectivity(ctx: QueryContext) -> list[Match]:
     for _ in range(n):
         entries = state.step(entries, first)
         first = -1
+        if not entries:
+            break
     return ctx.finish(entries)
 
 
@@ -152,7 +154,7 @@ class _State:
             (None, window, None) for window in other]
         slots: dict[_Key, tuple[list[tuple[int, int]], range]] = {}
         for key, (lo, hi) in same.items():
-            ranges = self.code_ranges(key, hi)
+            ranges = self.code_ranges(key, lo, hi)
             slots[key] = (ranges, range(len(queries), len(queries) + len(ranges)))
             queries.extend((key[0], (lo, hi), r) for r in ranges)
         found = ctx.search_many(symbol, queries)
@@ -207,14 +209,16 @@ class _State:
                 after[g] = m
         return [(g, before.get(g, -1), after.get(g, -1)) for g in sorted({*before, *after})]
 
-    def code_ranges(self, key: _Key, until: float) -> list[tuple[int, int]]:
-        """Codes of the nodes between ``N+`` and ``N-`` (section 5.2, condition 3)."""
+    def code_ranges(self, key: _Key, since: float, until: float) -> list[tuple[int, int]]:
+        """Codes of the nodes between ``N+`` and ``N-`` (section 5.2, condition 3), exact
+        for nodes at instants from ``since`` to ``until``."""
         g, a, b = key
         forest = self.index.forests[g]
         scheme = self.index.scheme
         des = (scheme.descendant_code_ranges(forest, a, until=int(min(until, 2**62)))
                if a >= 0 else None)
-        anc = scheme.ancestor_code_ranges(forest, b) if b >= 0 else None
+        anc = (scheme.ancestor_code_ranges(forest, b, since=int(max(since, -2**62)))
+               if b >= 0 else None)
         if des is None:
             return anc or []
         if anc is None:
@@ -255,29 +259,46 @@ class _State:
     def merge(self, entries: list[Entry]) -> list[Entry]:
         """Add up entries whose futures coincide: same tuple, same instants where an
         unmatched item's window or the answer's first and last instants depend on them,
-        and the same nodes where an unmatched item's code ranges do. Not with negation
-        (its factor depends on every instant)."""
+        and the same nodes where an unmatched item's code ranges and chain factors do (a
+        group's nodes next to an unmatched position in its chain). Not with negation (its
+        factor depends on every instant)."""
         if self.ctx.negations:
             return entries
         merged: dict[tuple[object, ...], float] = defaultdict(float)
         keep: dict[tuple[object, ...], Entry] = {}
         n = self.n
+        groups = self.index.event_group
         for e in entries:
-            open_items = [i for i, r in enumerate(e.events) if r < 0]
-            key_parts: list[object] = [e.events]
-            if not open_items:
-                key_parts.append(self._instant(e, 0))
-                key_parts.append(self._instant(e, n - 1))
+            open_before = [0] * (n + 1)
+            for k, r in enumerate(e.events):
+                open_before[k + 1] = open_before[k] + (r < 0)
+            if open_before[n] == 0:
+                key: tuple[object, ...] = (e.events, self._instant(e, 0),
+                                           self._instant(e, n - 1))
             else:
                 matched = [k for k in range(n) if e.events[k] >= 0]
                 edge = {0, n - 1, matched[0], matched[-1]}
-                for i in open_items:
-                    edge.update((i - 1, i + 1))
-                key_parts.append(tuple((k, self._instant(e, k)) for k in sorted(edge)
-                                       if 0 <= k < n and e.events[k] >= 0))
-                for i in open_items:
-                    key_parts.append(tuple(self.group_keys(e, i)))
-            key = tuple(key_parts)
+                edge.update(k for k in matched
+                            if (k > 0 and e.events[k - 1] < 0)
+                            or (k < n - 1 and e.events[k + 1] < 0))
+                times = tuple((k, self._instant(e, k)) for k in sorted(edge)
+                              if e.events[k] >= 0)
+                # A node is on its group's frontier when an unmatched item lies between
+                # it and the group's previous or next node (or the pattern's ends).
+                last: dict[int, int] = {}
+                frontier = set()
+                for k in matched:
+                    g = int(groups[e.events[k]])
+                    prev = last.get(g, -1)
+                    if open_before[k] - open_before[prev + 1] > 0:
+                        frontier.add(k)
+                        if prev >= 0:
+                            frontier.add(prev)
+                    last[g] = k
+                for k in last.values():
+                    if open_before[n] - open_before[k + 1] > 0:
+                        frontier.add(k)
+                key = (e.events, times, tuple((k, e.nodes[k]) for k in sorted(frontier)))
             merged[key] += e.prob
             keep.setdefault(key, e)
         return [Entry(keep[k].events, keep[k].nodes, p) for k, p in merged.items()]

@@ -155,11 +155,27 @@ def test_unknown_strategy_error_lists_the_valid_values(built, capsys):
     assert cli.main(["query", str(ix), QUERY, "--strategy", "fastest"]) == 2
     err = capsys.readouterr().err
     assert "error:" in err and "'fastest'" in err
-    for name in ("'sequential'", "'tree_traversal'", "'possible_worlds'"):
+    for name in ("'selectivity'", "'sequential'", "'tree_traversal'", "'possible_worlds'"):
         assert name in err
 
 
-@pytest.mark.parametrize("strategy", ["tree_traversal", "possible_worlds"])
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+def test_explain_prints_the_steps_then_the_same_answer(built, tmp_path, capsys, strategy):
+    ix, df = built
+    out = tmp_path / "a.csv"
+    assert cli.main(["query", str(ix), QUERY, "--strategy", strategy, "--explain",
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    expected = uc.build_index(df, group_by="person").query(QUERY)
+    assert f"strategy {strategy}: {len(expected)} answer rows" in printed
+    assert "entries created (xi)" in printed and "estimated" in printed
+    # One line per positive item of the query.
+    steps = [line for line in printed.splitlines() if line.strip()[:1].isdigit()]
+    assert len(steps) == len(uc.parse_query(QUERY).positive_items)
+    pd.testing.assert_frame_equal(_read(out), _expected(expected), check_exact=True)
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "tree_traversal", "possible_worlds"])
 def test_query_strategies_write_the_same_report(built, tmp_path, strategy):
     ix, _ = built
     assert cli.main(["query", str(ix), QUERY, "--out", str(tmp_path / "a.csv")]) == 0

@@ -56,11 +56,16 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
                        ("events", ["event_id"])):
         pd.testing.assert_frame_equal(_table(d / "ix", name, keys),
                                       _table(d / "local", name, keys), check_like=True)
+    for name in ("stats/cells.parquet", "stats/categories.parquet"):
+        pd.testing.assert_frame_equal(pq.read_table(d / "ix" / name).to_pandas(),
+                                      pq.read_table(d / "local" / name).to_pandas())
+    manifests = [json.loads((d / x / "manifest.json").read_text()) for x in ("ix", "local")]
+    assert manifests[0]["statistics"] == manifests[1]["statistics"]
     expected = local.query(pattern)
     pd.testing.assert_frame_equal(uc.open_index(d / "ix").query(pattern), expected)
-    rows, _ = query_spark(d / "ix", str(pattern), spark=spark, slices=3)
-    got = uc.api.answer_frame(rows)
-    pd.testing.assert_frame_equal(got, expected)
+    for strategy in ("selectivity", "sequential"):
+        rows, _ = query_spark(d / "ix", str(pattern), strategy, spark=spark, slices=3)
+        pd.testing.assert_frame_equal(uc.api.answer_frame(rows), expected)
 
 
 def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):

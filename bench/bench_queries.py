@@ -1,0 +1,379 @@
+"""The paper's query experiments (Zhou et al. 6.3): sequential vs selectivity-ordered
+evaluation vs tree traversal.
+
+Data sets, as the paper prepares them (first 5,000 events, timestamps normalised to 20,000
+instants, f in [2, 6], values widened into ranges; events spread over dependency groups at
+random): the Dodgers loop sensor and the localization data for person activity from
+``../shared/datasets``, and the paper's synthetic sequence (5,000 events, 2 Gaussian
+attributes, uniform timestamps over 50,000 instants, f in [2, 6]).
+
+Queries as in 6.1: each item's condition covers 20% of the attribute space at a random
+centre; 10% of the items (never the first or last) are negated. Four experiments:
+
+* dependency groups 1..8 (n = 5), with tree traversal (capped per query);
+* pattern length n = 5..30;
+* window L from n to 5n (n = 10);
+* confidence 0.4..0.8 (n = 10).
+
+Unless varied, L is drawn from [2n, 5n], theta from [0.6, 0.8], and there are 4 groups.
+Measured per query and strategy: the paper's xi (entries ever created), wall time, and
+R*-tree node reads (the query's search boxes replayed on a counting copy of its R*-tree,
+:mod:`index.node_reads`). Answers of strategies that finish are checked identical. A run
+over the per-query time cap is recorded as such, never averaged in as if it had finished.
+
+Writes ``bench/results/queries.json``, ``bench/results/queries_<experiment>.png`` and the
+tables of ``docs/benchmarks.md`` (between the ``queries`` markers).
+Run: ``.venv/bin/python bench/bench_queries.py [--quick] [--per-point Q] [--cap S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import uncertain_cep as uc  # noqa: E402
+from index.node_reads import NodeReadCounter  # noqa: E402
+from uncertain_cep.datasets import (  # noqa: E402
+    generate_synthetic,
+    load_dodgers,
+    load_localization,
+)
+
+SHARED = ROOT.parent / "shared" / "datasets"
+RESULTS = ROOT / "bench" / "results" / "queries.json"
+PLOTS = ROOT / "bench" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"
+STRATEGIES = ("sequential", "selectivity", "tree_traversal")
+
+
+# ---------------------------------------------------------------- data and queries
+
+def dataset(name: str, groups: int, seed: int) -> pd.DataFrame:
+    if name == "dodgers":
+        return load_dodgers(SHARED / "dodgers" / "Dodgers.data", groups=groups, seed=seed)
+    if name == "localization":
+        path = next((SHARED / "localization-person-activity").glob("ConfLongDemo_JSI*.csv"))
+        return load_localization(path, groups=groups, seed=seed)
+    return generate_synthetic(5000, groups=groups, d=2, f=(2, 6), seed=seed)
+
+
+def random_query(rng: np.random.Generator, df: pd.DataFrame, n: int, *,
+                 window: int | None = None, theta: float | None = None) -> str:
+    """Each item's condition covers 20% of the attribute space (the paper's 6.1)."""
+    attrs = sorted({c[:-3] for c in df.columns if c.endswith("_lo") and c != "t_lo"})
+    side = 0.2 ** (1 / len(attrs))
+    defs = []
+    for i in range(n):
+        preds = []
+        for a in attrs:
+            lo, hi = float(df[f"{a}_lo"].min()), float(df[f"{a}_hi"].max())
+            width = side * (hi - lo)
+            start = rng.uniform(lo, hi - width)
+            preds.append(f"{a} BETWEEN {start:.4f} AND {start + width:.4f}")
+        defs.append(f"S{i} AS " + " AND ".join(preds))
+    items = [f"S{i}" for i in range(n)]
+    inner = list(range(1, n - 1))
+    for i in rng.choice(inner, size=min(len(inner), round(0.1 * n)), replace=False):
+        items[int(i)] = "NOT " + items[int(i)]
+    L = int(rng.integers(2 * n, 5 * n + 1)) if window is None else window
+    theta = float(rng.uniform(0.6, 0.8)) if theta is None else theta
+    return (f"PATTERN SEQ({', '.join(items)}) DEFINE {', '.join(defs)} "
+            f"WITHIN {L} CONFIDENCE {theta:.3f}")
+
+
+# ---------------------------------------------------------------- measuring
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout
+
+
+def measure(idx: uc.UncertainIndex, counter: NodeReadCounter, text: str, strategy: str,
+            cap: float) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    ei = idx.event_index
+    ei.search_log = [] if strategy != "tree_traversal" else None
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, cap)
+    started = time.perf_counter()
+    try:
+        res = idx.query(text, strategy=strategy)
+    except _Timeout:
+        ei.search_log = None
+        return {"strategy": strategy, "timed_out": True, "seconds": cap}, None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    seconds = time.perf_counter() - started
+    log, ei.search_log = ei.search_log, None
+    stats = res.attrs["stats"]
+    return {"strategy": strategy, "timed_out": False, "seconds": seconds,
+            "entries": stats["entries_created"], "range_queries": stats["range_queries"],
+            "node_reads": counter.replay(log) if log is not None else None,
+            "matches": len(res)}, res
+
+
+def same_answer(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return (list(a["events"]) == list(b["events"])
+            and np.allclose(a["confidence"], b["confidence"], atol=1e-9, rtol=0))
+
+
+def run_point(idx: uc.UncertainIndex, counter: NodeReadCounter, texts: list[str],
+              strategies: tuple[str, ...], cap: float, tt_cap: float) -> list[dict[str, Any]]:
+    rows = []
+    for q, text in enumerate(texts):
+        answers = {}
+        for strategy in strategies:
+            row, res = measure(idx, counter, text, strategy,
+                               tt_cap if strategy == "tree_traversal" else cap)
+            row["query"] = q
+            rows.append(row)
+            if res is not None:
+                answers[strategy] = res
+        ref = next(iter(answers.values()), None)
+        for name, res in answers.items():
+            if not same_answer(res, ref):
+                raise AssertionError(f"{name} disagrees on {text}")
+    return rows
+
+
+def experiments(quick: bool) -> dict[str, dict[str, Any]]:
+    n_values = [5, 10] if quick else [5, 10, 15, 20, 25, 30]
+    return {
+        "groups": {"values": [1, 2, 4, 8] if quick else [1, 2, 4, 6, 8],
+                   "strategies": STRATEGIES},
+        "n": {"values": n_values, "strategies": STRATEGIES[:2]},
+        "window": {"values": [1, 3, 5] if quick else [1, 2, 3, 4, 5],
+                   "strategies": STRATEGIES[:2]},
+        "confidence": {"values": [0.4, 0.8] if quick else [0.4, 0.5, 0.6, 0.7, 0.8],
+                       "strategies": STRATEGIES[:2]},
+    }
+
+
+def run(names: list[str], per_point: int, cap: float, tt_cap: float, quick: bool,
+        seed: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    plan = experiments(quick)
+    for name in names:
+        built: dict[int, tuple[pd.DataFrame, uc.UncertainIndex, NodeReadCounter]] = {}
+        for experiment, spec in plan.items():
+            rng = np.random.default_rng([seed, len(experiment)])
+            for value in spec["values"]:
+                groups = value if experiment == "groups" else 4
+                if groups not in built:
+                    df = dataset(name, groups, seed)
+                    idx = uc.build_index(df)
+                    built[groups] = (df, idx, NodeReadCounter(idx.event_index))
+                df, idx, counter = built[groups]
+                texts = []
+                for _ in range(per_point):
+                    if experiment == "n":
+                        texts.append(random_query(rng, df, value))
+                    elif experiment == "window":
+                        texts.append(random_query(rng, df, 10, window=10 * value))
+                    elif experiment == "confidence":
+                        texts.append(random_query(rng, df, 10, theta=value))
+                    else:
+                        texts.append(random_query(rng, df, 5))
+                started = time.perf_counter()
+                for row in run_point(idx, counter, texts, spec["strategies"], cap, tt_cap):
+                    out.append({"dataset": name, "experiment": experiment, "value": value,
+                                **row})
+                print(f"{name:12s} {experiment:10s} {value:>5}: "
+                      f"{time.perf_counter() - started:6.1f} s", flush=True)
+    return out
+
+
+# ---------------------------------------------------------------- reporting
+
+def point_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per data set, experiment, value and strategy: queries finished, mean xi, time and
+    node reads over the queries every compared strategy finished."""
+    df = pd.DataFrame(rows)
+    keys = ["dataset", "experiment", "value"]
+    out = []
+    for key, part in df.groupby(keys, sort=False):
+        # Compare sequential and selectivity on the queries both finished.
+        core = part[part.strategy.isin(["sequential", "selectivity"])]
+        done = core.groupby("query")["timed_out"].apply(lambda s: not s.any())
+        both = set(done[done].index)
+        for strategy, sub in part.groupby("strategy", sort=False):
+            fin = sub[~sub.timed_out]
+            common = sub[sub["query"].isin(both) & ~sub.timed_out]
+            out.append({**dict(zip(keys, key)), "strategy": strategy,
+                        "queries": len(sub), "finished": len(fin),
+                        "entries": common["entries"].mean() if len(common) else np.nan,
+                        "seconds": (common if strategy != "tree_traversal" else fin)[
+                            "seconds"].mean() if len(fin) else np.nan,
+                        "node_reads": common["node_reads"].mean() if len(common) else np.nan,
+                        "seconds_incl_caps": sub["seconds"].mean()})
+    return pd.DataFrame(out)
+
+
+def ratios(table: pd.DataFrame) -> pd.DataFrame:
+    """Sequential / selectivity for xi, time and node reads, and tree traversal /
+    selectivity time (a lower bound where tree traversal hit its cap)."""
+    wide = table.pivot_table(index=["dataset", "experiment", "value"], columns="strategy",
+                             values=["entries", "seconds", "node_reads", "seconds_incl_caps"],
+                             aggfunc="first", sort=False)
+    out = pd.DataFrame(index=wide.index)
+    out["xi seq/sel"] = wide["entries"]["sequential"] / wide["entries"]["selectivity"]
+    out["time seq/sel"] = wide["seconds"]["sequential"] / wide["seconds"]["selectivity"]
+    out["reads seq/sel"] = wide["node_reads"]["sequential"] / wide["node_reads"]["selectivity"]
+    if ("seconds_incl_caps", "tree_traversal") in wide.columns:
+        out["time tt/sel"] = (wide["seconds_incl_caps"]["tree_traversal"]
+                              / wide["seconds_incl_caps"]["selectivity"])
+    return out.reset_index()
+
+
+def plot(table: pd.DataFrame) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    labels = {"groups": "dependency groups", "n": "pattern items n",
+              "window": "window L / n (n = 10)", "confidence": "confidence threshold"}
+    for experiment, part in table.groupby("experiment", sort=False):
+        datasets = list(dict.fromkeys(part["dataset"]))
+        fig, axes = plt.subplots(len(datasets), 3, figsize=(12, 3.2 * len(datasets)),
+                                 squeeze=False)
+        for r, name in enumerate(datasets):
+            sub = part[part.dataset == name]
+            for c, (col, title) in enumerate([("entries", "entries created (xi)"),
+                                              ("seconds_incl_caps", "query time (s)"),
+                                              ("node_reads", "R*-tree node reads")]):
+                ax = axes[r][c]
+                for strategy, s in sub.groupby("strategy", sort=False):
+                    if s[col].notna().any():
+                        ax.plot(s["value"], s[col], marker="o", label=strategy)
+                ax.set_yscale("log")
+                ax.set_title(f"{name}: {title}", fontsize=9)
+                ax.set_xlabel(labels[str(experiment)], fontsize=8)
+                ax.grid(alpha=0.3)
+                if r == 0 and c == 0:
+                    ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = PLOTS / f"queries_{experiment}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path.name)
+    return files
+
+
+def summarise(results: dict[str, Any]) -> str:
+    table = pd.DataFrame(results["points"])
+    ratio = pd.DataFrame(results["ratios"])
+    meta = results["meta"]
+    lines = ["<!-- queries:start (written by bench/bench_queries.py) -->", "",
+             f"Run {meta['date']} on {meta['cpus']} CPUs ({meta['machine']}), "
+             f"{meta['per_point']} queries per point, cap {meta['cap']} s per query "
+             f"({meta['tt_cap']} s for tree traversal), {meta.get('jobs', 1)} data set(s) "
+             "measured at a time. Means over the queries both "
+             "sequential and selectivity finished; `finished` counts those within the cap. "
+             "Plots: " + ", ".join(f"`bench/results/{f}`" for f in results["plots"]) + ".",
+             ""]
+    for experiment, part in table.groupby("experiment", sort=False):
+        lines += [f"#### Varying {experiment}", "",
+                  "| data set | value | strategy | finished | xi | time (s) | node reads |",
+                  "|---|---:|---|---:|---:|---:|---:|"]
+        for _, r in part.iterrows():
+            lines.append(f"| {r.dataset} | {r.value} | {r.strategy} | "
+                         f"{r.finished}/{r.queries} | {_num(r.entries)} | "
+                         f"{_num(r.seconds, 3)} | {_num(r.node_reads)} |")
+        lines.append("")
+        sub = ratio[ratio.experiment == experiment]
+        cols = [c for c in ("xi seq/sel", "time seq/sel", "reads seq/sel", "time tt/sel")
+                if c in sub.columns and sub[c].notna().any()]
+        lines += ["| data set | value | " + " | ".join(cols) + " |",
+                  "|---|---:|" + "---:|" * len(cols)]
+        for _, r in sub.iterrows():
+            lines.append(f"| {r.dataset} | {r.value} | "
+                         + " | ".join(_num(r[c], 2) for c in cols) + " |")
+        lines.append("")
+    lines.append("<!-- queries:end -->")
+    return "\n".join(lines)
+
+
+def _num(x: Any, digits: int = 0) -> str:
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "-"
+    return f"{x:,.{digits}f}"
+
+
+def write_doc(section: str) -> None:
+    text = DOC.read_text()
+    start, end = "<!-- queries:start", "<!-- queries:end -->"
+    if start in text:
+        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
+    else:
+        text = (text.rstrip() + "\n\n## Query evaluation: the paper's section 6.3\n\n"
+                + section + "\n")
+    tmp = DOC.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, DOC)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="few points, for a smoke run")
+    parser.add_argument("--datasets", nargs="+",
+                        default=["dodgers", "localization", "synthetic"])
+    parser.add_argument("--per-point", type=int, default=3, help="queries per point")
+    parser.add_argument("--cap", type=float, default=20.0, help="seconds per query")
+    parser.add_argument("--tt-cap", type=float, default=20.0,
+                        help="seconds per tree-traversal query")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="data sets measured in parallel, one process each")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    started = time.time()
+    if args.jobs > 1:
+        # One data set per process; each measures on one core, strategies side by side.
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs) as pool:
+            parts = pool.map(run, [[d] for d in args.datasets],
+                             *zip(*[(args.per_point, args.cap, args.tt_cap, args.quick,
+                                     args.seed)] * len(args.datasets)))
+            rows = [row for part in parts for row in part]
+    else:
+        rows = run(args.datasets, args.per_point, args.cap, args.tt_cap, args.quick,
+                   args.seed)
+    table = point_table(rows)
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    results = {
+        "meta": {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
+                 "cpus": os.cpu_count(), "python": platform.python_version(),
+                 "per_point": args.per_point, "cap": args.cap, "tt_cap": args.tt_cap,
+                 "seed": args.seed, "jobs": args.jobs,
+                 "wall_seconds": round(time.time() - started, 1)},
+        "runs": rows,
+        "points": table.replace({np.nan: None}).to_dict("records"),
+        "ratios": ratios(table).replace({np.nan: None}).to_dict("records"),
+        "plots": plot(table),
+    }
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=2, default=float))
+    os.replace(tmp, RESULTS)
+    write_doc(summarise(results))
+    print(f"wrote {RESULTS}, {len(results['plots'])} plots and {DOC}")
+
+
+if __name__ == "__main__":
+    main()
