@@ -100,7 +100,13 @@ class _Timeout(Exception):
     pass
 
 
+_fired = [False]
+
+
 def _alarm(signum: int, frame: Any) -> None:
+    # Raised wherever Python is; inside a ctypes call the exception arrives wrapped in
+    # another type, so the flag says what really happened.
+    _fired[0] = True
     raise _Timeout
 
 
@@ -109,11 +115,15 @@ def measure(idx: uc.UncertainIndex, counter: NodeReadCounter, text: str, strateg
     ei = idx.event_index
     ei.search_log = [] if strategy != "tree_traversal" else None
     signal.signal(signal.SIGALRM, _alarm)
+    _fired[0] = False
     signal.setitimer(signal.ITIMER_REAL, cap)
     started = time.perf_counter()
     try:
         res = idx.query(text, strategy=strategy)
-    except _Timeout:
+    except Exception:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if not _fired[0]:
+            raise
         ei.search_log = None
         return {"strategy": strategy, "timed_out": True, "seconds": cap}, None
     finally:
@@ -195,6 +205,12 @@ def run(names: list[str], per_point: int, cap: float, tt_cap: float, quick: bool
                                 **row})
                 print(f"{name:12s} {experiment:10s} {value:>5}: "
                       f"{time.perf_counter() - started:6.1f} s", flush=True)
+        # Each data set's runs are kept as soon as they are done (a later failure or a
+        # rerun of other data sets keeps them: see --from-runs).
+        part = PLOTS / f"queries_runs_{name}.json"
+        tmp = part.with_suffix(".tmp")
+        tmp.write_text(json.dumps([r for r in out if r["dataset"] == name], default=float))
+        os.replace(tmp, part)
     return out
 
 
@@ -341,9 +357,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1,
                         help="data sets measured in parallel, one process each")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--from-runs", action="store_true",
+                        help="report from the saved per-data-set runs without measuring")
     args = parser.parse_args()
     started = time.time()
-    if args.jobs > 1:
+    if args.from_runs:
+        rows = [r for d in args.datasets
+                for r in json.loads((PLOTS / f"queries_runs_{d}.json").read_text())]
+    elif args.jobs > 1:
         # One data set per process; each measures on one core, strategies side by side.
         from concurrent.futures import ProcessPoolExecutor
 

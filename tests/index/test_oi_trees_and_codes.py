@@ -151,3 +151,15 @@ def test_ranges_cut_at_an_instant_keep_every_descendant_up_to_it(forest, until):
             for b in real:
                 if forest.instant[b] <= until:
                     assert in_ranges(scheme.code(forest, b), ranges) == forest.precedes(a, b)
+
+
+@given(feasible_forests(), st.integers(0, 16))
+def test_ranges_cut_at_an_instant_keep_every_ancestor_from_it(forest, since):
+    real = [int(n) for n in np.flatnonzero(forest.kind == REAL)]
+    for scheme in (COMPACT, PAPER):
+        for b in real:
+            ranges = scheme.ancestor_code_ranges(forest, b, since=since)
+            assert len(ranges) <= len(scheme.ancestor_code_ranges(forest, b))
+            for a in real:
+                if forest.instant[a] >= since:
+                    assert in_ranges(scheme.code(forest, a), ranges) == forest.precedes(a, b)
