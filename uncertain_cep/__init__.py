@@ -6,6 +6,7 @@ The public API (SEMANTICS.md defines every answer):
     idx = uc.build_index(df, group_by="group", max_speed=None)
     res = idx.query("PATTERN SEQ(A, B) DEFINE ... WITHIN 6 CONFIDENCE 0.2")
     idx.save(path); idx2 = uc.open_index(path)
+    uc.match(events, "PARTITION BY car DEFINE A AS ..., B AS ... PATTERN A meets B")
 
     uc.build_index_spark("archive/", "index/")        # the Spark batch job
     uc.query_index("index/", "PATTERN ...", engine="spark")
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         QueryParseError,
         UncertainCepError,
     )
+    from uncertain_cep.interval.api import match
     from uncertain_cep.model.events import read_archive
     from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
     from uncertain_cep.pipeline.build_job import BuildSummary, build_index_spark
@@ -45,6 +47,7 @@ _EXPORTS = {
     "open_index": "uncertain_cep.api",
     "UncertainIndex": "uncertain_cep.api",
     "query_index": "uncertain_cep.api",
+    "match": "uncertain_cep.interval.api",
     "build_index_spark": "uncertain_cep.pipeline.build_job",
     "BuildSummary": "uncertain_cep.pipeline.build_job",
     "read_archive": "uncertain_cep.model.events",

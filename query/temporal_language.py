@@ -1,0 +1,394 @@
+"""Parser for part-B query text (SEMANTICS C; TPStream section 3, Listing 1).
+
+::
+
+    [FROM source [alias]]
+    [PARTITION BY column, ...]
+    DEFINE S AS condition [AT LEAST d | AT MOST d | [DURATION] BETWEEN d1 AND d2], ...
+    PATTERN group AND group ...
+    [WITHIN d]
+    [RETURN agg(S.column) [AS alias], ...] [;]
+
+A constraint group is a disjunction between one pair of symbols (``A meets B; A overlaps
+B``, TPStream's form; ``A meets; overlaps B``, the predicate-pair shorthand of Chen et al.;
+either order, ``B finishes C`` counts for ``C finished_by B``), a hierarchy operator
+(``A SEQ C``, Bhandari and Urban), ``A followed_by B`` / ``A follows B``, or a chain of
+endpoint restrictions (``A.ts < C.ts <= B.te``, ISEQ's TList). Relation names take any
+case and ``_`` or ``-``. Durations and windows are numbers in the data's unit or carry a
+unit (``5s``, ``30 SECONDS``, ``5 MINUTES``, ``2 HOURS``, also ms, min, h, days); the
+pattern keeps it (:class:`~query.temporal_patterns.Duration`) and the matcher converts with
+the ``time_unit`` of the data. Columns may be qualified by the source's name or alias
+(``CS.accel``). ``-- comments`` run to the end of the line.
+
+>>> p = parse_temporal_query('''
+...     PARTITION BY car
+...     DEFINE A AS accel > 8 AT LEAST 5s, B AS speed > 70
+...     PATTERN A meets; Overlaps B AND B.te < A.te
+...     WITHIN 5 minutes''')
+>>> print(p.constraints[0]), print(p.constraints[1]), p.within
+A meets; overlaps B
+B.te < A.te
+(None, None, Duration(value=5.0, unit=<TimeUnit.MINUTES: 'MINUTES'>))
+>>> try:
+...     parse_temporal_query("DEFINE A AS x > 1 PATTERN A meets")
+... except QueryParseError as error:
+...     print(error)
+line 1, column 34: unexpected end of query; expected one of: ';', a name
+    DEFINE A AS x > 1 PATTERN A meets
+                                     ^
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from query.language import _located
+from query.temporal_conditions import And, Column, Compare, Condition, Literal, Not, Or
+from query.temporal_patterns import (
+    Aggregate,
+    Constraint,
+    Duration,
+    FollowedBy,
+    RelationConstraint,
+    ReturnItem,
+    SituationDefinition,
+    TemporalPattern,
+    TimeUnit,
+    _pattern_problem,
+)
+from uncertain_cep.errors import InvalidOptionError, QueryParseError
+from uncertain_cep.model.relations import (
+    AllenRelation,
+    Endpoint,
+    EndpointRestriction,
+    HierarchyOperator,
+    SuccessionRelation,
+    inverse,
+    lookup_relation,
+)
+
+__all__ = ["parse_temporal_query"]
+
+_KEYWORDS = ("FROM", "PARTITION", "BY", "DEFINE", "AS", "AT", "LEAST", "MOST", "DURATION",
+             "BETWEEN", "AND", "OR", "NOT", "PATTERN", "WITHIN", "RETURN")
+
+# Every relation and operator name, with `_` or `-` between words. AND is an operator
+# too; the contextual lexer only offers RELATION right after a constraint's first symbol,
+# where the separator AND cannot stand.
+_RELATION_WORDS = sorted({w.lower() for w in [*(r.value for r in AllenRelation),
+                                               *(r.value for r in SuccessionRelation),
+                                               *(o.value for o in HierarchyOperator)]},
+                         key=len, reverse=True)
+_RELATION_REGEX = "|".join(w.replace("_", "[_-]") for w in _RELATION_WORDS)
+_UNIT_REGEX = ("milliseconds?|msec|ms|seconds?|secs?|s|minutes?|mins?|min|hours?|hrs?|hr|h"
+               "|days?|d")
+
+_GRAMMAR = r"""
+start: source? partition? define pattern within? returns? ";"?
+
+source: _FROM NAME NAME?
+partition: _PARTITION _BY column ("," column)*
+
+define: _DEFINE definition ("," definition)*
+definition: NAME _AS condition bound?
+bound: _AT _LEAST duration                        -> at_least
+     | _AT _MOST duration                         -> at_most
+     | _DURATION? _BETWEEN duration _AND duration -> between
+duration: NUMBER UNIT?
+
+?condition: conjunction
+          | condition _OR conjunction             -> or_
+?conjunction: negation
+            | conjunction _AND negation           -> and_
+?negation: _NOT negation                          -> not_
+         | "(" condition ")"
+         | operand comparator operand             -> compare
+?operand: column
+        | NUMBER                                  -> number
+        | STRING                                  -> string
+column: NAME ("." NAME)?
+comparator: LT | LE | EQ | NE | GT | GE
+
+pattern: _PATTERN group (_AND group)*
+?group: relation_term (";" relation_term)*        -> disjunction
+      | endpoint (point_comparator endpoint)+    -> restrictions
+relation_term: NAME RELATION (";" RELATION)* NAME
+endpoint: NAME "." ENDPOINT
+point_comparator: LT | LE | EQ | GT | GE
+
+within: _WITHIN duration
+returns: _RETURN return_item ("," return_item)*
+return_item: NAME "(" NAME "." NAME ")" (_AS NAME)?
+
+LT: "<"
+LE: "<="
+EQ: "="
+NE: "!=" | "<>"
+GT: ">"
+GE: ">="
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+NUMBER: /[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?/
+STRING: /'(?:[^']|'')*'/ | /"(?:[^"]|"")*"/
+COMMENT: /--[^\n]*/
+%import common.WS
+%ignore WS
+%ignore COMMENT
+""" + "".join(f"_{word}.2: /{word}(?![A-Za-z0-9_])/i\n" for word in _KEYWORDS) + (
+    f"RELATION.3: /(?:{_RELATION_REGEX})(?![A-Za-z0-9_])/i\n"
+    f"UNIT.2: /(?:{_UNIT_REGEX})(?![A-Za-z0-9_])/i\n"
+    "ENDPOINT.2: /t[se](?![A-Za-z0-9_])/i\n")
+
+_PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
+
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "STRING": "a quoted string",
+    "RELATION": "a temporal relation",
+    "UNIT": "a time unit",
+    "ENDPOINT": "'ts' or 'te'",
+    "$END": "end of query",
+}
+_IGNORED_TERMINALS = {"WS", "COMMENT"}
+
+
+def parse_temporal_query(text: str) -> TemporalPattern:
+    """Parse part-B query text into a :class:`~query.temporal_patterns.TemporalPattern`.
+
+    Raises
+    ------
+    QueryParseError
+        For malformed text and for patterns the text describes but which are invalid (an
+        undefined symbol in PATTERN or RETURN, a disjunction over two different pairs,
+        a negative duration, ...). The message names the line and column, shows the line
+        with a caret and, for syntax errors, what was expected; ``line``, ``column`` and
+        ``expected`` carry the same. Nothing about the data is checked here.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"query text must be a str, got {type(text).__name__}")
+    try:
+        tree = _PARSER.parse(text)
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error) from error
+    return _Builder(text).pattern(tree)
+
+
+def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:
+    # The same messages as the part-A parser (query/language.py), for this grammar.
+    line, column = error.line, error.column
+    if isinstance(error, UnexpectedCharacters):
+        char = text[error.pos_in_stream or 0]
+        found = "unterminated string" if char in "'\"" else f"unexpected character {char!r}"
+        names: Iterable[str] = error.allowed or ()
+    elif isinstance(error, UnexpectedToken) and error.token.type == "$END":
+        found = "unexpected end of query"
+        token = error.token
+        line, column = (token.end_line, token.end_column) if token.end_line else (1, 1)
+        names = error.accepts or error.expected
+    elif isinstance(error, UnexpectedToken):
+        found = f"unexpected {str(error.token)!r}"
+        names = error.accepts or error.expected
+    else:
+        found = "unexpected end of query"
+        names = getattr(error, "expected", ())
+    described = {_describe(name) for name in names if name not in _IGNORED_TERMINALS}
+    expected = tuple(sorted(described, key=lambda d: (not d.startswith("'"), d)))
+    if len(expected) == 1:
+        found += f"; expected {expected[0]}"
+    elif expected:
+        found += f"; expected one of: {', '.join(expected)}"
+    return QueryParseError(_located(text, line, column, found), line=line, column=column,
+                           expected=expected)
+
+
+def _describe(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    if name.startswith("_") and name[1:] in _KEYWORDS:
+        return f"'{name[1:]}'"
+    try:
+        return f"'{_PARSER.get_terminal(name).pattern.value}'"
+    except KeyError:
+        return name
+
+
+def _tokens(tree: Tree) -> list[Token]:
+    return [child for child in tree.children if isinstance(child, Token)]
+
+
+def _position(item: Token | Tree) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.line or 1, item.column or 1
+    return getattr(item.meta, "line", 1), getattr(item.meta, "column", 1)
+
+
+def _unquote(token: Token) -> str:
+    quote = token[0]
+    return token[1:-1].replace(quote * 2, quote)
+
+
+class _Builder:
+    """Turns a parse tree into pattern objects, blaming errors on the text that caused them."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._qualifiers: set[str] = set()
+
+    def error(self, message: str, position: tuple[int, int]) -> QueryParseError:
+        line, column = position
+        return QueryParseError(_located(self._text, line, column, message),
+                               line=line, column=column)
+
+    @contextmanager
+    def blame(self, position: tuple[int, int]) -> Iterator[None]:
+        """Re-raise a validation error of the pattern classes at ``position``."""
+        try:
+            yield
+        except (QueryParseError, InvalidOptionError) as error:
+            if isinstance(error, QueryParseError) and error.line is not None:
+                raise
+            raise self.error(str(error), position) from error
+
+    def pattern(self, tree: Tree) -> TemporalPattern:
+        parts: dict[str, Tree] = {child.data: child for child in tree.children
+                                  if isinstance(child, Tree)}
+        source = None
+        if "source" in parts:
+            names = [str(t) for t in _tokens(parts["source"])]
+            source = names[0]
+            self._qualifiers = set(names)
+        partition = tuple(self.column(c) for c in parts["partition"].children
+                          ) if "partition" in parts else ()
+        definitions = parts["define"].children
+        symbols = tuple(self.definition(d) for d in definitions)
+        constraints: list[Constraint] = []
+        positions: list[tuple[int, int]] = []
+        for group in parts["pattern"].children:
+            for constraint, position in self.group(group):
+                constraints.append(constraint)
+                positions.append(position)
+        within = self.duration(parts["within"].children[0]) if "within" in parts else None
+        items = parts["returns"].children if "returns" in parts else []
+        returns = tuple(self.return_item(item) for item in items)
+        with self.blame(_position(tree)):
+            problem = _pattern_problem(symbols, tuple(constraints), within, source,
+                                       partition, returns)
+        if problem is not None:
+            message, part, index = problem
+            where = {"symbol": [_position(d) for d in definitions],
+                     "constraint": positions or [_position(parts["pattern"])],
+                     "return": [_position(i) for i in items]}.get(part)
+            position = where[index] if where else _position(parts.get("partition", tree))
+            raise self.error(message, position)
+        return TemporalPattern(symbols, tuple(constraints), within, source, partition, returns)
+
+    def column(self, tree: Tree) -> str:
+        names = _tokens(tree)
+        if len(names) == 2:
+            if str(names[0]) not in self._qualifiers:
+                known = " or ".join(sorted(self._qualifiers)) or "(FROM names no source)"
+                raise self.error(f"{names[0]}.{names[1]}: columns may be qualified only by "
+                                 f"the source's name or alias: {known}", _position(names[0]))
+            return str(names[1])
+        return str(names[0])
+
+    def definition(self, tree: Tree) -> SituationDefinition:
+        name = _tokens(tree)[0]
+        condition_tree = tree.children[1]
+        condition = self.condition(condition_tree)
+        low = high = None
+        if len(tree.children) > 2:
+            bound = tree.children[2]
+            durations = [self.duration(d) for d in bound.children]
+            if bound.data == "at_least":
+                low = durations[0]
+            elif bound.data == "at_most":
+                high = durations[0]
+            else:
+                low, high = durations
+        with self.blame(_position(tree.children[-1])):
+            return SituationDefinition(str(name), condition, low, high)
+
+    def condition(self, tree: Tree) -> Condition:
+        kind = tree.data
+        if kind in ("or_", "and_"):
+            node = Or if kind == "or_" else And
+            first, second = (self.condition(c) for c in tree.children)
+            # Flatten left-nested chains: `a AND b AND c` is one And of three.
+            operands = (first.operands if isinstance(first, node) else (first,)) + (second,)
+            return node(operands)
+        if kind == "not_":
+            return Not(self.condition(tree.children[0]))
+        left, comparator, right = tree.children
+        with self.blame(_position(tree)):
+            return Compare(self.operand(left), str(_tokens(comparator)[0]).replace("<>", "!="),
+                           self.operand(right))
+
+    def operand(self, tree: Tree) -> Column | Literal:
+        if tree.data == "column":
+            return Column(self.column(tree))
+        token = _tokens(tree)[0]
+        if tree.data == "string":
+            return Literal(_unquote(token))
+        with self.blame(_position(token)):
+            return Literal(float(token))
+
+    def duration(self, tree: Tree) -> Duration:
+        number, *unit = _tokens(tree)
+        with self.blame(_position(number)):
+            return Duration(float(number), TimeUnit.named(str(unit[0])) if unit else None)
+
+    def group(self, tree: Tree) -> list[tuple[Constraint, tuple[int, int]]]:
+        if tree.data == "restrictions":
+            endpoints = [c for c in tree.children if c.data == "endpoint"]
+            comparators = [c for c in tree.children if c.data == "point_comparator"]
+            out: list[tuple[Constraint, tuple[int, int]]] = []
+            for left, op, right in zip(endpoints, comparators, endpoints[1:]):
+                (ls, le), (rs, re_) = _tokens(left), _tokens(right)
+                with self.blame(_position(left)):
+                    restriction = EndpointRestriction(str(ls), Endpoint(str(le).lower()),
+                                                      str(_tokens(op)[0]), str(rs),
+                                                      Endpoint(str(re_).lower()))
+                out.append((restriction, _position(left)))
+            return out
+        return [self.disjunction(tree.children)]
+
+    def disjunction(self, terms: list[Tree]) -> tuple[Constraint, tuple[int, int]]:
+        first = _tokens(terms[0])
+        pair = (str(first[0]), str(first[-1]))
+        position = _position(first[0])
+        relations: set[AllenRelation] = set()
+        for term in terms:
+            tokens = _tokens(term)
+            left, right = str(tokens[0]), str(tokens[-1])
+            if (left, right) not in (pair, pair[::-1]):
+                raise self.error(f"one disjunction relates one pair of symbols: {left} and "
+                                 f"{right} are not {pair[0]} and {pair[1]}; join constraints "
+                                 "on different pairs with AND", _position(tokens[0]))
+            for word in tokens[1:-1]:
+                with self.blame(_position(word)):
+                    relation = lookup_relation(str(word))
+                if isinstance(relation, SuccessionRelation):
+                    if len(terms) > 1 or len(tokens) > 3:
+                        raise self.error(f"{word} cannot be combined with other relations "
+                                         "in a disjunction", _position(word))
+                    if relation is SuccessionRelation.FOLLOWS:
+                        left, right = right, left
+                    with self.blame(position):
+                        return FollowedBy(left, right), position
+                found = (relation.relations if isinstance(relation, HierarchyOperator)
+                         else frozenset({relation}))
+                relations |= found if (left, right) == pair else {inverse(r) for r in found}
+        with self.blame(position):
+            return RelationConstraint(pair[0], pair[1], frozenset(relations)), position
+
+    def return_item(self, tree: Tree) -> ReturnItem:
+        aggregate, symbol, column, *alias = _tokens(tree)
+        name = str(alias[0]) if alias else f"{str(aggregate).lower()}_{symbol}_{column}"
+        with self.blame(_position(aggregate)):
+            return ReturnItem(Aggregate(Aggregate.get_value(str(aggregate).lower())),
+                              str(symbol), str(column), name)
+

@@ -1,0 +1,130 @@
+"""``uc.match``: temporal pattern queries over point or interval events (SEMANTICS B, C).
+
+One call turns a table into situations and matches a part-B query on them with an
+engine: ``join`` (TPStream 5.2 and 5.4: range joins on sorted endpoints, the default) or
+``brute_force`` (every combination; the reference, for small inputs).
+
+The kind of input is read from its columns:
+
+* **point events** if it has ``time_column`` (default ``time``): each symbol's situations
+  are the maximal runs of events satisfying its DEFINE condition (SEMANTICS B1);
+* **interval events** otherwise, if it has ``ts``, ``te`` and ``symbol_column`` (default
+  ``symbol``): each row is a situation of the symbol it names (DEFINE's conditions are not
+  evaluated, its duration bounds apply), as
+  :func:`~uncertain_cep.interval.situations.situations_from_intervals` reads them.
+
+FROM is optional and ignored (the table is the source); PARTITION BY names the columns
+that split the data into independent partitions (none: one partition).
+
+>>> import pandas as pd
+>>> events = pd.DataFrame({"time": range(8), "x": [1, 1, 0, 0, 1, 0, 0, 0]})
+>>> match(events, "DEFINE A AS x = 1, B AS x = 0 PATTERN A meets B")
+   A_ts  A_te  B_ts  B_te  detected_at
+0     0     2     2     4            2
+1     4     5     5     8            5
+>>> match(events, "DEFINE A AS x = 1, B AS x = 0 PATTERN A meets B", engine="automaton")
+Traceback (most recent call last):
+...
+uncertain_cep.errors.InvalidOptionError: 'automaton' is not a valid match engine; ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from query.temporal_language import parse_temporal_query
+from query.temporal_patterns import TemporalPattern
+from uncertain_cep.errors import InputError, ParamEnum, QueryError
+from uncertain_cep.interval.brute_force import match_brute_force
+from uncertain_cep.interval.join import match_join
+from uncertain_cep.interval.situations import derive_situations, situations_from_intervals
+
+__all__ = ["MatchEngine", "match"]
+
+
+class MatchEngine(ParamEnum):
+    """How :func:`match` finds the matches; every engine gives the same answer."""
+
+    JOIN = "join"
+    BRUTE_FORCE = "brute_force"
+
+
+def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join", *,
+          time_column: str = "time", time_unit: float | str | None = None, tick: float = 1,
+          symbol_column: str = "symbol") -> pd.DataFrame:
+    """Every match of a temporal pattern in ``data`` (SEMANTICS B3).
+
+    Parameters
+    ----------
+    data : DataFrame
+        Point events (a ``time_column``) or interval events (``ts``, ``te``,
+        ``symbol_column``); see the module's description. Plus the PARTITION BY columns
+        and the columns the query reads.
+    query : str or TemporalPattern
+        Part-B query text (SEMANTICS C) or a parsed pattern.
+    engine : {"join", "brute_force"}
+        ``join`` scales; ``brute_force`` is the reference, refusing a partition with more
+        than two million combinations.
+    time_column : str
+        The point events' time column.
+    time_unit : float or str, optional
+        Seconds per data time unit (or text such as ``"1s"``, ``"100ms"``); needed when
+        the query writes durations or the window with units (``5s``, ``5 MINUTES``).
+    tick : number
+        One time unit of point events: a run still true at a partition's last event ends
+        ``tick`` after it.
+    symbol_column : str
+        The interval events' column naming each row's symbol.
+
+    Returns
+    -------
+    DataFrame
+        The PARTITION BY columns, ``<S>_ts`` and ``<S>_te`` per symbol in DEFINE order,
+        one column per RETURN alias and ``detected_at``; sorted by partition and ``ts``.
+
+    Raises
+    ------
+    InvalidOptionError
+        An unknown engine (the message lists the valid ones).
+    QueryParseError
+        Malformed query text (line, column, what was expected), before data is read.
+    InputError
+        Data that is neither kind of input, or invalid (missing columns, bad times).
+    QueryError
+        A query that cannot run on the data (a column it reads is missing).
+    """
+    chosen = MatchEngine(MatchEngine.get_value(engine))
+    pattern = _pattern(query)
+    situations = _situations(data, pattern, time_column=time_column, time_unit=time_unit,
+                             tick=tick, symbol_column=symbol_column)
+    if chosen is MatchEngine.BRUTE_FORCE:
+        return match_brute_force(situations, pattern, time_unit=time_unit)
+    return match_join(situations, pattern, time_unit=time_unit)
+
+
+def _pattern(query: object) -> TemporalPattern:
+    if isinstance(query, TemporalPattern):
+        return query
+    if isinstance(query, str):
+        return parse_temporal_query(query)
+    raise QueryError(f"the query must be query text or a TemporalPattern, "
+                     f"got {type(query).__name__}")
+
+
+def _situations(data: object, pattern: TemporalPattern, *, time_column: str,
+                time_unit: float | str | None, tick: float,
+                symbol_column: str) -> Mapping[str, pd.DataFrame]:
+    """Situations per symbol from point events or interval events, told apart by columns."""
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"the data must be a pandas DataFrame, got {type(data).__name__}")
+    if time_column in data.columns:
+        return derive_situations(data, pattern, time_column=time_column, time_unit=time_unit,
+                                 tick=tick)
+    if {"ts", "te", symbol_column} <= set(data.columns):
+        return situations_from_intervals(data, pattern, symbol_column=symbol_column,
+                                         time_unit=time_unit)
+    raise InputError(f"the data has neither a time column {time_column!r} (point events) nor "
+                     f"columns 'ts', 'te' and {symbol_column!r} (interval events); columns: "
+                     f"{', '.join(map(str, data.columns))}")

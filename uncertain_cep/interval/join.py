@@ -1,0 +1,235 @@
+"""The join engine: temporal pattern matching by range joins on sorted endpoints.
+
+TPStream section 5.2 keeps per symbol a buffer of situations sorted by start and finds the
+partners of a partial match by range queries on the endpoints; section 5.4 orders the
+symbols by a cost model (:mod:`~uncertain_cep.interval.join_plan`). Here every partition
+is processed at once, vectorised with numpy:
+
+1. Each symbol's situations are sorted by (partition id, ts). The situations of one
+   symbol never overlap (SEMANTICS B1), so within a partition ``te`` is sorted too and
+   any bound on ``ts`` or ``te`` selects a contiguous run of indices.
+2. Partial matches are arrays of indices, one array per bound symbol. For the next
+   symbol each restriction ``new.ts|te  op  value`` (an Allen relation is a conjunction
+   of such, a disjunction of relations takes the hull of their runs, the window bounds
+   ``ts >= max(te) - w`` and ``te <= min(ts) + w``) becomes an index bound by
+   ``np.searchsorted`` on a composite key (partition id, rank of the endpoint), so one
+   call serves every partial match of every partition.
+3. The runs are expanded into candidate pairs without a Python loop per partial match
+   (``np.repeat``/``cumsum``) and filtered exactly by every constraint between the new
+   symbol and the bound ones, evaluated as the reference evaluates it
+   (:mod:`~uncertain_cep.interval.brute_force`), and by the window.
+
+``followed_by`` needs the other situations of both symbols; with sorted, non-overlapping
+situations only the next situation of A's symbol and the previous one of B's symbol can
+meet the gap ``[A.te, B.ts)``, an index lookup.
+
+>>> import pandas as pd
+>>> from query.temporal_language import parse_temporal_query
+>>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A meets; before B "
+...                          "WITHIN 10")
+>>> situations = {"A": pd.DataFrame({"ts": [0, 6], "te": [2, 8]}),
+...               "B": pd.DataFrame({"ts": [2, 9], "te": [5, 11]})}
+>>> match_join(situations, q)
+   A_ts  A_te  B_ts  B_te  detected_at
+0     0     2     2     5            2
+1     6     8     9    11            9
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.errors import InvalidOptionError
+from uncertain_cep.interval.join_plan import evaluation_order
+from uncertain_cep.interval.join_steps import Step, SymbolArrays, plan_steps
+from uncertain_cep.interval.tables import checked_situation_table
+from uncertain_cep.model.relations import Endpoint, EndpointRestriction
+
+__all__ = ["match_join"]
+
+
+def match_join(situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern, *,
+               time_unit: float | str | None = None, batch_size: int = 1 << 20,
+               order: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Every match of ``pattern`` among ``situations`` (SEMANTICS B3) by range joins.
+
+    Takes and returns exactly what
+    :func:`~uncertain_cep.interval.brute_force.match_brute_force` does (same columns,
+    dtypes and row order).
+
+    Parameters
+    ----------
+    situations : mapping of symbol name to DataFrame
+        Per symbol: the PARTITION BY columns, ``ts``, ``te`` and each RETURN aggregate's
+        source column, as :func:`~uncertain_cep.interval.situations.derive_situations`
+        returns them.
+    pattern : TemporalPattern
+    time_unit : float or str, optional
+        Seconds per data unit, if the window carries a unit.
+    batch_size : int
+        About how many candidate pairs one vectorised step expands at once (bounds memory).
+    order : tuple of str, optional
+        The evaluation order (every symbol once); by default the cost model of
+        :func:`~uncertain_cep.interval.join_plan.evaluation_order` chooses it.
+
+    Raises
+    ------
+    InputError
+        As the reference: a symbol without a table, a missing column, ``ts >= te``, or
+        overlapping situations of one symbol in one partition.
+    InvalidOptionError
+        An ``order`` that does not name every symbol once.
+    """
+    pattern = pattern.resolve_units(time_unit)
+    names = pattern.symbol_names
+    keys = list(pattern.partition_by)
+    tables = {name: checked_situation_table(situations, name, pattern) for name in names}
+    pids, partitions = _partition_ids(tables, keys)
+    symbols = {name: SymbolArrays(tables[name], pids[name], partitions) for name in names}
+    if order is None:
+        order = evaluation_order(pattern, {n: len(symbols[n]) for n in names},
+                                 partitions=partitions, span=_mean_span(symbols, partitions))
+    elif sorted(order) != sorted(names):
+        raise InvalidOptionError(f"order must name every symbol once: {', '.join(names)}; "
+                                 f"got {order!r}")
+    order = tuple(order)
+    steps = plan_steps(pattern, order)
+    rows = _join(symbols, steps, order, max(int(batch_size), 1))
+    return _answer(pattern, symbols, rows)
+
+
+def _partition_ids(tables: Mapping[str, pd.DataFrame],
+                   keys: list[str]) -> tuple[dict[str, np.ndarray], int]:
+    """Dense partition ids shared by every symbol, in the sorted order of the keys."""
+    if not keys:
+        return {n: np.zeros(len(t), dtype=np.int64) for n, t in tables.items()}, 1
+    both = pd.concat([t[keys] for t in tables.values()], ignore_index=True)
+    groups = both.groupby(keys, sort=True, dropna=True, observed=True).ngroup()
+    # Rows with a missing key get -1 and are dropped, as the reference's groupby drops them.
+    codes = groups.fillna(-1).to_numpy().astype(np.int64)
+    bounds = np.cumsum([0] + [len(t) for t in tables.values()])
+    pids = {n: codes[bounds[i]:bounds[i + 1]] for i, n in enumerate(tables)}
+    return pids, int(codes.max()) + 1 if len(codes) else 0
+
+
+def _mean_span(symbols: Mapping[str, SymbolArrays], partitions: int) -> float | None:
+    """Mean time the situations of a partition span (for the window's share)."""
+    low = np.full(partitions, np.inf)
+    high = np.full(partitions, -np.inf)
+    for s in symbols.values():
+        # Sorted by (partition, ts) and non-overlapping: a partition's first situation
+        # starts first and its last ends last.
+        some = s.stop > s.first
+        low[some] = np.minimum(low[some], s.ts[s.first[some]])
+        high[some] = np.maximum(high[some], s.te[s.stop[some] - 1])
+    seen = np.isfinite(low) & np.isfinite(high)
+    return float(np.mean(high[seen] - low[seen])) if seen.any() else None
+
+
+@dataclass
+class _Batch:
+    """Partial matches: per bound symbol an index into its arrays, the partition id and
+    the running ``max(te)``/``min(ts)`` the window needs."""
+
+    pid: np.ndarray
+    rows: dict[str, np.ndarray]
+    latest: np.ndarray
+    earliest: np.ndarray
+
+    def take(self, which: np.ndarray) -> _Batch:
+        return _Batch(self.pid[which], {n: r[which] for n, r in self.rows.items()},
+                      self.latest[which], self.earliest[which])
+
+
+def _join(symbols: Mapping[str, SymbolArrays], steps: list[Step], order: tuple[str, ...],
+          batch_size: int) -> dict[str, np.ndarray]:
+    """Indices of every match, per symbol, in no particular order."""
+    first = symbols[order[0]]
+    everything = np.arange(len(first))
+    stack = [(1, _Batch(first.pid, {order[0]: everything}, first.te, first.ts).take(chunk))
+             for chunk in np.array_split(everything, max(1, -(-len(first) // batch_size)))]
+    done: list[_Batch] = []
+    # Depth first, so at most one step's expansion per level is in memory at a time.
+    while stack:
+        level, batch = stack.pop()
+        if level == len(order):
+            done.append(batch)
+            continue
+        step, new = steps[level], symbols[order[level]]
+        low, high = step.ranges(symbols, batch.pid, batch.rows, batch.latest, batch.earliest)
+        counts = np.maximum(high - low, 0)
+        for chunk in _chunks(counts, batch_size):
+            grown = _expand(batch, chunk, low, counts, order[level], new)
+            keep = step.keep(symbols, grown.pid, grown.rows, grown.latest, grown.earliest)
+            if keep.any():
+                stack.append((level + 1, grown.take(np.flatnonzero(keep))))
+    return {name: np.concatenate([b.rows[name] for b in done]) if done
+            else np.zeros(0, dtype=np.intp) for name in order}
+
+
+def _chunks(counts: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
+    """Partial matches with candidates, in groups of about ``batch_size`` candidates."""
+    busy = np.flatnonzero(counts)
+    if not len(busy):
+        return
+    sizes = counts[busy]
+    group = (np.cumsum(sizes) - sizes) // batch_size
+    yield from np.split(busy, np.flatnonzero(np.diff(group)) + 1)
+
+
+def _expand(batch: _Batch, chunk: np.ndarray, low: np.ndarray, counts: np.ndarray,
+            name: str, new: SymbolArrays) -> _Batch:
+    """Every (partial match, candidate) pair of ``chunk``: the index runs
+    ``[low, low + count)`` laid end to end with repeat/cumsum."""
+    sizes = counts[chunk]
+    owner = np.repeat(chunk, sizes)
+    offset = np.arange(len(owner)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    candidate = low[owner] + offset
+    grown = batch.take(owner)
+    grown.rows[name] = candidate
+    grown.latest = np.maximum(grown.latest, new.te[candidate])
+    grown.earliest = np.minimum(grown.earliest, new.ts[candidate])
+    return grown
+
+
+def _answer(pattern: TemporalPattern, symbols: Mapping[str, SymbolArrays],
+            rows: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The reference's answer format: sorted by partition and the symbols' ts."""
+    names = pattern.symbol_names
+    # Indices sort by (partition id, ts) per symbol, and partition ids follow key order.
+    order = np.lexsort([rows[name] for name in reversed(names)])
+    rows = {name: r[order] for name, r in rows.items()}
+    ends = {name: (symbols[name].ts[rows[name]], symbols[name].te[rows[name]])
+            for name in names}
+    out: dict[str, object] = {}
+    first = symbols[names[0]].table
+    for column in pattern.partition_by:
+        out[column] = first[column].take(rows[names[0]]).reset_index(drop=True)
+    for name in names:
+        out[f"{name}_ts"], out[f"{name}_te"] = ends[name]
+    for item in pattern.returns:
+        values = symbols[item.symbol].table[item.source_column].to_numpy()
+        out[item.alias] = values[rows[item.symbol]]
+    out["detected_at"] = _detected_at(pattern.constraints, ends)
+    return pd.DataFrame(out)[list(pattern.output_columns())]
+
+
+def _detected_at(constraints: tuple[Constraint, ...],
+                 ends: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """SEMANTICS B3, computed as the reference computes it (same values and dtype)."""
+    detected = np.max([ts for ts, _ in ends.values()], axis=0)
+    for constraint in constraints:
+        if isinstance(constraint, EndpointRestriction):
+            left = ends[constraint.left][constraint.left_end is Endpoint.TE]
+            right = ends[constraint.right][constraint.right_end is Endpoint.TE]
+            detected = np.maximum(detected, np.maximum(left, right))
+        elif isinstance(constraint, (RelationConstraint, FollowedBy)):
+            (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
+            detected = np.maximum(detected,
+                                  np.sort(np.stack([a_ts, a_te, b_ts, b_te]), axis=0)[2])
+    return detected

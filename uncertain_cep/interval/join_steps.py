@@ -1,0 +1,259 @@
+"""One step of the join engine: index ranges by binary search, then the exact filter.
+
+TPStream section 5.2 finds the partners of a partial match in a symbol's buffer by range
+queries on the endpoints. A :class:`SymbolArrays` holds one symbol's situations of every
+partition, sorted by (partition id, ts); :meth:`SymbolArrays.below` is the binary search.
+A :class:`Step` binds one more symbol: :meth:`Step.ranges` turns every constraint to the
+symbols already bound, and the window, into a run of candidate indices per partial match;
+:meth:`Step.keep` then checks each candidate exactly.
+
+>>> import pandas as pd
+>>> s = SymbolArrays(pd.DataFrame({"ts": [0, 5, 1], "te": [2, 9, 3]}),
+...                  np.array([0, 0, 1]), partitions=2)
+>>> s.ts.tolist(), s.below(Endpoint.TS, np.array([0, 0, 1]), np.array([5, 5, 5]), False)
+([0, 5, 1], array([1, 1, 3]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.model.relations import (
+    ALLEN_RELATIONS,
+    AllenRelation,
+    Endpoint,
+    EndpointRestriction,
+    definition,
+    holds,
+)
+
+__all__ = ["Step", "SymbolArrays", "plan_steps"]
+
+_FLIP = {"<": ">", "<=": ">=", "=": "=", ">=": "<=", ">": "<"}
+
+
+class SymbolArrays:
+    """One symbol's situations over all partitions, sorted by (partition id, ts).
+
+    Rows whose partition id is negative (a missing key) are dropped. Since situations of
+    one symbol never overlap, ``te`` is sorted within a partition as well.
+    """
+
+    def __init__(self, table: pd.DataFrame, pid: np.ndarray, partitions: int) -> None:
+        order = np.lexsort((table["ts"].to_numpy(), pid))
+        order = order[pid[order] >= 0]
+        self.table = table.iloc[order].reset_index(drop=True)
+        self.pid = np.asarray(pid[order], dtype=np.int64)
+        self.ts = self.table["ts"].to_numpy()
+        self.te = self.table["te"].to_numpy()
+        every = np.arange(partitions)
+        self.first = np.searchsorted(self.pid, every, side="left")
+        self.stop = np.searchsorted(self.pid, every, side="right")
+        self._composite: dict[Endpoint, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.pid)
+
+    def end(self, which: Endpoint) -> np.ndarray:
+        return self.te if which is Endpoint.TE else self.ts
+
+    def below(self, which: Endpoint, pid: np.ndarray, values: np.ndarray,
+              inclusive: bool) -> np.ndarray:
+        """Per query, the index of the first situation of partition ``pid`` whose
+        endpoint ``which`` is not below ``values`` (``< value``, or ``<= value`` if
+        ``inclusive``); the partition's end if none.
+
+        One ``searchsorted`` serves all partitions: the key is ``pid * (k + 1) + rank``
+        with ``rank`` the endpoint's position among the ``k`` distinct values, exact for
+        any numbers (no arithmetic on the times themselves).
+        """
+        if which not in self._composite:
+            ends = self.end(which)
+            distinct = np.unique(ends)
+            self._composite[which] = (distinct, self.pid * (len(distinct) + 1)
+                                      + np.searchsorted(distinct, ends))
+        distinct, composite = self._composite[which]
+        rank = np.searchsorted(distinct, values, side="right" if inclusive else "left")
+        return np.searchsorted(composite, pid * (len(distinct) + 1) + rank, side="left")
+
+
+def _tighten(symbol: SymbolArrays, pid: np.ndarray, low: np.ndarray, high: np.ndarray,
+             which: Endpoint, op: str, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Narrow the runs ``[low, high)`` to the situations with ``which op values``."""
+    if op in ("<", "<=", "="):
+        high = np.minimum(high, symbol.below(which, pid, values, inclusive=op != "<"))
+    if op in (">", ">=", "="):
+        low = np.maximum(low, symbol.below(which, pid, values, inclusive=op == ">"))
+    return low, high
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """``new.end op other.other_end``: one endpoint restriction seen from the new symbol."""
+
+    end: Endpoint
+    op: str
+    other: str
+    other_end: Endpoint
+
+
+def _seen_from(restriction: EndpointRestriction, new: str) -> _Bound:
+    if restriction.left == new:
+        return _Bound(restriction.left_end, restriction.op, restriction.right,
+                      restriction.right_end)
+    return _Bound(restriction.right_end, _FLIP[restriction.op], restriction.left,
+                  restriction.left_end)
+
+
+def _relation_bounds(constraint: RelationConstraint, new: str) -> list[list[_Bound]]:
+    """One conjunction of bounds per relation of the disjunction."""
+    names = {"A": constraint.left, "B": constraint.right}
+    out = []
+    for relation in sorted(constraint.relations, key=ALLEN_RELATIONS.index):
+        out.append([_seen_from(EndpointRestriction(names[r.left], r.left_end, r.op,
+                                                   names[r.right], r.right_end), new)
+                    for r in definition(relation)])
+    return out
+
+
+@dataclass(frozen=True)
+class Step:
+    """Binding symbol ``new`` after the symbols ``bound``: its constraints and window."""
+
+    new: str
+    bound: frozenset[str]
+    constraints: tuple[Constraint, ...]
+    within: float | None
+
+    def ranges(self, symbols: Mapping[str, SymbolArrays], pid: np.ndarray,
+               rows: Mapping[str, np.ndarray], latest: np.ndarray,
+               earliest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per partial match, a run ``[low, high)`` of ``new``'s indices holding every
+        partner (and possibly more: :meth:`keep` decides)."""
+        new = symbols[self.new]
+        low, high = new.first[pid], new.stop[pid]
+
+        def value(name: str, which: Endpoint) -> np.ndarray:
+            return symbols[name].end(which)[rows[name]]
+
+        for constraint in self.constraints:
+            if isinstance(constraint, EndpointRestriction):
+                b = _seen_from(constraint, self.new)
+                low, high = _tighten(new, pid, low, high, b.end, b.op,
+                                     value(b.other, b.other_end))
+            elif isinstance(constraint, FollowedBy):
+                low, high = self._followed_by_range(constraint, symbols, pid, rows, low, high)
+            elif len(constraint.relations) < len(ALLEN_RELATIONS):
+                # A disjunction: the hull of the runs of its relations.
+                hull_low = np.full(len(pid), len(new), dtype=np.int64)
+                hull_high = np.zeros(len(pid), dtype=np.int64)
+                for conjunction in _relation_bounds(constraint, self.new):
+                    r_low, r_high = low, high
+                    for b in conjunction:
+                        r_low, r_high = _tighten(new, pid, r_low, r_high, b.end, b.op,
+                                                 value(b.other, b.other_end))
+                    some = r_low < r_high
+                    hull_low = np.where(some, np.minimum(hull_low, r_low), hull_low)
+                    hull_high = np.where(some, np.maximum(hull_high, r_high), hull_high)
+                low, high = hull_low, hull_high
+        if self.within is not None:
+            start_from, end_by = latest - self.within, earliest + self.within
+            if np.issubdtype(start_from.dtype, np.floating):
+                # The exact test is max(te) - min(ts) <= w; the sums here may round the
+                # other way, so widen by far more than a rounding error.
+                slack = 1e-9 * (np.abs(start_from) + np.abs(end_by) + self.within)
+                start_from, end_by = start_from - slack, end_by + slack
+            low, high = _tighten(new, pid, low, high, Endpoint.TS, ">=", start_from)
+            low, high = _tighten(new, pid, low, high, Endpoint.TE, "<=", end_by)
+        return low, high
+
+    def _followed_by_range(self, constraint: FollowedBy, symbols: Mapping[str, SymbolArrays],
+                           pid: np.ndarray, rows: Mapping[str, np.ndarray], low: np.ndarray,
+                           high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """At most one candidate: B is the first situation after A.te (and none of B's
+        symbol ends inside the gap), A the last before B.ts (and none of A's starts in it)."""
+        new = symbols[self.new]
+        if constraint.right == self.new:
+            a, i = symbols[constraint.left], rows[constraint.left]
+            a_te = a.te[i]
+            low = np.maximum(low, new.below(Endpoint.TS, pid, a_te, inclusive=True))
+            high = np.minimum(high, new.below(Endpoint.TE, pid, a_te, inclusive=True) + 1)
+            following, has = _neighbour(a, i, pid, +1)
+            cap = new.below(Endpoint.TS, pid, a.ts[following], inclusive=True)
+            return low, np.where(has, np.minimum(high, cap), high)
+        b, k = symbols[constraint.right], rows[constraint.right]
+        b_ts = b.ts[k]
+        high = np.minimum(high, new.below(Endpoint.TE, pid, b_ts, inclusive=False))
+        low = np.maximum(low, new.below(Endpoint.TS, pid, b_ts, inclusive=False) - 1)
+        previous, has = _neighbour(b, k, pid, -1)
+        floor = new.below(Endpoint.TE, pid, b.te[previous], inclusive=False)
+        return np.where(has, np.maximum(low, floor), low), high
+
+    def keep(self, symbols: Mapping[str, SymbolArrays], pid: np.ndarray,
+             rows: Mapping[str, np.ndarray], latest: np.ndarray,
+             earliest: np.ndarray) -> np.ndarray:
+        """Whether each candidate satisfies every constraint of this step and the window,
+        evaluated as the reference evaluates them."""
+        ends = {name: (symbols[name].ts[r], symbols[name].te[r]) for name, r in rows.items()}
+        ok = np.ones(len(pid), dtype=bool)
+        for constraint in self.constraints:
+            if isinstance(constraint, EndpointRestriction):
+                ok &= constraint.evaluate(ends)
+                continue
+            (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
+            if isinstance(constraint, RelationConstraint):
+                some = np.zeros(len(pid), dtype=bool)
+                for relation in constraint.relations:
+                    some |= holds(relation, a_ts, a_te, b_ts, b_te)
+                ok &= some
+            else:
+                ok &= holds(AllenRelation.BEFORE, a_ts, a_te, b_ts, b_te)
+                ok &= ~_meets_gap(symbols[constraint.left], rows[constraint.left], +1,
+                                  pid, a_te, b_ts)
+                ok &= ~_meets_gap(symbols[constraint.right], rows[constraint.right], -1,
+                                  pid, a_te, b_ts)
+        if self.within is not None:
+            ok &= latest - earliest <= self.within
+        return ok
+
+
+def _neighbour(symbol: SymbolArrays, rows: np.ndarray, pid: np.ndarray,
+               step: int) -> tuple[np.ndarray, np.ndarray]:
+    """The next (``step=+1``) or previous (-1) situation's index, and whether it exists
+    in the same partition."""
+    there = rows + step
+    inside = (there >= 0) & (there < len(symbol))
+    there = np.clip(there, 0, max(len(symbol) - 1, 0))
+    return there, inside & (symbol.pid[there] == pid)
+
+
+def _meets_gap(symbol: SymbolArrays, rows: np.ndarray, step: int, pid: np.ndarray,
+               a_te: np.ndarray, b_ts: np.ndarray) -> np.ndarray:
+    """Whether the neighbour of the chosen situation intersects the gap ``[A.te, B.ts)``.
+
+    Of A's symbol only the next situation can (earlier ones end by A.ts, later ones start
+    after the next ends), of B's only the previous; the test is the reference's.
+    """
+    there, has = _neighbour(symbol, rows, pid, step)
+    return has & (symbol.ts[there] < b_ts) & (a_te < symbol.te[there])
+
+
+def plan_steps(pattern: TemporalPattern, order: tuple[str, ...]) -> list[Step]:
+    """The steps binding ``order[1:]``; ``steps[0]`` binds ``order[0]`` (no constraint).
+
+    Each constraint is checked once, at the step binding the later of its symbols.
+    ``pattern`` has its window in data units.
+    """
+    within = None if pattern.within is None else pattern.within.value
+    steps = []
+    for level, name in enumerate(order):
+        bound = frozenset(order[:level])
+        mine = tuple(c for c in pattern.constraints
+                     if name in c.symbols and set(c.symbols) - {name} <= bound)
+        steps.append(Step(name, bound, mine, within))
+    return steps
