@@ -8,7 +8,10 @@ Subcommands:
   them) and write its index with the Spark batch job (``--master URL`` for a cluster);
 * ``query DIR "QUERY"``: answer a query over a saved index, in this process or by time
   slices on Spark (``--engine spark``), printing the table or writing it to
-  ``--out report.parquet|.csv``.
+  ``--out report.parquet|.csv``;
+* ``match INPUT "QUERY" --out FILE``: a temporal pattern query (part B) over point or
+  interval events in a Parquet/CSV file or directory, per PARTITION BY key on Spark,
+  written to ``FILE`` (``.parquet`` or ``.csv``).
 """
 
 from __future__ import annotations
@@ -104,6 +107,22 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     query.add_argument("--out", default=None, help="write the answer to .parquet or .csv")
     query.set_defaults(run=_query)
+
+    matcher = sub.add_parser("match", help="match a temporal pattern (part B) on Spark")
+    matcher.add_argument("input", help="Parquet or CSV file of point or interval events, or "
+                                       "a directory of them")
+    matcher.add_argument("query", help="query text (or @file to read it from a file)")
+    matcher.add_argument("--out", required=True, help="answer file, .parquet or .csv")
+    matcher.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    matcher.add_argument("--engine", default="join",
+                         help="join (default), automata or brute_force")
+    matcher.add_argument("--time-column", default="time", help="point events' time column")
+    matcher.add_argument("--time-unit", type=_time_unit, default=None,
+                         help="seconds per data time unit (a number) or a duration such as "
+                              "1s; needed when the query writes units (5s, 2 MINUTES)")
+    matcher.add_argument("--symbol-column", default="symbol",
+                         help="interval events' column naming each row's symbol")
+    matcher.set_defaults(run=_match)
     return parser
 
 
@@ -117,6 +136,7 @@ def _time_unit(text: str) -> float | str:
 def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write an answer table to Parquet or CSV atomically (temporary file, then rename)."""
     target = Path(path)
+    _check_report_path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.close(fd)
@@ -124,20 +144,25 @@ def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     # under the user's umask.
     os.chmod(tmp, 0o666 & ~_umask())
     try:
-        out = frame.assign(events=[" ".join(map(str, e)) for e in frame["events"]])
+        # A part-A answer's event-id tuples are stored as space-separated text.
+        out = (frame.assign(events=[" ".join(map(str, e)) for e in frame["events"]])
+               if "events" in frame.columns else frame.copy())
         out.attrs = {}
         if target.suffix == ".csv":
             out.to_csv(tmp, index=False)
-        elif target.suffix == ".parquet":
-            out.to_parquet(tmp, index=False)
         else:
-            from uncertain_cep.errors import InputError
-
-            raise InputError(f"report {target} must end in .parquet or .csv")
+            out.to_parquet(tmp, index=False)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _check_report_path(target: Path) -> None:
+    if target.suffix not in (".csv", ".parquet"):
+        from uncertain_cep.errors import InputError
+
+        raise InputError(f"report {target} must end in .parquet or .csv")
 
 
 def _umask() -> int:
@@ -224,6 +249,25 @@ def _query(args: argparse.Namespace) -> int:
         print(f"{len(res)} matches written to {args.out}")
     else:
         print(res.to_string(index=False))
+    return 0
+
+
+def _match(args: argparse.Namespace) -> int:
+    from query.temporal_language import parse_temporal_query
+    from uncertain_cep.interval.api import MatchEngine
+
+    text = _query_text(args.query)
+    # Everything that can be checked without data fails here, before Spark starts.
+    parse_temporal_query(text)
+    MatchEngine.get_value(args.engine)
+    _check_report_path(Path(args.out))
+    from uncertain_cep.pipeline.match_job import match_spark
+
+    res = match_spark(args.input, text, engine=args.engine, time_column=args.time_column,
+                      time_unit=args.time_unit, symbol_column=args.symbol_column,
+                      master=args.master, log=lambda msg: print(msg, file=sys.stderr))
+    write_report(res, args.out)
+    print(f"{len(res)} matches written to {args.out}")
     return 0
 
 

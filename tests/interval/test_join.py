@@ -160,9 +160,10 @@ def test_match_reads_interval_events_and_a_parsed_pattern():
 def test_match_errors():
     events = pd.DataFrame({"time": [0, 1], "x": [1, 0]})
     query = "DEFINE A AS x = 1, B AS x = 0 PATTERN A meets B"
-    with pytest.raises(InvalidOptionError, match="'automata' is not a valid match engine; "
-                                                 "choose one of: 'join', 'brute_force'"):
-        uc.match(events, query, engine="automata")
+    with pytest.raises(InvalidOptionError, match="'automaton' is not a valid match engine; "
+                                                 "choose one of: 'join', 'automata', "
+                                                 "'brute_force'"):
+        uc.match(events, query, engine="automaton")
     with pytest.raises(InputError, match=r"neither a time column 'time'.*'ts', 'te' and "
                                          r"'symbol'"):
         uc.match(events.rename(columns={"time": "t"}), query)

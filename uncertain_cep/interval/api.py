@@ -1,8 +1,10 @@
 """``uc.match``: temporal pattern queries over point or interval events (SEMANTICS B, C).
 
 One call turns a table into situations and matches a part-B query on them with an
-engine: ``join`` (TPStream 5.2 and 5.4: range joins on sorted endpoints, the default) or
-``brute_force`` (every combination; the reference, for small inputs).
+engine: ``join`` (TPStream 5.2 and 5.4: range joins on sorted endpoints, the default),
+``automata`` (Chen et al. 3.2-3.3: one automaton per related pair, pair results joined)
+or ``brute_force`` (every combination; the reference, for small inputs). All three give
+the same answer.
 
 The kind of input is read from its columns:
 
@@ -37,6 +39,7 @@ import pandas as pd
 from query.temporal_language import parse_temporal_query
 from query.temporal_patterns import TemporalPattern
 from uncertain_cep.errors import InputError, ParamEnum, QueryError
+from uncertain_cep.interval.automata_join import match_automata
 from uncertain_cep.interval.brute_force import match_brute_force
 from uncertain_cep.interval.join import match_join
 from uncertain_cep.interval.situations import derive_situations, situations_from_intervals
@@ -48,6 +51,7 @@ class MatchEngine(ParamEnum):
     """How :func:`match` finds the matches; every engine gives the same answer."""
 
     JOIN = "join"
+    AUTOMATA = "automata"
     BRUTE_FORCE = "brute_force"
 
 
@@ -64,9 +68,9 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
         and the columns the query reads.
     query : str or TemporalPattern
         Part-B query text (SEMANTICS C) or a parsed pattern.
-    engine : {"join", "brute_force"}
-        ``join`` scales; ``brute_force`` is the reference, refusing a partition with more
-        than two million combinations.
+    engine : {"join", "automata", "brute_force"}
+        ``join`` and ``automata`` scale; ``brute_force`` is the reference, refusing a
+        partition with more than two million combinations.
     time_column : str
         The point events' time column.
     time_unit : float or str, optional
@@ -101,6 +105,8 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
                              tick=tick, symbol_column=symbol_column)
     if chosen is MatchEngine.BRUTE_FORCE:
         return match_brute_force(situations, pattern, time_unit=time_unit)
+    if chosen is MatchEngine.AUTOMATA:
+        return match_automata(situations, pattern, time_unit=time_unit)
     return match_join(situations, pattern, time_unit=time_unit)
 
 

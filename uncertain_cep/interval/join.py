@@ -43,12 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
+from query.temporal_patterns import TemporalPattern
 from uncertain_cep.errors import InvalidOptionError
 from uncertain_cep.interval.join_plan import evaluation_order
 from uncertain_cep.interval.join_steps import Step, SymbolArrays, plan_steps
-from uncertain_cep.interval.tables import checked_situation_table
-from uncertain_cep.model.relations import Endpoint, EndpointRestriction
+from uncertain_cep.interval.tables import answer_frame, checked_situation_table, partition_ids
 
 __all__ = ["match_join"]
 
@@ -89,7 +88,7 @@ def match_join(situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern,
     names = pattern.symbol_names
     keys = list(pattern.partition_by)
     tables = {name: checked_situation_table(situations, name, pattern) for name in names}
-    pids, partitions = _partition_ids(tables, keys)
+    pids, partitions = partition_ids(tables, keys)
     symbols = {name: SymbolArrays(tables[name], pids[name], partitions) for name in names}
     if order is None:
         order = evaluation_order(pattern, {n: len(symbols[n]) for n in names},
@@ -100,21 +99,7 @@ def match_join(situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern,
     order = tuple(order)
     steps = plan_steps(pattern, order)
     rows = _join(symbols, steps, order, max(int(batch_size), 1))
-    return _answer(pattern, symbols, rows)
-
-
-def _partition_ids(tables: Mapping[str, pd.DataFrame],
-                   keys: list[str]) -> tuple[dict[str, np.ndarray], int]:
-    """Dense partition ids shared by every symbol, in the sorted order of the keys."""
-    if not keys:
-        return {n: np.zeros(len(t), dtype=np.int64) for n, t in tables.items()}, 1
-    both = pd.concat([t[keys] for t in tables.values()], ignore_index=True)
-    groups = both.groupby(keys, sort=True, dropna=True, observed=True).ngroup()
-    # Rows with a missing key get -1 and are dropped, as the reference's groupby drops them.
-    codes = groups.fillna(-1).to_numpy().astype(np.int64)
-    bounds = np.cumsum([0] + [len(t) for t in tables.values()])
-    pids = {n: codes[bounds[i]:bounds[i + 1]] for i, n in enumerate(tables)}
-    return pids, int(codes.max()) + 1 if len(codes) else 0
+    return answer_frame(pattern, symbols, rows)
 
 
 def _mean_span(symbols: Mapping[str, SymbolArrays], partitions: int) -> float | None:
@@ -195,41 +180,3 @@ def _expand(batch: _Batch, chunk: np.ndarray, low: np.ndarray, counts: np.ndarra
     grown.latest = np.maximum(grown.latest, new.te[candidate])
     grown.earliest = np.minimum(grown.earliest, new.ts[candidate])
     return grown
-
-
-def _answer(pattern: TemporalPattern, symbols: Mapping[str, SymbolArrays],
-            rows: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The reference's answer format: sorted by partition and the symbols' ts."""
-    names = pattern.symbol_names
-    # Indices sort by (partition id, ts) per symbol, and partition ids follow key order.
-    order = np.lexsort([rows[name] for name in reversed(names)])
-    rows = {name: r[order] for name, r in rows.items()}
-    ends = {name: (symbols[name].ts[rows[name]], symbols[name].te[rows[name]])
-            for name in names}
-    out: dict[str, object] = {}
-    first = symbols[names[0]].table
-    for column in pattern.partition_by:
-        out[column] = first[column].take(rows[names[0]]).reset_index(drop=True)
-    for name in names:
-        out[f"{name}_ts"], out[f"{name}_te"] = ends[name]
-    for item in pattern.returns:
-        values = symbols[item.symbol].table[item.source_column].to_numpy()
-        out[item.alias] = values[rows[item.symbol]]
-    out["detected_at"] = _detected_at(pattern.constraints, ends)
-    return pd.DataFrame(out)[list(pattern.output_columns())]
-
-
-def _detected_at(constraints: tuple[Constraint, ...],
-                 ends: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """SEMANTICS B3, computed as the reference computes it (same values and dtype)."""
-    detected = np.max([ts for ts, _ in ends.values()], axis=0)
-    for constraint in constraints:
-        if isinstance(constraint, EndpointRestriction):
-            left = ends[constraint.left][constraint.left_end is Endpoint.TE]
-            right = ends[constraint.right][constraint.right_end is Endpoint.TE]
-            detected = np.maximum(detected, np.maximum(left, right))
-        elif isinstance(constraint, (RelationConstraint, FollowedBy)):
-            (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
-            detected = np.maximum(detected,
-                                  np.sort(np.stack([a_ts, a_te, b_ts, b_te]), axis=0)[2])
-    return detected

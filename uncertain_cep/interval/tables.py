@@ -1,9 +1,9 @@
 """Situation tables as the matchers read them: checked, sorted, with typed empty answers.
 
-Both matchers (:mod:`~uncertain_cep.interval.brute_force`, the reference, and
-:mod:`~uncertain_cep.interval.join`, TPStream 5.2) take one table per symbol and must
-answer in exactly the same format, so the input check and the answer's empty form live
-here once.
+Every matcher (:mod:`~uncertain_cep.interval.brute_force`, the reference;
+:mod:`~uncertain_cep.interval.join`, TPStream 5.2; :mod:`~uncertain_cep.interval.automata_join`,
+Chen et al. 3.3) takes one table per symbol and must answer in exactly the same format, so
+the input check, the partition ids, the answer's form and ``detected_at`` live here once.
 
 >>> import pandas as pd
 >>> from query.temporal_language import parse_temporal_query
@@ -17,14 +17,24 @@ here once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import TemporalPattern
+from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
 from uncertain_cep.errors import InputError
+from uncertain_cep.model.relations import Endpoint, EndpointRestriction
 
-__all__ = ["checked_situation_table"]
+__all__ = ["answer_frame", "checked_situation_table", "detected_at", "partition_ids"]
+
+
+class _Sorted(Protocol):
+    """One symbol's situations sorted by (partition id, ts), as the engines hold them."""
+
+    table: pd.DataFrame
+    ts: np.ndarray
+    te: np.ndarray
 
 
 def checked_situation_table(situations: Mapping[str, pd.DataFrame], name: str,
@@ -68,3 +78,66 @@ def checked_situation_table(situations: Mapping[str, pd.DataFrame], name: str,
         raise InputError(f"situations {name} rows {a} and {b} overlap in one partition; "
                          "situations of one symbol never do", row=int(b))
     return ordered.reset_index(drop=True)
+
+
+def partition_ids(tables: Mapping[str, pd.DataFrame],
+                  keys: list[str]) -> tuple[dict[str, np.ndarray], int]:
+    """Dense partition ids shared by every symbol, in the sorted order of the keys, and
+    how many there are. Rows with a missing key get -1 (the reference's groupby drops
+    them)."""
+    if not keys:
+        return {n: np.zeros(len(t), dtype=np.int64) for n, t in tables.items()}, 1
+    both = pd.concat([t[keys] for t in tables.values()], ignore_index=True)
+    groups = both.groupby(keys, sort=True, dropna=True, observed=True).ngroup()
+    codes = groups.fillna(-1).to_numpy().astype(np.int64)
+    bounds = np.cumsum([0] + [len(t) for t in tables.values()])
+    pids = {n: codes[bounds[i]:bounds[i + 1]] for i, n in enumerate(tables)}
+    return pids, int(codes.max()) + 1 if len(codes) else 0
+
+
+def answer_frame(pattern: TemporalPattern, symbols: Mapping[str, _Sorted],
+                 rows: Mapping[str, np.ndarray],
+                 detected: np.ndarray | None = None) -> pd.DataFrame:
+    """The reference's answer format from matches given as row indices per symbol.
+
+    ``symbols[s]`` holds ``s``'s situations sorted by (partition id, ts); ``rows[s]`` the
+    index of each match's situation of ``s``; ``detected``, if given, each match's
+    ``detected_at`` (else :func:`detected_at` computes it). Rows come out sorted by
+    partition and the symbols' ts, as the reference sorts them.
+    """
+    names = pattern.symbol_names
+    # Indices sort by (partition id, ts) per symbol, and partition ids follow key order.
+    order = np.lexsort([rows[name] for name in reversed(names)])
+    rows = {name: r[order] for name, r in rows.items()}
+    ends = {name: (symbols[name].ts[rows[name]], symbols[name].te[rows[name]])
+            for name in names}
+    out: dict[str, object] = {}
+    first = symbols[names[0]].table
+    for column in pattern.partition_by:
+        out[column] = first[column].take(rows[names[0]]).reset_index(drop=True)
+    for name in names:
+        out[f"{name}_ts"], out[f"{name}_te"] = ends[name]
+    for item in pattern.returns:
+        values = symbols[item.symbol].table[item.source_column].to_numpy()
+        out[item.alias] = values[rows[item.symbol]]
+    out["detected_at"] = (detected_at(pattern.constraints, ends) if detected is None
+                          else detected[order])
+    return pd.DataFrame(out)[list(pattern.output_columns())]
+
+
+def detected_at(constraints: tuple[Constraint, ...],
+                ends: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """SEMANTICS B3, computed as the reference computes it (same values and dtype): the
+    latest ts, the third of the four endpoints of every related pair (TPStream's t_d =
+    t3) and the later endpoint each endpoint restriction names."""
+    detected = np.max([ts for ts, _ in ends.values()], axis=0)
+    for constraint in constraints:
+        if isinstance(constraint, EndpointRestriction):
+            left = ends[constraint.left][constraint.left_end is Endpoint.TE]
+            right = ends[constraint.right][constraint.right_end is Endpoint.TE]
+            detected = np.maximum(detected, np.maximum(left, right))
+        elif isinstance(constraint, (RelationConstraint, FollowedBy)):
+            (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
+            detected = np.maximum(detected,
+                                  np.sort(np.stack([a_ts, a_te, b_ts, b_te]), axis=0)[2])
+    return detected

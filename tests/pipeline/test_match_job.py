@@ -1,0 +1,82 @@
+"""The Spark match job and ``uncertain-cep match``: the same answer as ``uc.match``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from interval_cases import AGGRESSIVE_DRIVERS, car
+
+import uncertain_cep as uc
+from uncertain_cep import cli
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+def _cars() -> pd.DataFrame:
+    speeding = {t: 80.0 + (t - 3) for t in range(3, 15)}
+    accelerating = {t: 10.0 for t in range(1, 7)}
+    return pd.concat([
+        car(1, {**accelerating, 10: -10.0, 11: -10.0}, speeding),
+        car(2, {1: 10.0, 2: 10.0, 3: 10.0, 4: 10.0, 10: -10.0}, speeding),
+        car(3, {**accelerating, 10: -10.0, 13: -10.0,
+                **{t: -10.0 for t in range(16, 21)}}, speeding),
+    ]).sample(frac=1.0, random_state=1)
+
+
+def test_cli_match_on_parquet_equals_uc_match(spark, tmp_path, capsys):
+    events = _cars()
+    events.to_parquet(tmp_path / "in.parquet", index=False)
+    expected = uc.match(events, AGGRESSIVE_DRIVERS, time_unit="1s")
+    assert len(expected) == 3
+    for engine in ("join", "automata"):
+        out = tmp_path / engine / "answer.parquet"
+        assert cli.main(["match", str(tmp_path / "in.parquet"), AGGRESSIVE_DRIVERS,
+                         "--out", str(out), "--engine", engine, "--time-unit", "1s"]) == 0
+        pd.testing.assert_frame_equal(pd.read_parquet(out), expected)
+        assert [p.name for p in out.parent.iterdir()] == ["answer.parquet"]
+    assert "3 matches written to" in capsys.readouterr().out
+    # A query the data cannot answer fails on the empty probe, naming the column.
+    assert cli.main(["match", str(tmp_path / "in.parquet"),
+                     "DEFINE A AS jerk > 1, B AS speed > 70 PATTERN A meets B",
+                     "--out", str(tmp_path / "x.csv")]) == 2
+    assert "'jerk'" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()
+
+
+def test_cli_match_reads_a_csv_directory_of_intervals_and_writes_csv(spark, tmp_path):
+    intervals = pd.DataFrame({"symbol": ["A", "B", "A", "B", "B"], "ts": [0, 2, 6, 7, 12],
+                              "te": [2, 5, 8, 9, 14], "v": [1.5, 2.0, 3.0, 4.0, 5.0]})
+    (tmp_path / "in").mkdir()
+    intervals.iloc[:2].to_csv(tmp_path / "in" / "a.csv", index=False)
+    intervals.iloc[2:].to_csv(tmp_path / "in" / "b.csv", index=False)
+    query = ("DEFINE A AS v > 0, B AS v > 0 PATTERN A meets; overlaps; before B WITHIN 8 "
+             "RETURN max(B.v) AS top")
+    out = tmp_path / "answer.csv"
+    assert cli.main(["match", str(tmp_path / "in"), query, "--out", str(out),
+                     "--engine", "automata"]) == 0
+    expected = uc.match(intervals, query)
+    # [0, 2) before [7, 9) spans 9 > 8: outside the window.
+    assert expected[["A_ts", "B_ts"]].values.tolist() == [[0, 2], [6, 7], [6, 12]]
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected)
+
+
+def test_a_malformed_query_exits_2_before_spark_starts(tmp_path, capsys, monkeypatch):
+    from uncertain_cep.pipeline import match_job
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark must not start for a malformed query")
+
+    monkeypatch.setattr(match_job, "match_spark", refuse)
+    _cars().to_parquet(tmp_path / "in.parquet", index=False)
+    out = tmp_path / "answer.parquet"
+    assert cli.main(["match", str(tmp_path / "in.parquet"),
+                     "DEFINE A AS accel > 8\nPATTERN A meets", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "line 2, column" in err
+    for bad in (["--engine", "fastest"], ["--out", str(tmp_path / "answer.txt")]):
+        args = ["match", str(tmp_path / "in.parquet"), AGGRESSIVE_DRIVERS, "--out", str(out)]
+        assert cli.main(args + bad) == 2
+    assert "'fastest' is not a valid match engine" in capsys.readouterr().err
+    assert not out.exists() and sorted(p.name for p in Path(tmp_path).iterdir()) == [
+        "in.parquet"]
