@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -170,7 +171,7 @@ def test_explain_prints_the_steps_then_the_same_answer(built, tmp_path, capsys, 
     assert f"strategy {strategy}: {len(expected)} answer rows" in printed
     assert "entries created (xi)" in printed and "estimated" in printed
     # One line per positive item of the query.
-    steps = [line for line in printed.splitlines() if line.strip()[:1].isdigit()]
+    steps = [line for line in printed.splitlines() if re.match(r"\s*\d+\s+\w+@\d", line)]
     assert len(steps) == len(uc.parse_query(QUERY).positive_items)
     pd.testing.assert_frame_equal(_read(out), _expected(expected), check_exact=True)
 
