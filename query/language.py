@@ -21,11 +21,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Tree, UnexpectedInput
 
+from query.parse_errors import (
+    COMMON_TERMINALS,
+    TERMINAL_WORDS,
+    keyword_terminals,
+    located,
+    syntax_error,
+    tokens,
+    unquote,
+)
 from query.patterns import (
     Between,
     Comparison,
@@ -71,24 +80,9 @@ GE: ">="
 within: _WITHIN NUMBER
 confidence: _CONFIDENCE NUMBER
 
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
-NUMBER: /[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?/
-STRING: /'(?:[^']|'')*'/ | /"(?:[^"]|"")*"/
-COMMENT: /--[^\n]*/
-%import common.WS
-%ignore WS
-%ignore COMMENT
-""" + "".join(f"_{word}.2: /{word}(?![A-Za-z0-9_])/i\n" for word in _KEYWORDS)
+""" + COMMON_TERMINALS + keyword_terminals(_KEYWORDS)
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
-
-_TERMINAL_WORDS = {
-    "NAME": "a name",
-    "NUMBER": "a number",
-    "STRING": "a quoted string",
-    "$END": "end of query",
-}
-_IGNORED_TERMINALS = {"WS", "COMMENT"}
 
 
 def parse_query(text: str) -> SequencePattern:
@@ -118,78 +112,11 @@ def parse_query(text: str) -> SequencePattern:
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:
-    line, column = error.line, error.column
-    if isinstance(error, UnexpectedCharacters):
-        char = text[error.pos_in_stream or 0]
-        found = ("unterminated string" if char in "'\"" else f"unexpected character {char!r}")
-        names: Iterable[str] = error.allowed or ()
-    elif isinstance(error, UnexpectedToken) and error.token.type == "$END":
-        found = "unexpected end of query"
-        # Lark gives $END the last token's place; the end of that token reads better.
-        token = error.token
-        line, column = (token.end_line, token.end_column) if token.end_line else (1, 1)
-        names = error.accepts or error.expected
-    elif isinstance(error, UnexpectedToken):
-        found = f"unexpected {str(error.token)!r}"
-        names = error.accepts or error.expected
-    else:  # UnexpectedEOF, which the LALR parser does not raise today
-        found = "unexpected end of query"
-        names = getattr(error, "expected", ())
-    expected = _describe_expected(names)
-    if len(expected) == 1:
-        found += f"; expected {expected[0]}"
-    elif expected:
-        found += f"; expected one of: {', '.join(expected)}"
-    return QueryParseError(_located(text, line, column, found), line=line, column=column,
-                           expected=expected)
-
-
-def _describe_expected(names: Iterable[str]) -> tuple[str, ...]:
-    described = {_describe_terminal(name) for name in names if name not in _IGNORED_TERMINALS}
-    # Literal tokens first, then classes of tokens ("a name").
-    return tuple(sorted(described, key=lambda d: (not d.startswith("'"), d)))
-
-
-def _describe_terminal(name: str) -> str:
-    if name in _TERMINAL_WORDS:
-        return _TERMINAL_WORDS[name]
-    if name.startswith("_") and name[1:] in _KEYWORDS:
-        return f"'{name[1:]}'"
-    try:
-        return f"'{_PARSER.get_terminal(name).pattern.value}'"
-    except KeyError:
-        return name
-
-
-def _located(text: str, line: int, column: int, message: str) -> str:
-    return f"line {line}, column {column}: {message}\n{_excerpt(text, line, column)}"
-
-
-def _excerpt(text: str, line: int, column: int, width: int = 72) -> str:
-    """The query line around ``column``, with a caret under it."""
-    lines = text.split("\n")
-    source = lines[line - 1] if 0 < line <= len(lines) else ""
-    # Tabs would shift the caret; one space per character keeps columns aligned.
-    source = source.rstrip("\r").replace("\t", " ")
-    start = max(0, min(column - 1 - width // 2, len(source) - width))
-    prefix = "..." if start > 0 else ""
-    suffix = "..." if start + width < len(source) else ""
-    shown = prefix + source[start:start + width] + suffix
-    caret = " " * (len(prefix) + column - 1 - start) + "^"
-    return f"    {shown}\n    {caret}"
-
-
-def _tokens(tree: Tree) -> list[Token]:
-    return [child for child in tree.children if isinstance(child, Token)]
+    return syntax_error(text, error, _PARSER, _KEYWORDS, TERMINAL_WORDS)
 
 
 def _position(token: Token) -> tuple[int, int]:
     return token.line or 1, token.column or 1
-
-
-def _unquote(token: Token) -> str:
-    quote = token[0]
-    return token[1:-1].replace(quote * 2, quote)
 
 
 class _PatternBuilder:
@@ -200,7 +127,7 @@ class _PatternBuilder:
 
     def error(self, message: str, position: tuple[int, int]) -> QueryParseError:
         line, column = position
-        return QueryParseError(_located(self._text, line, column, message),
+        return QueryParseError(located(self._text, line, column, message),
                                line=line, column=column)
 
     @contextmanager
@@ -228,11 +155,11 @@ class _PatternBuilder:
             elif child.data == "define":
                 for definition in child.children:
                     symbols.append(self.symbol(definition))
-                    symbol_positions.append(_position(_tokens(definition)[0]))
+                    symbol_positions.append(_position(tokens(definition)[0]))
             elif child.data == "within":
-                within = self.within(_tokens(child)[0])
+                within = self.within(tokens(child)[0])
             elif child.data == "confidence":
-                token = _tokens(child)[0]
+                token = tokens(child)[0]
                 with self.blame(_position(token)):
                     confidence = _check_confidence(self.number(token))
         problem = _sequence_problem(tuple(items), tuple(symbols))
@@ -243,18 +170,18 @@ class _PatternBuilder:
         return SequencePattern(tuple(items), tuple(symbols), within, confidence)
 
     def symbol(self, definition: Tree) -> Symbol:
-        name = _tokens(definition)[0]
+        name = tokens(definition)[0]
         predicate_trees = definition.children[1:]
         predicates = tuple(self.predicate(tree) for tree in predicate_trees)
         problem = _symbol_problem(predicates)
         if problem is not None:
             message, index = problem
-            attribute = _tokens(predicate_trees[index])[0]
+            attribute = tokens(predicate_trees[index])[0]
             raise self.error(f"symbol {name}: {message}", _position(attribute))
         return Symbol(str(name), predicates)
 
     def predicate(self, tree: Tree) -> Predicate:
-        attribute_token, *rest = _tokens(tree)
+        attribute_token, *rest = tokens(tree)
         attribute = str(attribute_token)
         if tree.data == "comparison":
             op, value = rest
@@ -265,7 +192,7 @@ class _PatternBuilder:
             low, high = rest
             with self.blame(_position(low)):
                 return Between(attribute, self.number(low), self.number(high))
-        return InSet(attribute, tuple(_unquote(value) for value in rest))
+        return InSet(attribute, tuple(unquote(value) for value in rest))
 
     def number(self, token: Token) -> float:
         value = float(token)

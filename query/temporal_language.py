@@ -40,12 +40,20 @@ line 1, column 34: unexpected end of query; expected one of: ';', a name
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Tree, UnexpectedInput
 
-from query.language import _located
+from query.parse_errors import (
+    COMMON_TERMINALS,
+    TERMINAL_WORDS,
+    keyword_terminals,
+    located,
+    syntax_error,
+    tokens,
+    unquote,
+)
 from query.temporal_conditions import And, Column, Compare, Condition, Literal, Not, Or
 from query.temporal_patterns import (
     Aggregate,
@@ -129,14 +137,7 @@ EQ: "="
 NE: "!=" | "<>"
 GT: ">"
 GE: ">="
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
-NUMBER: /[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?/
-STRING: /'(?:[^']|'')*'/ | /"(?:[^"]|"")*"/
-COMMENT: /--[^\n]*/
-%import common.WS
-%ignore WS
-%ignore COMMENT
-""" + "".join(f"_{word}.2: /{word}(?![A-Za-z0-9_])/i\n" for word in _KEYWORDS) + (
+""" + COMMON_TERMINALS + keyword_terminals(_KEYWORDS) + (
     f"RELATION.3: /(?:{_RELATION_REGEX})(?![A-Za-z0-9_])/i\n"
     f"UNIT.2: /(?:{_UNIT_REGEX})(?![A-Za-z0-9_])/i\n"
     "ENDPOINT.2: /t[se](?![A-Za-z0-9_])/i\n")
@@ -144,15 +145,11 @@ COMMENT: /--[^\n]*/
 _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
 _TERMINAL_WORDS = {
-    "NAME": "a name",
-    "NUMBER": "a number",
-    "STRING": "a quoted string",
+    **TERMINAL_WORDS,
     "RELATION": "a temporal relation",
     "UNIT": "a time unit",
     "ENDPOINT": "'ts' or 'te'",
-    "$END": "end of query",
 }
-_IGNORED_TERMINALS = {"WS", "COMMENT"}
 
 
 def parse_temporal_query(text: str) -> TemporalPattern:
@@ -177,57 +174,13 @@ def parse_temporal_query(text: str) -> TemporalPattern:
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:
-    # The same messages as the part-A parser (query/language.py), for this grammar.
-    line, column = error.line, error.column
-    if isinstance(error, UnexpectedCharacters):
-        char = text[error.pos_in_stream or 0]
-        found = "unterminated string" if char in "'\"" else f"unexpected character {char!r}"
-        names: Iterable[str] = error.allowed or ()
-    elif isinstance(error, UnexpectedToken) and error.token.type == "$END":
-        found = "unexpected end of query"
-        token = error.token
-        line, column = (token.end_line, token.end_column) if token.end_line else (1, 1)
-        names = error.accepts or error.expected
-    elif isinstance(error, UnexpectedToken):
-        found = f"unexpected {str(error.token)!r}"
-        names = error.accepts or error.expected
-    else:
-        found = "unexpected end of query"
-        names = getattr(error, "expected", ())
-    described = {_describe(name) for name in names if name not in _IGNORED_TERMINALS}
-    expected = tuple(sorted(described, key=lambda d: (not d.startswith("'"), d)))
-    if len(expected) == 1:
-        found += f"; expected {expected[0]}"
-    elif expected:
-        found += f"; expected one of: {', '.join(expected)}"
-    return QueryParseError(_located(text, line, column, found), line=line, column=column,
-                           expected=expected)
-
-
-def _describe(name: str) -> str:
-    if name in _TERMINAL_WORDS:
-        return _TERMINAL_WORDS[name]
-    if name.startswith("_") and name[1:] in _KEYWORDS:
-        return f"'{name[1:]}'"
-    try:
-        return f"'{_PARSER.get_terminal(name).pattern.value}'"
-    except KeyError:
-        return name
-
-
-def _tokens(tree: Tree) -> list[Token]:
-    return [child for child in tree.children if isinstance(child, Token)]
+    return syntax_error(text, error, _PARSER, _KEYWORDS, _TERMINAL_WORDS)
 
 
 def _position(item: Token | Tree) -> tuple[int, int]:
     if isinstance(item, Token):
         return item.line or 1, item.column or 1
     return getattr(item.meta, "line", 1), getattr(item.meta, "column", 1)
-
-
-def _unquote(token: Token) -> str:
-    quote = token[0]
-    return token[1:-1].replace(quote * 2, quote)
 
 
 class _Builder:
@@ -239,7 +192,7 @@ class _Builder:
 
     def error(self, message: str, position: tuple[int, int]) -> QueryParseError:
         line, column = position
-        return QueryParseError(_located(self._text, line, column, message),
+        return QueryParseError(located(self._text, line, column, message),
                                line=line, column=column)
 
     @contextmanager
@@ -257,7 +210,7 @@ class _Builder:
                                   if isinstance(child, Tree)}
         source = None
         if "source" in parts:
-            names = [str(t) for t in _tokens(parts["source"])]
+            names = [str(t) for t in tokens(parts["source"])]
             source = names[0]
             self._qualifiers = set(names)
         partition = tuple(self.column(c) for c in parts["partition"].children
@@ -286,7 +239,7 @@ class _Builder:
         return TemporalPattern(symbols, tuple(constraints), within, source, partition, returns)
 
     def column(self, tree: Tree) -> str:
-        names = _tokens(tree)
+        names = tokens(tree)
         if len(names) == 2:
             if str(names[0]) not in self._qualifiers:
                 known = " or ".join(sorted(self._qualifiers)) or "(FROM names no source)"
@@ -296,7 +249,7 @@ class _Builder:
         return str(names[0])
 
     def definition(self, tree: Tree) -> SituationDefinition:
-        name = _tokens(tree)[0]
+        name = tokens(tree)[0]
         condition_tree = tree.children[1]
         condition = self.condition(condition_tree)
         low = high = None
@@ -324,20 +277,20 @@ class _Builder:
             return Not(self.condition(tree.children[0]))
         left, comparator, right = tree.children
         with self.blame(_position(tree)):
-            return Compare(self.operand(left), str(_tokens(comparator)[0]).replace("<>", "!="),
+            return Compare(self.operand(left), str(tokens(comparator)[0]).replace("<>", "!="),
                            self.operand(right))
 
     def operand(self, tree: Tree) -> Column | Literal:
         if tree.data == "column":
             return Column(self.column(tree))
-        token = _tokens(tree)[0]
+        token = tokens(tree)[0]
         if tree.data == "string":
-            return Literal(_unquote(token))
+            return Literal(unquote(token))
         with self.blame(_position(token)):
             return Literal(float(token))
 
     def duration(self, tree: Tree) -> Duration:
-        number, *unit = _tokens(tree)
+        number, *unit = tokens(tree)
         with self.blame(_position(number)):
             return Duration(float(number), TimeUnit.named(str(unit[0])) if unit else None)
 
@@ -347,32 +300,32 @@ class _Builder:
             comparators = [c for c in tree.children if c.data == "point_comparator"]
             out: list[tuple[Constraint, tuple[int, int]]] = []
             for left, op, right in zip(endpoints, comparators, endpoints[1:]):
-                (ls, le), (rs, re_) = _tokens(left), _tokens(right)
+                (ls, le), (rs, re_) = tokens(left), tokens(right)
                 with self.blame(_position(left)):
                     restriction = EndpointRestriction(str(ls), Endpoint(str(le).lower()),
-                                                      str(_tokens(op)[0]), str(rs),
+                                                      str(tokens(op)[0]), str(rs),
                                                       Endpoint(str(re_).lower()))
                 out.append((restriction, _position(left)))
             return out
         return [self.disjunction(tree.children)]
 
     def disjunction(self, terms: list[Tree]) -> tuple[Constraint, tuple[int, int]]:
-        first = _tokens(terms[0])
+        first = tokens(terms[0])
         pair = (str(first[0]), str(first[-1]))
         position = _position(first[0])
         relations: set[AllenRelation] = set()
         for term in terms:
-            tokens = _tokens(term)
-            left, right = str(tokens[0]), str(tokens[-1])
+            words = tokens(term)
+            left, right = str(words[0]), str(words[-1])
             if (left, right) not in (pair, pair[::-1]):
                 raise self.error(f"one disjunction relates one pair of symbols: {left} and "
                                  f"{right} are not {pair[0]} and {pair[1]}; join constraints "
-                                 "on different pairs with AND", _position(tokens[0]))
-            for word in tokens[1:-1]:
+                                 "on different pairs with AND", _position(words[0]))
+            for word in words[1:-1]:
                 with self.blame(_position(word)):
                     relation = lookup_relation(str(word))
                 if isinstance(relation, SuccessionRelation):
-                    if len(terms) > 1 or len(tokens) > 3:
+                    if len(terms) > 1 or len(words) > 3:
                         raise self.error(f"{word} cannot be combined with other relations "
                                          "in a disjunction", _position(word))
                     if relation is SuccessionRelation.FOLLOWS:
@@ -386,7 +339,7 @@ class _Builder:
             return RelationConstraint(pair[0], pair[1], frozenset(relations)), position
 
     def return_item(self, tree: Tree) -> ReturnItem:
-        aggregate, symbol, column, *alias = _tokens(tree)
+        aggregate, symbol, column, *alias = tokens(tree)
         name = str(alias[0]) if alias else f"{str(aggregate).lower()}_{symbol}_{column}"
         with self.blame(_position(aggregate)):
             return ReturnItem(Aggregate(Aggregate.get_value(str(aggregate).lower())),
