@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from index.codes import in_ranges
 from index.event_index import EventIndex
-from query.chains import chain_probability, weighted_chain_probability
+from query.chains import chain_probability, extension_factor, weighted_chain_probability
 from query.patterns import SequencePattern
 from query.symbols import check_symbols, symbol_box, symbol_probability
 
-__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats", "StepTimer"]
+__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats", "StepTimer",
+           "nodes_between"]
 
 TOLERANCE = 1e-9
 
@@ -298,3 +300,35 @@ class QueryContext:
                 self._negation_cache[key] = ratio
             factor *= ratio
         return factor
+
+
+def nodes_between(index: EventIndex, g: int, before: int | None, after: int | None,
+                  window: Sequence[float], ranges: list[tuple[int, int]],
+                  hits: Iterable[np.ndarray]) -> list[tuple[int, int, int, float]]:
+    """Nodes of group ``g`` among the rows of R*-tree searches ``hits`` that an OI passes
+    between node ``before`` and node ``after`` (None: no bound on that side), within
+    ``window``: ``(row, node, instant, factor)``, the factor being what inserting the node
+    between the two multiplies the group's chain probability by
+    (``ext(before, n) * ext(n, after) / ext(before, after)``). ``ranges`` are those nodes'
+    code ranges, exact for instants in the window; each node is checked against them."""
+    forest = index.forests[g]
+    scheme = index.scheme
+    base = extension_factor(forest, before, after) if after is not None else 1.0
+    out = []
+    seen: set[int] = set()
+    for rows in hits:
+        for row in rows:
+            if int(row) in seen:
+                continue
+            seen.add(int(row))
+            for m in index.event_nodes[row]:
+                m = int(m)
+                t = int(forest.instant[m])
+                if not (window[0] <= t <= window[1]
+                        and in_ranges(scheme.code(forest, m), ranges)):
+                    continue
+                factor = extension_factor(forest, before, m)
+                if after is not None:
+                    factor *= extension_factor(forest, m, after) / base
+                out.append((int(row), m, t, factor))
+    return out

@@ -26,12 +26,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-import numpy as np
-
-from index.codes import in_ranges, merge_ranges
-from query.chains import extension_factor
+from index.codes import merge_ranges
 from query.estimates import ItemEstimates
-from query.evaluation import Entry, Match, QueryContext, StepTimer
+from query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
 
 __all__ = ["selectivity"]
 
@@ -180,8 +177,11 @@ class _State:
                 below = below_of.get(key)
                 if below is None:
                     ranges, where = slots[key]
-                    below = below_of[key] = self.path_nodes(key, same[key], ranges,
-                                                            [found[i] for i in where])
+                    g, before, after = key
+                    below = below_of[key] = nodes_between(
+                        index, g, before if before >= 0 else None,
+                        after if after >= 0 else None, same[key], ranges,
+                        [found[i] for i in where])
                 for row, m, t, factor in below:
                     if lo <= t <= hi and row not in taken:
                         out.append(self.extended(entry, item, row, m, factor))
@@ -224,36 +224,6 @@ class _State:
         if anc is None:
             return des
         return _intersect(des, anc)
-
-    def path_nodes(self, key: _Key, window: list[float], ranges: list[tuple[int, int]],
-                   hits: list[np.ndarray]) -> list[tuple[int, int, int, float]]:
-        """Nodes of the key's group found by its searches that lie between ``N+`` and
-        ``N-`` on some OI, within ``window``: (row, node, instant, chain factor). The code
-        ranges are exact for nodes up to the window's end."""
-        index = self.index
-        g, a, b = key
-        forest = index.forests[g]
-        scheme = index.scheme
-        base = extension_factor(forest, a if a >= 0 else None, b) if b >= 0 else 1.0
-        out = []
-        seen: set[int] = set()
-        for rows in hits:
-            for row in rows:
-                if int(row) in seen:
-                    continue
-                seen.add(int(row))
-                for m in index.event_nodes[row]:
-                    m = int(m)
-                    t = int(forest.instant[m])
-                    if not window[0] <= t <= window[1]:
-                        continue
-                    if not in_ranges(scheme.code(forest, m), ranges):
-                        continue
-                    factor = extension_factor(forest, a if a >= 0 else None, m)
-                    if b >= 0:
-                        factor *= extension_factor(forest, m, b) / base
-                    out.append((int(row), m, t, factor))
-        return out
 
     # ------------------------------------------------------------ merging
     def merge(self, entries: list[Entry]) -> list[Entry]:

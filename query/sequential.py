@@ -19,10 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from index.codes import in_ranges
-from query.chains import extension_factor
 from query.estimates import ItemEstimates
-from query.evaluation import Entry, Match, QueryContext, StepTimer
+from query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
 
 __all__ = ["sequential"]
 
@@ -125,8 +123,8 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str
             below = descendants.get(key)
             if below is None:
                 ranges, slots = same_slots[key]
-                below = _descendants_in_window(ctx, g, a, (lo, same_end[key]), ranges,
-                                               [found[i] for i in slots])
+                below = nodes_between(index, g, a, None, (lo, same_end[key]), ranges,
+                                      [found[i] for i in slots])
                 descendants[key] = below
             for row, n, t, factor in below:
                 if t <= hi and row not in taken:
@@ -135,28 +133,6 @@ def _extend(ctx: QueryContext, entries: list[Entry], symbol: str
                     pairs.add((entry.events, row))
     ctx.stats.entries_created += len(out)
     return out, len(pairs)
-
-
-def _descendants_in_window(ctx: QueryContext, g: int, a: int, window: tuple[int, int],
-                           ranges: list[tuple[int, int]], hits: list[np.ndarray]
-                           ) -> list[tuple[int, int, int, float]]:
-    """Nodes of group ``g`` found in ``a``'s descendant code ranges within ``window``, each
-    checked exactly: (row, node, instant, factor it multiplies a chain ending at ``a``)."""
-    index = ctx.index
-    forest = index.forests[g]
-    out = []
-    seen: set[int] = set()
-    for rows in hits:
-        for row in rows:
-            if int(row) in seen:
-                continue
-            seen.add(int(row))
-            for n in index.event_nodes[row]:
-                if (window[0] <= forest.instant[n] <= window[1]
-                        and in_ranges(index.scheme.code(forest, int(n)), ranges)):
-                    out.append((int(row), int(n), int(forest.instant[n]),
-                                extension_factor(forest, a, int(n))))
-    return out
 
 
 def _instant(ctx: QueryContext, entry: Entry, k: int) -> int:

@@ -55,8 +55,8 @@ import pandas as pd
 
 from query.temporal_patterns import FollowedBy, RelationConstraint, TemporalPattern
 from uncertain_cep.interval.automata import AUTOMATA, pair_stream
-from uncertain_cep.interval.join_steps import Step, SymbolArrays
-from uncertain_cep.interval.tables import answer_frame, checked_situation_table, partition_ids
+from uncertain_cep.interval.join_steps import Step, SymbolArrays, symbol_arrays
+from uncertain_cep.interval.tables import answer_frame
 from uncertain_cep.model.relations import (
     AllenRelation,
     Endpoint,
@@ -93,9 +93,7 @@ def match_automata(situations: Mapping[str, pd.DataFrame], pattern: TemporalPatt
     """
     pattern = pattern.resolve_units(time_unit)
     names = pattern.symbol_names
-    tables = {name: checked_situation_table(situations, name, pattern) for name in names}
-    pids, partitions = partition_ids(tables, list(pattern.partition_by))
-    symbols = {name: SymbolArrays(tables[name], pids[name], partitions) for name in names}
+    symbols, _ = symbol_arrays(situations, pattern)
     within = None if pattern.within is None else pattern.within.value
     pairs = [_pair_result(i, c, symbols, within) for i, c in enumerate(pattern.constraints)
              if isinstance(c, (RelationConstraint, FollowedBy))]

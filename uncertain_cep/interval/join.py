@@ -46,8 +46,8 @@ import pandas as pd
 from query.temporal_patterns import TemporalPattern
 from uncertain_cep.errors import InvalidOptionError
 from uncertain_cep.interval.join_plan import evaluation_order
-from uncertain_cep.interval.join_steps import Step, SymbolArrays, plan_steps
-from uncertain_cep.interval.tables import answer_frame, checked_situation_table, partition_ids
+from uncertain_cep.interval.join_steps import Step, SymbolArrays, plan_steps, symbol_arrays
+from uncertain_cep.interval.tables import answer_frame
 
 __all__ = ["match_join"]
 
@@ -86,10 +86,7 @@ def match_join(situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern,
     """
     pattern = pattern.resolve_units(time_unit)
     names = pattern.symbol_names
-    keys = list(pattern.partition_by)
-    tables = {name: checked_situation_table(situations, name, pattern) for name in names}
-    pids, partitions = partition_ids(tables, keys)
-    symbols = {name: SymbolArrays(tables[name], pids[name], partitions) for name in names}
+    symbols, partitions = symbol_arrays(situations, pattern)
     if order is None:
         order = evaluation_order(pattern, {n: len(symbols[n]) for n in names},
                                  partitions=partitions, span=_mean_span(symbols, partitions))

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.interval.tables import checked_situation_table, partition_ids
 from uncertain_cep.model.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
@@ -32,7 +33,7 @@ from uncertain_cep.model.relations import (
     holds,
 )
 
-__all__ = ["Step", "SymbolArrays", "plan_steps"]
+__all__ = ["Step", "SymbolArrays", "plan_steps", "symbol_arrays"]
 
 _FLIP = {"<": ">", "<=": ">=", "=": "=", ">=": "<=", ">": "<"}
 
@@ -80,6 +81,17 @@ class SymbolArrays:
         distinct, composite = self._composite[which]
         rank = np.searchsorted(distinct, values, side="right" if inclusive else "left")
         return np.searchsorted(composite, pid * (len(distinct) + 1) + rank, side="left")
+
+
+def symbol_arrays(situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern
+                  ) -> tuple[dict[str, SymbolArrays], int]:
+    """Every symbol's checked situations as :class:`SymbolArrays` over shared partition
+    ids, and the number of partitions."""
+    names = pattern.symbol_names
+    tables = {name: checked_situation_table(situations, name, pattern) for name in names}
+    pids, partitions = partition_ids(tables, list(pattern.partition_by))
+    return ({name: SymbolArrays(tables[name], pids[name], partitions) for name in names},
+            partitions)
 
 
 def _tighten(symbol: SymbolArrays, pid: np.ndarray, low: np.ndarray, high: np.ndarray,
