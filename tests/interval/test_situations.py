@@ -172,3 +172,57 @@ def test_bad_interval_events_name_the_rows(rows, message):
     with pytest.raises(InputError) as caught:
         situations_from_intervals(pd.DataFrame(rows), pattern)
     assert message in str(caught.value)
+
+
+@st.composite
+def streams_with_missing_values(draw):
+    """Float payloads with missing values, string partition keys, rows in any order."""
+    rows = []
+    for part in draw(st.lists(st.sampled_from(["north", "south", "east"]), unique=True,
+                              min_size=1)):
+        for t in draw(st.lists(st.integers(0, 30), max_size=20, unique=True)):
+            rows.append({"part": part, "time": t, "x": draw(st.integers(0, 2)),
+                         "v": draw(st.one_of(st.none(), st.floats(-5, 5, width=16)))})
+    frame = pd.DataFrame(rows, columns=["part", "time", "x", "v"]).astype(
+        {"v": "float64", "time": "int64", "x": "int64"})
+    order = draw(st.permutations(range(len(frame))))
+    return frame.iloc[list(order)].reset_index(drop=True)
+
+
+@given(streams_with_missing_values())
+def test_aggregates_skip_missing_values_as_sql_does(events):
+    returns = ", ".join(f"{a}(A.v) AS {a}_out" for a in AGGREGATES)
+    pattern = parse_temporal_query(f"PARTITION BY part DEFINE A AS x > 0, B AS x = 0 "
+                                   f"PATTERN A before B RETURN {returns}")
+    table = derive_situations(events, pattern)["A"]
+    expected = []
+    for part in sorted(events["part"].unique()):
+        rows = events[events["part"] == part].sort_values("time")
+        run_id = (rows["x"].to_numpy() <= 0).cumsum()
+        for _, run in rows[rows["x"].to_numpy() > 0].groupby(run_id[rows["x"].to_numpy() > 0]):
+            values = run["v"].dropna()
+            expected.append([part, run["time"].iloc[0], run["v"].iloc[0], run["v"].iloc[-1],
+                             values.min() if len(values) else np.nan,
+                             values.max() if len(values) else np.nan,
+                             values.mean() if len(values) else np.nan,
+                             values.sum(), len(values)])
+    got = table[["part", "ts", *(f"{a}_v" for a in AGGREGATES)]].values.tolist()
+    assert len(got) == len(expected)
+    for row, want in zip(got, expected):
+        assert row[:2] == want[:2]
+        for value, wanted in zip(row[2:], want[2:]):
+            assert (math.isnan(value) and math.isnan(wanted)) or math.isclose(
+                value, wanted, abs_tol=1e-9), (row, want)
+
+
+def test_sorted_input_is_not_copied_and_gives_the_same_situations():
+    events = pd.DataFrame({"car": np.repeat([3, 7], 6), "time": np.tile(np.arange(6), 2),
+                           "x": [1, 1, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1]})
+    pattern = parse_temporal_query("PARTITION BY car DEFINE A AS x = 1, B AS x = 0 "
+                                   "PATTERN A meets B RETURN count(A.x) AS n")
+    shuffled = events.sample(frac=1, random_state=4)
+    for name in ("A", "B"):
+        pd.testing.assert_frame_equal(derive_situations(events, pattern)[name],
+                                      derive_situations(shuffled, pattern)[name])
+    assert derive_situations(events, pattern)["A"][["car", "ts", "te", "count_x"]].values \
+        .tolist() == [[3, 0, 2, 2], [3, 3, 4, 1], [7, 1, 4, 3], [7, 5, 6, 1]]

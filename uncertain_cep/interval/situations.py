@@ -28,6 +28,7 @@ and fails ``AT LEAST 2``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -71,31 +72,37 @@ def derive_situations(events: pd.DataFrame, pattern: TemporalPattern, *,
     """
     pattern = pattern.resolve_units(time_unit)
     tick = _check_tick(tick)
-    frame = _checked_frame(events, time_column, pattern)
+    _check_point_events(events, time_column, pattern)
     keys = list(pattern.partition_by)
-    order = _sort_order(frame, keys, time_column)
-    data = frame.iloc[order].reset_index(drop=True)
-    times = data[time_column].to_numpy()
-    first = _partition_starts(data, keys)
+    # Work on column arrays in (partition, time) order, never on a copy of the whole table:
+    # conditions are evaluated on the table as given and their masks put in order.
+    order = _sort_order(events, keys, time_column)
+
+    def ordered(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
+    times = ordered(events[time_column].to_numpy())
+    first = _partition_starts(events, keys, order)
     _check_distinct_times(times, first, order, time_column)
     last = np.append(first[1:], True) if len(first) else first
     out = {}
     for definition in pattern.symbols:
-        mask = definition.condition.evaluate(data)
+        mask = ordered(definition.condition.evaluate(events))
         starts = mask & (first | ~np.r_[False, mask[:-1]])
         ends = mask & (last | ~np.r_[mask[1:], False])
         start_at, end_at = np.flatnonzero(starts), np.flatnonzero(ends)
         open_end = last[end_at]
         # The event after a closed run is in the same partition; clip only for open runs.
         after = np.minimum(end_at + 1, len(times) - 1)
-        table = data.loc[start_at, keys].reset_index(drop=True)
+        source = start_at if order is None else order[start_at]
+        table = pd.DataFrame({key: events[key].iloc[source].reset_index(drop=True)
+                              for key in keys})
         table["ts"] = times[start_at]
         table["te"] = np.where(open_end, times[end_at] + tick, times[after])
         table["open_end"] = open_end
-        run_of_event = np.cumsum(starts)[mask] - 1
         for aggregate, column in pattern.aggregates_of(definition.name):
             table[f"{aggregate.value}_{column}"] = _aggregate(
-                data[column], mask, run_of_event, start_at, end_at, aggregate, column)
+                events[column], ordered, start_at, end_at, aggregate, column)
         out[definition.name] = _within_bounds(table, pattern, definition.name)
     return out
 
@@ -142,10 +149,11 @@ def situations_from_intervals(intervals: pd.DataFrame, pattern: TemporalPattern,
     out = {}
     for name in pattern.symbol_names:
         rows = frame[frame[symbol_column] == name]
-        rows = rows.iloc[_sort_order(rows, keys, "ts")]
+        order = _sort_order(rows, keys, "ts")
+        rows = rows if order is None else rows.iloc[order]
         positions = rows.index.to_numpy()
         rows = rows.reset_index(drop=True)
-        first = _partition_starts(rows, keys)
+        first = _partition_starts(rows, keys, None)
         ts, te = rows["ts"].to_numpy(), rows["te"].to_numpy()
         overlap = np.flatnonzero(~first[1:] & (ts[1:] < te[:-1]))
         if len(overlap):
@@ -189,8 +197,8 @@ def _require_columns(frame: pd.DataFrame, columns: list[str], what: str) -> None
                          f"columns: {', '.join(map(str, frame.columns))}")
 
 
-def _checked_frame(events: pd.DataFrame, time_column: str,
-                   pattern: TemporalPattern) -> pd.DataFrame:
+def _check_point_events(events: pd.DataFrame, time_column: str,
+                        pattern: TemporalPattern) -> None:
     _require_columns(events, [time_column], "point events")
     named = [*pattern.partition_by,
              *(c for s in pattern.symbols for c in sorted(s.condition.columns)),
@@ -200,19 +208,17 @@ def _checked_frame(events: pd.DataFrame, time_column: str,
         raise QueryError(f"the query reads column(s) {', '.join(map(repr, missing))} that the "
                          f"data lacks; columns: {', '.join(map(str, events.columns))}")
     _check_output_names(pattern)
-    frame = events.reset_index(drop=True)
-    _check_times(frame, time_column)
-    _check_keys(frame, list(pattern.partition_by))
+    _check_times(events, time_column)
+    _check_keys(events, list(pattern.partition_by))
     for column in dict.fromkeys(c for s in pattern.symbols for c in sorted(s.condition.columns)):
-        nan = np.flatnonzero(frame[column].isna().to_numpy())
+        nan = np.flatnonzero(events[column].isna().to_numpy())
         if len(nan):
             raise InputError(f"row {nan[0]}, column {column!r}: missing value (NaN) in a "
                              "column a condition reads", row=int(nan[0]))
     for item in pattern.returns:
         if item.aggregate in (Aggregate.AVG, Aggregate.SUM) and not \
-                pd.api.types.is_numeric_dtype(frame[item.column]):
+                pd.api.types.is_numeric_dtype(events[item.column]):
             raise QueryError(f"{item}: column {item.column} is not numeric")
-    return frame
 
 
 def _check_output_names(pattern: TemporalPattern) -> None:
@@ -231,7 +237,9 @@ def _check_times(frame: pd.DataFrame, column: str) -> None:
     if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
         raise InputError(f"column {column!r} must hold numbers (instants in the data's unit), "
                          f"got dtype {values.dtype}")
-    bad = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
+    if pd.api.types.is_integer_dtype(values) and not values.hasnans:
+        return  # integers are finite
+    bad = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan)))
     if len(bad):
         raise InputError(f"row {bad[0]}, column {column!r}: the time is missing or not "
                          "finite", row=int(bad[0]))
@@ -245,51 +253,119 @@ def _check_keys(frame: pd.DataFrame, keys: list[str]) -> None:
                              row=int(nan[0]))
 
 
-def _sort_order(frame: pd.DataFrame, keys: list[str], time_column: str) -> np.ndarray:
-    """Positions of ``frame`` sorted by (keys, time), stable."""
-    if frame.empty:
-        return np.arange(0)
-    ordered = frame.reset_index(drop=True).sort_values([*keys, time_column], kind="stable")
+def _sort_order(frame: pd.DataFrame, keys: list[str], time_column: str) -> np.ndarray | None:
+    """Positions of ``frame``'s rows sorted by (keys, time), stable; ``None`` if they
+    already are (an archive partitioned by key usually is: no copy then)."""
+    columns = [frame[name] for name in [*keys, time_column]]
+    if all(_plain_numbers(c) for c in columns):
+        arrays = [c.to_numpy() for c in columns]
+        if _is_sorted(arrays):
+            return None
+        return np.lexsort(arrays[::-1])
+    # Strings, categoricals (sorted by their categories' order), nullable types: pandas.
+    ordered = frame.reset_index(drop=True)[[*keys, time_column]].sort_values(
+        [*keys, time_column], kind="stable")
     return ordered.index.to_numpy()
 
 
-def _partition_starts(data: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """Whether each row of sorted ``data`` is its partition's first."""
-    first = np.ones(len(data), dtype=bool)
-    if len(data) and keys:
-        codes = data.groupby(keys, sort=False).ngroup().to_numpy()
-        first[1:] = codes[1:] != codes[:-1]
-    elif len(data):
-        first[1:] = False
+def _plain_numbers(column: pd.Series) -> bool:
+    return isinstance(column.dtype, np.dtype) and column.dtype.kind in "iufb"
+
+
+def _is_sorted(arrays: list[np.ndarray]) -> bool:
+    """Whether rows are in lexicographic order of ``arrays`` (first array first)."""
+    if len(arrays[0]) < 2:
+        return True
+    ok = arrays[-1][1:] >= arrays[-1][:-1]
+    for values in reversed(arrays[:-1]):
+        ok = (values[1:] > values[:-1]) | ((values[1:] == values[:-1]) & ok)
+    return bool(ok.all())
+
+
+def _partition_starts(frame: pd.DataFrame, keys: list[str],
+                      order: np.ndarray | None) -> np.ndarray:
+    """Whether each row, in sorted order, is its partition's first."""
+    first = np.ones(len(frame), dtype=bool)
+    if not len(frame):
+        return first
+    first[1:] = False
+    for key in keys:
+        column = frame[key]
+        # Equal values have equal factorize codes, whatever the dtype.
+        values = column.to_numpy() if _plain_numbers(column) else pd.factorize(column)[0]
+        values = values if order is None else values[order]
+        first[1:] |= values[1:] != values[:-1]
     return first
 
 
-def _check_distinct_times(times: np.ndarray, first: np.ndarray, order: np.ndarray,
+def _check_distinct_times(times: np.ndarray, first: np.ndarray, order: np.ndarray | None,
                           time_column: str) -> None:
     same = np.flatnonzero(~first[1:] & (times[1:] == times[:-1]))
     if len(same):
-        a, b = sorted((int(order[same[0]]), int(order[same[0] + 1])))
+        at = (same[0], same[0] + 1) if order is None else (order[same[0]], order[same[0] + 1])
+        a, b = sorted(map(int, at))
         raise InputError(f"rows {a} and {b}: two events of one partition at {time_column} "
                          f"{times[same[0]]}; events of a partition need distinct times "
                          "(their order defines the runs)", row=b)
 
 
-def _aggregate(values: pd.Series, mask: np.ndarray, run_of_event: np.ndarray,
+def _aggregate(values: pd.Series, ordered: Callable[[np.ndarray], np.ndarray],
                start_at: np.ndarray, end_at: np.ndarray, aggregate: Aggregate,
                column: str) -> np.ndarray:
-    """``aggregate`` of ``values`` over each run's events (TPStream Definition 6)."""
-    if aggregate is Aggregate.FIRST:
-        return values.to_numpy()[start_at]
-    if aggregate is Aggregate.LAST:
-        return values.to_numpy()[end_at]
-    grouped = pd.Series(values.to_numpy()[mask]).groupby(run_of_event, sort=True)
+    """``aggregate`` of ``values`` over each run's events (TPStream Definition 6).
+
+    Runs are contiguous in sorted order, so every aggregate is one ``reduceat`` over the
+    run boundaries. Missing values are skipped, as in SQL (and pandas): a run of only
+    missing values has count 0, sum 0 and NaN for the others.
+    """
+    if aggregate in (Aggregate.FIRST, Aggregate.LAST):
+        array = values.to_numpy()
+        at = start_at if aggregate is Aggregate.FIRST else end_at
+        return ordered(array)[at] if len(at) else array[:0]
+    if not _plain_numbers(values):
+        return _aggregate_by_pandas(ordered(values.to_numpy()), start_at, end_at,
+                                    aggregate, column)
+    array = ordered(values.to_numpy())
+    if not len(start_at):
+        kind = {Aggregate.COUNT: np.int64, Aggregate.AVG: np.float64}.get(aggregate)
+        return np.zeros(0, dtype=kind or array.dtype)
+    # reduceat over [start, end + 1) pairs; the pairs' second halves are discarded.
+    bounds = np.ravel(np.column_stack([start_at, end_at + 1]))
+    if bounds[-1] == len(array):
+        bounds = bounds[:-1]
+    present = ~np.isnan(array) if array.dtype.kind == "f" else None
+
+    def per_run(ufunc: np.ufunc, data: np.ndarray) -> np.ndarray:
+        return ufunc.reduceat(data, bounds)[::2]
+
+    count = (per_run(np.add, present.astype(np.int64)) if present is not None
+             else end_at - start_at + 1)
+    if aggregate is Aggregate.COUNT:
+        return np.asarray(count, dtype=np.int64)
+    if aggregate is Aggregate.MIN:
+        return per_run(np.fmin, array)
+    if aggregate is Aggregate.MAX:
+        return per_run(np.fmax, array)
+    total = per_run(np.add, array if present is None else np.where(present, array, 0))
+    if aggregate is Aggregate.SUM:
+        return total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _aggregate_by_pandas(array: np.ndarray, start_at: np.ndarray, end_at: np.ndarray,
+                         aggregate: Aggregate, column: str) -> np.ndarray:
+    """Aggregates of strings, nullable or other non-float columns, by pandas' groupby."""
+    run = np.repeat(np.arange(len(start_at)), end_at - start_at + 1)
+    picked = np.concatenate([np.arange(s, e + 1) for s, e in zip(start_at, end_at)]) \
+        if len(start_at) else np.zeros(0, dtype=np.intp)
+    grouped = pd.Series(array[picked]).groupby(run, sort=True)
     function = {Aggregate.MIN: "min", Aggregate.MAX: "max", Aggregate.AVG: "mean",
                 Aggregate.SUM: "sum", Aggregate.COUNT: "count"}[aggregate]
     try:
         result = grouped.agg(function)
     except TypeError as error:
         raise QueryError(f"{aggregate.value}(...{column}): {error}") from None
-    # Missing values are skipped, as in SQL; a run of only missing values gives NaN.
     return result.reindex(np.arange(len(start_at))).to_numpy()
 
 
