@@ -115,32 +115,68 @@ def _mean_span(symbols: Mapping[str, SymbolArrays], partitions: int) -> float | 
 
 @dataclass
 class _Batch:
-    """Partial matches: per bound symbol an index into its arrays, the partition id and
-    the running ``max(te)``/``min(ts)`` the window needs."""
+    """Partial matches of one level: the row of the symbol bound last (``own``), a pointer
+    into the previous level's batch (``up``) for the rows bound before, and, copied along,
+    only the rows later steps read (``rows``), plus partition id and the running
+    ``max(te)``/``min(ts)`` the window needs.
+
+    Copying every bound row at every level would cost O(levels^2) per match; pointers
+    make each level O(1) and the full rows are read back once per match at the end.
+    """
 
     pid: np.ndarray
     rows: dict[str, np.ndarray]
     latest: np.ndarray
     earliest: np.ndarray
+    own: np.ndarray
+    parent: _Batch | None = None
+    up: np.ndarray | None = None
 
-    def take(self, which: np.ndarray) -> _Batch:
-        return _Batch(self.pid[which], {n: r[which] for n, r in self.rows.items()},
-                      self.latest[which], self.earliest[which])
+    def take(self, which: np.ndarray, keep_rows: frozenset[str] | set[str]) -> _Batch:
+        return _Batch(self.pid[which], {n: r[which] for n, r in self.rows.items()
+                                        if n in keep_rows},
+                      self.latest[which], self.earliest[which], self.own[which],
+                      self.parent, None if self.up is None else self.up[which])
+
+    def resolve(self, order: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Every bound symbol's rows, by following the pointers up to the first level."""
+        out: dict[str, np.ndarray] = {}
+        batch: _Batch | None = self
+        at: np.ndarray | None = None
+        level = len(order) - 1
+        while batch is not None:
+            out[order[level]] = batch.own if at is None else batch.own[at]
+            if batch.up is not None:
+                at = batch.up if at is None else batch.up[at]
+            batch, level = batch.parent, level - 1
+        return out
+
+
+def _read_later(steps: list[Step], order: tuple[str, ...]) -> list[frozenset[str]]:
+    """Per level, the bound symbols whose rows the later steps read."""
+    out = []
+    for level in range(len(order)):
+        later = {name for step in steps[level + 1:] for c in step.constraints
+                 for name in c.symbols}
+        out.append(frozenset(later & set(order[:level + 1])))
+    return out
 
 
 def _join(symbols: Mapping[str, SymbolArrays], steps: list[Step], order: tuple[str, ...],
           batch_size: int) -> dict[str, np.ndarray]:
     """Indices of every match, per symbol, in no particular order."""
     first = symbols[order[0]]
+    read_later = _read_later(steps, order)
     everything = np.arange(len(first))
-    stack = [(1, _Batch(first.pid, {order[0]: everything}, first.te, first.ts).take(chunk))
+    start = _Batch(first.pid, {order[0]: everything}, first.te, first.ts, everything)
+    stack = [(1, start.take(chunk, read_later[0]))
              for chunk in np.array_split(everything, max(1, -(-len(first) // batch_size)))]
-    done: list[_Batch] = []
+    done: list[dict[str, np.ndarray]] = []
     # Depth first, so at most one step's expansion per level is in memory at a time.
     while stack:
         level, batch = stack.pop()
         if level == len(order):
-            done.append(batch)
+            done.append(batch.resolve(order))
             continue
         step, new = steps[level], symbols[order[level]]
         low, high = step.ranges(symbols, batch.pid, batch.rows, batch.latest, batch.earliest)
@@ -149,8 +185,8 @@ def _join(symbols: Mapping[str, SymbolArrays], steps: list[Step], order: tuple[s
             grown = _expand(batch, chunk, low, counts, order[level], new)
             keep = step.keep(symbols, grown.pid, grown.rows, grown.latest, grown.earliest)
             if keep.any():
-                stack.append((level + 1, grown.take(np.flatnonzero(keep))))
-    return {name: np.concatenate([b.rows[name] for b in done]) if done
+                stack.append((level + 1, grown.take(np.flatnonzero(keep), read_later[level])))
+    return {name: np.concatenate([d[name] for d in done]) if done
             else np.zeros(0, dtype=np.intp) for name in order}
 
 
@@ -167,13 +203,14 @@ def _chunks(counts: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
 def _expand(batch: _Batch, chunk: np.ndarray, low: np.ndarray, counts: np.ndarray,
             name: str, new: SymbolArrays) -> _Batch:
     """Every (partial match, candidate) pair of ``chunk``: the index runs
-    ``[low, low + count)`` laid end to end with repeat/cumsum."""
+    ``[low, low + count)`` laid end to end with repeat/cumsum. The result points back
+    at ``batch``; its ``rows`` hold what this step reads (the bound rows and the new)."""
     sizes = counts[chunk]
     owner = np.repeat(chunk, sizes)
     offset = np.arange(len(owner)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     candidate = low[owner] + offset
-    grown = batch.take(owner)
-    grown.rows[name] = candidate
-    grown.latest = np.maximum(grown.latest, new.te[candidate])
-    grown.earliest = np.minimum(grown.earliest, new.ts[candidate])
-    return grown
+    rows = {n: r[owner] for n, r in batch.rows.items()}
+    rows[name] = candidate
+    return _Batch(batch.pid[owner], rows, np.maximum(batch.latest[owner], new.te[candidate]),
+                  np.minimum(batch.earliest[owner], new.ts[candidate]), candidate,
+                  batch, owner)

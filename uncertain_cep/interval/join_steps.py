@@ -53,6 +53,7 @@ class SymbolArrays:
         self.ts = self.table["ts"].to_numpy()
         self.te = self.table["te"].to_numpy()
         every = np.arange(partitions)
+        self._one_partition = partitions <= 1
         self.first = np.searchsorted(self.pid, every, side="left")
         self.stop = np.searchsorted(self.pid, every, side="right")
         self._composite: dict[Endpoint, tuple[np.ndarray, np.ndarray]] = {}
@@ -73,13 +74,17 @@ class SymbolArrays:
         with ``rank`` the endpoint's position among the ``k`` distinct values, exact for
         any numbers (no arithmetic on the times themselves).
         """
+        side = "right" if inclusive else "left"
+        if self._one_partition:
+            # Every query is in partition 0, the only one: the endpoints alone are sorted.
+            return np.searchsorted(self.end(which), values, side=side)
         if which not in self._composite:
             ends = self.end(which)
             distinct = np.unique(ends)
             self._composite[which] = (distinct, self.pid * (len(distinct) + 1)
                                       + np.searchsorted(distinct, ends))
         distinct, composite = self._composite[which]
-        rank = np.searchsorted(distinct, values, side="right" if inclusive else "left")
+        rank = np.searchsorted(distinct, values, side=side)
         return np.searchsorted(composite, pid * (len(distinct) + 1) + rank, side="left")
 
 
@@ -149,15 +154,28 @@ class Step:
         partner (and possibly more: :meth:`keep` decides)."""
         new = symbols[self.new]
         low, high = new.first[pid], new.stop[pid]
+        # A disjunction's relations ask the same few questions ("first B with ts >= A.te");
+        # each is one binary search, asked once.
+        found: dict[tuple[Endpoint, str, Endpoint, bool], np.ndarray] = {}
 
-        def value(name: str, which: Endpoint) -> np.ndarray:
-            return symbols[name].end(which)[rows[name]]
+        def first_not_below(b: _Bound, inclusive: bool) -> np.ndarray:
+            key = (b.end, b.other, b.other_end, inclusive)
+            if key not in found:
+                values = symbols[b.other].end(b.other_end)[rows[b.other]]
+                found[key] = new.below(b.end, pid, values, inclusive)
+            return found[key]
+
+        def tighten(b: _Bound, low: np.ndarray, high: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+            if b.op in ("<", "<=", "="):
+                high = np.minimum(high, first_not_below(b, b.op != "<"))
+            if b.op in (">", ">=", "="):
+                low = np.maximum(low, first_not_below(b, b.op == ">"))
+            return low, high
 
         for constraint in self.constraints:
             if isinstance(constraint, EndpointRestriction):
-                b = _seen_from(constraint, self.new)
-                low, high = _tighten(new, pid, low, high, b.end, b.op,
-                                     value(b.other, b.other_end))
+                low, high = tighten(_seen_from(constraint, self.new), low, high)
             elif isinstance(constraint, FollowedBy):
                 low, high = self._followed_by_range(constraint, symbols, pid, rows, low, high)
             elif len(constraint.relations) < len(ALLEN_RELATIONS):
@@ -167,8 +185,7 @@ class Step:
                 for conjunction in _relation_bounds(constraint, self.new):
                     r_low, r_high = low, high
                     for b in conjunction:
-                        r_low, r_high = _tighten(new, pid, r_low, r_high, b.end, b.op,
-                                                 value(b.other, b.other_end))
+                        r_low, r_high = tighten(b, r_low, r_high)
                     some = r_low < r_high
                     hull_low = np.where(some, np.minimum(hull_low, r_low), hull_low)
                     hull_high = np.where(some, np.maximum(hull_high, r_high), hull_high)

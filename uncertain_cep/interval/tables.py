@@ -16,6 +16,7 @@ the input check, the partition ids, the answer's form and ``detected_at`` live h
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -107,7 +108,8 @@ def answer_frame(pattern: TemporalPattern, symbols: Mapping[str, _Sorted],
     """
     names = pattern.symbol_names
     # Indices sort by (partition id, ts) per symbol, and partition ids follow key order.
-    order = np.lexsort([rows[name] for name in reversed(names)])
+    order = np.lexsort(_packed_keys([rows[name] for name in names],
+                                    [len(symbols[name].ts) for name in names])[::-1])
     rows = {name: r[order] for name, r in rows.items()}
     ends = {name: (symbols[name].ts[rows[name]], symbols[name].te[rows[name]])
             for name in names}
@@ -122,7 +124,25 @@ def answer_frame(pattern: TemporalPattern, symbols: Mapping[str, _Sorted],
         out[item.alias] = values[rows[item.symbol]]
     out["detected_at"] = (detected_at(pattern.constraints, ends) if detected is None
                           else detected[order])
-    return pd.DataFrame(out)[list(pattern.output_columns())]
+    return pd.DataFrame({column: out[column] for column in pattern.output_columns()})
+
+
+def _packed_keys(keys: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
+    """The same lexicographic order with fewer sort keys: consecutive indices packed
+    into one int64 (``key * size + next``) while the product of their sizes fits."""
+    packed: list[np.ndarray] = []
+    current, room = None, 1
+    for key, size in zip(keys, sizes):
+        size = max(size, 1)
+        if current is not None and room * size < 2**62:
+            current, room = current * size + key, room * size
+        else:
+            if current is not None:
+                packed.append(current)
+            current, room = key.astype(np.int64), size
+    if current is not None:
+        packed.append(current)
+    return packed
 
 
 def detected_at(constraints: tuple[Constraint, ...],
@@ -130,7 +150,7 @@ def detected_at(constraints: tuple[Constraint, ...],
     """SEMANTICS B3, computed as the reference computes it (same values and dtype): the
     latest ts, the third of the four endpoints of every related pair (TPStream's t_d =
     t3) and the later endpoint each endpoint restriction names."""
-    detected = np.max([ts for ts, _ in ends.values()], axis=0)
+    detected = functools.reduce(np.maximum, [ts for ts, _ in ends.values()])
     for constraint in constraints:
         if isinstance(constraint, EndpointRestriction):
             left = ends[constraint.left][constraint.left_end is Endpoint.TE]
@@ -138,6 +158,16 @@ def detected_at(constraints: tuple[Constraint, ...],
             detected = np.maximum(detected, np.maximum(left, right))
         elif isinstance(constraint, (RelationConstraint, FollowedBy)):
             (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
-            detected = np.maximum(detected,
-                                  np.sort(np.stack([a_ts, a_te, b_ts, b_te]), axis=0)[2])
+            detected = np.maximum(detected, _third_smallest(a_ts, a_te, b_ts, b_te))
     return detected
+
+
+def _third_smallest(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """The third smallest of four (the second largest), without sorting: the larger of
+    the two pairs' smaller maxima and larger minima.
+
+    >>> _third_smallest(np.array([4]), np.array([1]), np.array([3]), np.array([2]))
+    array([3])
+    """
+    return np.maximum(np.minimum(np.maximum(a, b), np.maximum(c, d)),
+                      np.maximum(np.minimum(a, b), np.minimum(c, d)))
