@@ -120,10 +120,18 @@ def _parser() -> argparse.ArgumentParser:
     matcher.add_argument("--time-unit", type=_time_unit, default=None,
                          help="seconds per data time unit (a number) or a duration such as "
                               "1s; needed when the query writes units (5s, 2 MINUTES)")
+    matcher.add_argument("--tick", type=float, default=1,
+                         help="one time unit of point events: a run still true at a "
+                              "partition's last event ends this long after it (default 1)")
     matcher.add_argument("--symbol-column", default="symbol",
                          help="interval events' column naming each row's symbol")
     matcher.set_defaults(run=_match)
     return parser
+
+
+def _whole(value: float) -> float | int:
+    """An integral tick as an int, so that integer times stay integers."""
+    return int(value) if float(value).is_integer() else value
 
 
 def _time_unit(text: str) -> float | str:
@@ -264,8 +272,9 @@ def _match(args: argparse.Namespace) -> int:
     from uncertain_cep.pipeline.match_job import match_spark
 
     res = match_spark(args.input, text, engine=args.engine, time_column=args.time_column,
-                      time_unit=args.time_unit, symbol_column=args.symbol_column,
-                      master=args.master, log=lambda msg: print(msg, file=sys.stderr))
+                      time_unit=args.time_unit, tick=_whole(args.tick),
+                      symbol_column=args.symbol_column, master=args.master,
+                      log=lambda msg: print(msg, file=sys.stderr))
     write_report(res, args.out)
     print(f"{len(res)} matches written to {args.out}")
     return 0

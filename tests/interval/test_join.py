@@ -217,3 +217,35 @@ def test_the_cost_model_starts_small_and_follows_restrictive_constraints():
     # wins the tie); A before B leaves half of A.
     assert evaluation_order(pattern, {"A": 90, "B": 100, "C": 3, "D": 1000}) == (
         "C", "B", "D", "A")
+
+
+@pytest.mark.parametrize("zone", [None, "Europe/Berlin"])
+def test_datetime_times_give_the_numeric_answer_as_datetimes(zone):
+    speeding = {t: 80.0 + (t - 3) for t in range(3, 15)}
+    events = pd.concat([car(1, {**{t: 10.0 for t in range(1, 7)}, 10: -10.0, 11: -10.0},
+                            speeding),
+                        car(2, {1: 10.0, 2: 10.0, 3: 10.0, 4: 10.0, 10: -10.0}, speeding)])
+    numeric = uc.match(events, AGGRESSIVE_DRIVERS, time_unit="1s")
+    assert len(numeric) == 1
+    start = pd.Timestamp("2026-11-22 08:00", tz=zone)
+    dated = events.assign(time=start + pd.to_timedelta(events["time"], unit="s"))
+    got = uc.match(dated, AGGRESSIVE_DRIVERS, tick="1s")
+    instants = [c for c in got.columns if c.endswith(("_ts", "_te")) or c == "detected_at"]
+    expected = numeric.copy()
+    for column in instants:
+        expected[column] = start + pd.to_timedelta(numeric[column], unit="s")
+        assert str(got[column].dtype) == str(expected[column].dtype)
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+    pd.testing.assert_frame_equal(
+        uc.match(dated, AGGRESSIVE_DRIVERS, engine="automata", tick=pd.Timedelta(1, "s")),
+        got)
+    # Interval events with datetime ts/te, and the errors.
+    intervals = pd.DataFrame({"symbol": ["A", "B"], "ts": [start, start + pd.Timedelta("2s")],
+                              "te": [start + pd.Timedelta("2s"), start + pd.Timedelta("5s")]})
+    met = uc.match(intervals, "DEFINE A AS x > 0, B AS x > 0 PATTERN A meets B WITHIN 5s")
+    assert met["B_ts"].tolist() == [start + pd.Timedelta("2s")]
+    with pytest.raises(InputError, match="drop time_unit"):
+        uc.match(dated, AGGRESSIVE_DRIVERS, time_unit="1s")
+    with pytest.raises(InputError, match="all hold datetimes or all numbers"):
+        uc.match(intervals.assign(te=[2, 5]), "DEFINE A AS x > 0, B AS x > 0 "
+                                              "PATTERN A meets B")

@@ -80,3 +80,20 @@ def test_a_malformed_query_exits_2_before_spark_starts(tmp_path, capsys, monkeyp
     assert "'fastest' is not a valid match engine" in capsys.readouterr().err
     assert not out.exists() and sorted(p.name for p in Path(tmp_path).iterdir()) == [
         "in.parquet"]
+
+
+def test_cli_match_passes_the_tick_on(tmp_path, monkeypatch):
+    from uncertain_cep.pipeline import match_job
+
+    seen: dict[str, object] = {}
+
+    def record(*args: object, **kwargs: object) -> pd.DataFrame:
+        seen.update(kwargs)
+        return pd.DataFrame({"A_ts": [0]})
+
+    monkeypatch.setattr(match_job, "match_spark", record)
+    out = tmp_path / "answer.csv"
+    for tick, expected in (("5", 5), ("0.5", 0.5)):
+        assert cli.main(["match", str(tmp_path), AGGRESSIVE_DRIVERS, "--out", str(out),
+                         "--tick", tick]) == 0
+        assert seen["tick"] == expected and type(seen["tick"]) is type(expected)

@@ -33,11 +33,14 @@ uncertain_cep.errors.InvalidOptionError: 'automaton' is not a valid match engine
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from query.temporal_language import parse_temporal_query
-from query.temporal_patterns import TemporalPattern
+from query.temporal_patterns import TemporalPattern, seconds_per_unit
 from uncertain_cep.errors import InputError, ParamEnum, QueryError
 from uncertain_cep.interval.automata_join import match_automata
 from uncertain_cep.interval.brute_force import match_brute_force
@@ -72,13 +75,16 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
         ``join`` and ``automata`` scale; ``brute_force`` is the reference, refusing a
         partition with more than two million combinations.
     time_column : str
-        The point events' time column.
+        The point events' time column: numbers in the data's unit, or datetimes (then
+        durations and windows with units need no ``time_unit``, and the answer's
+        instants are datetimes in the same time zone).
     time_unit : float or str, optional
         Seconds per data time unit (or text such as ``"1s"``, ``"100ms"``); needed when
         the query writes durations or the window with units (``5s``, ``5 MINUTES``).
-    tick : number
+    tick : number, or a duration for datetimes
         One time unit of point events: a run still true at a partition's last event ends
-        ``tick`` after it.
+        ``tick`` after it. For a datetime time column a ``pd.Timedelta`` or text such as
+        ``"1s"`` (a number counts nanoseconds).
     symbol_column : str
         The interval events' column naming each row's symbol.
 
@@ -101,13 +107,80 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
     """
     chosen = MatchEngine(MatchEngine.get_value(engine))
     pattern = _pattern(query)
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"the data must be a pandas DataFrame, got {type(data).__name__}")
+    data, clock = _as_nanoseconds(data, time_column, symbol_column)
+    if clock is not None:
+        time_unit, tick = _datetime_options(time_unit, tick)
     situations = _situations(data, pattern, time_column=time_column, time_unit=time_unit,
                              tick=tick, symbol_column=symbol_column)
     if chosen is MatchEngine.BRUTE_FORCE:
-        return match_brute_force(situations, pattern, time_unit=time_unit)
-    if chosen is MatchEngine.AUTOMATA:
-        return match_automata(situations, pattern, time_unit=time_unit)
-    return match_join(situations, pattern, time_unit=time_unit)
+        answer = match_brute_force(situations, pattern, time_unit=time_unit)
+    elif chosen is MatchEngine.AUTOMATA:
+        answer = match_automata(situations, pattern, time_unit=time_unit)
+    else:
+        answer = match_join(situations, pattern, time_unit=time_unit)
+    return answer if clock is None else _as_datetimes(answer, pattern, clock)
+
+
+class _Clock:
+    """How datetimes were turned into nanoseconds: their time zone, if any."""
+
+    def __init__(self, tz: Any) -> None:
+        self.tz = tz
+
+
+def _as_nanoseconds(data: pd.DataFrame, time_column: str,
+                    symbol_column: str) -> tuple[pd.DataFrame, _Clock | None]:
+    """Datetime time columns as int64 nanoseconds (UTC), so every engine works on numbers."""
+    columns = ([time_column] if time_column in data.columns
+               else [c for c in ("ts", "te") if c in data.columns])
+    dated = [c for c in columns if pd.api.types.is_datetime64_any_dtype(data[c])]
+    if not dated:
+        return data, None
+    if len(dated) != len(columns):
+        raise InputError(f"columns {', '.join(columns)} must all hold datetimes or all "
+                         f"numbers; only {', '.join(dated)} hold datetimes")
+    zones = {str(getattr(data[c].dtype, "tz", None)) for c in dated}
+    if len(zones) > 1:
+        raise InputError(f"columns {', '.join(dated)} have different time zones: "
+                         f"{', '.join(sorted(zones))}")
+    converted = {}
+    for column in dated:
+        values = data[column]
+        missing = np.flatnonzero(values.isna().to_numpy())
+        if len(missing):
+            raise InputError(f"row {missing[0]}, column {column!r}: the time is missing",
+                             row=int(missing[0]))
+        utc = values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz else values
+        converted[column] = utc.to_numpy(dtype="datetime64[ns]").view(np.int64)
+    return data.assign(**converted), _Clock(getattr(data[dated[0]].dtype, "tz", None))
+
+
+def _datetime_options(time_unit: float | str | None,
+                      tick: object) -> tuple[float, int | float]:
+    """For datetime data: the unit is the nanosecond; the tick may be a duration."""
+    if time_unit is not None and seconds_per_unit(time_unit) != 1e-9:
+        raise InputError(f"the time column holds datetimes, whose unit is known; "
+                         f"drop time_unit={time_unit!r}")
+    if isinstance(tick, str):
+        tick = pd.Timedelta(tick)
+    if isinstance(tick, (pd.Timedelta, timedelta, np.timedelta64)):
+        tick = int(pd.Timedelta(tick).value)
+    return 1e-9, tick  # type: ignore[return-value]
+
+
+def _as_datetimes(answer: pd.DataFrame, pattern: TemporalPattern,
+                  clock: _Clock) -> pd.DataFrame:
+    """The answer's instants back as datetimes, in the input's time zone."""
+    columns = [f"{n}_{end}" for n in pattern.symbol_names for end in ("ts", "te")]
+    for column in [*columns, "detected_at"]:
+        values = pd.Series(answer[column].to_numpy(dtype=np.int64).view("datetime64[ns]"),
+                           index=answer.index)
+        if clock.tz is not None:
+            values = values.dt.tz_localize("UTC").dt.tz_convert(clock.tz)
+        answer[column] = values
+    return answer
 
 
 def _pattern(query: object) -> TemporalPattern:
@@ -119,12 +192,10 @@ def _pattern(query: object) -> TemporalPattern:
                      f"got {type(query).__name__}")
 
 
-def _situations(data: object, pattern: TemporalPattern, *, time_column: str,
+def _situations(data: pd.DataFrame, pattern: TemporalPattern, *, time_column: str,
                 time_unit: float | str | None, tick: float,
                 symbol_column: str) -> Mapping[str, pd.DataFrame]:
     """Situations per symbol from point events or interval events, told apart by columns."""
-    if not isinstance(data, pd.DataFrame):
-        raise InputError(f"the data must be a pandas DataFrame, got {type(data).__name__}")
     if time_column in data.columns:
         return derive_situations(data, pattern, time_column=time_column, time_unit=time_unit,
                                  tick=tick)

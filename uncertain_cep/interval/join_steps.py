@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -74,7 +75,7 @@ class SymbolArrays:
         with ``rank`` the endpoint's position among the ``k`` distinct values, exact for
         any numbers (no arithmetic on the times themselves).
         """
-        side = "right" if inclusive else "left"
+        side: Literal["left", "right"] = "right" if inclusive else "left"
         if self._one_partition:
             # Every query is in partition 0, the only one: the endpoints alone are sorted.
             return np.searchsorted(self.end(which), values, side=side)
