@@ -208,11 +208,14 @@ def test_string_keys_missing_keys_and_unconstrained_symbols():
         [0, 5, 1], [0, 5, 3], [2, 5, 1], [2, 5, 3], [2, 5, 6]]
 
 
-def test_the_cost_model_starts_small_and_follows_restrictive_constraints():
+def test_the_cost_model_keeps_partial_matches_few_and_follows_restrictive_constraints():
     pattern = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0, C AS y > 0, D AS y < 0 "
                                    "PATTERN A before B AND B meets C AND C during D")
+    # From A: 5 + 5 * 50 (B after A: half of B) + 250 + 250 = 755 partial matches; from
+    # B: 100 + 100 (C) + 100 (D) + 100 * 2.5 (A before B) = 550, though A is smallest.
     assert evaluation_order(pattern, {"A": 5, "B": 100, "C": 100, "D": 100}) == (
-        "A", "B", "C", "D")
+        "B", "C", "D", "A")
+    assert evaluation_order(pattern, {"A": 1, "B": 100, "C": 100, "D": 100})[0] == "A"
     # C is smallest; B meets C and D contains C leave one partner each (the smaller B
     # wins the tie); A before B leaves half of A.
     assert evaluation_order(pattern, {"A": 90, "B": 100, "C": 3, "D": 1000}) == (

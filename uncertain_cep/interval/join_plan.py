@@ -1,8 +1,9 @@
 """The join engine's evaluation order: a greedy cost model (TPStream section 5.4).
 
-TPStream orders the symbols of a pattern so that partial matches stay few: it starts from
-the symbol with the fewest situations and then binds, one at a time, the symbol whose
-constraints to the symbols already bound leave the fewest partners per partial match.
+TPStream orders the symbols of a pattern so that partial matches stay few: it binds, one at
+a time, the symbol whose constraints to the symbols already bound leave the fewest
+partners per partial match. Here that greedy order is built from every possible first
+symbol and the one with the fewest estimated partial matches over all steps is kept.
 The estimate here needs only sizes, the window and how restrictive each constraint is:
 
 * a relation that pins an endpoint of the new situation to a bound one (``meets``,
@@ -21,7 +22,7 @@ The estimate here needs only sizes, the window and how restrictive each constrai
 >>> evaluation_order(q, {"A": 100, "B": 500, "C": 50})
 ('C', 'B', 'A')
 >>> evaluation_order(q, {"A": 10, "B": 500, "C": 50})
-('A', 'C', 'B')
+('C', 'B', 'A')
 """
 
 from __future__ import annotations
@@ -88,22 +89,35 @@ def evaluation_order(pattern: TemporalPattern, sizes: Mapping[str, int], *,
     Returns
     -------
     tuple of str
-        Every symbol once: the smallest first, then greedily the one with the fewest
-        :func:`expected_partners` (ties: the smaller, then DEFINE order).
+        Every symbol once. From each possible first symbol, the greedy order binds next the
+        symbol with the fewest :func:`expected_partners` (ties: the smaller, then DEFINE
+        order); of these orders the one with the fewest estimated partial matches, summed
+        over the steps, wins (ties: the smaller first symbol, then DEFINE order).
     """
     names = pattern.symbol_names
     window_share = 1.0
     if pattern.within is not None and span is not None and span > 0:
         window_share = min(1.0, 2.0 * pattern.within.value / span)
     partitions = max(partitions, 1)
-    first = min(names, key=lambda n: (sizes[n], names.index(n)))
-    order, bound = [first], {first}
-    while len(order) < len(names):
-        def cost(name: str) -> tuple[float, int, int]:
-            partners = expected_partners(pattern, name, bound, sizes[name] / partitions,
-                                         window_share)
-            return partners, sizes[name], names.index(name)
-        chosen = min((n for n in names if n not in bound), key=cost)
-        order.append(chosen)
-        bound.add(chosen)
-    return tuple(order)
+
+    def greedy_from(first: str) -> tuple[float, tuple[str, ...]]:
+        """The greedy order from ``first`` and its estimated partial matches, summed."""
+        order, bound = [first], {first}
+        partial = float(sizes[first])
+        total = partial
+        while len(order) < len(names):
+            def cost(name: str) -> tuple[float, int, int]:
+                partners = expected_partners(pattern, name, bound, sizes[name] / partitions,
+                                             window_share)
+                return partners, sizes[name], names.index(name)
+            chosen = min((n for n in names if n not in bound), key=cost)
+            partial *= cost(chosen)[0]
+            total += partial
+            order.append(chosen)
+            bound.add(chosen)
+        return total, tuple(order)
+
+    # Every start is tried: the smallest symbol may have only loose constraints (a Star
+    # pattern's leaf in a ``before`` relation), a larger one may pin its partners.
+    return min((greedy_from(first) + (sizes[first], names.index(first)) for first in names),
+               key=lambda t: (t[0], t[2], t[3]))[1]
