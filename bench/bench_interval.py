@@ -26,7 +26,8 @@ that finishes must give the join engine's answer.
 
 Writes ``bench/results/interval.json``, ``bench/results/interval_*.png`` and the tables of
 ``docs/benchmarks.md`` between the ``interval`` markers.
-Run: ``.venv/bin/python bench/bench_interval.py [--quick] [--cap S]``.
+Run: ``.venv/bin/python bench/bench_interval.py [--quick] [--cap S] [--workloads W ...
+[--merge]]`` (``--merge`` keeps the saved rows of workloads not run again).
 """
 
 from __future__ import annotations
@@ -476,6 +477,8 @@ def main() -> None:
     parser.add_argument("--workloads", nargs="+",
                         default=["aggressive", "families", "piestream"])
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the saved rows of the workloads not run this time")
     args = parser.parse_args()
     started = time.time()
     quick = args.quick
@@ -492,12 +495,16 @@ def main() -> None:
                           slow_engines_up_to=1_000_000)
     import duckdb
 
+    out = RESULTS / ("interval_quick.json" if quick else "interval.json")
+    if args.merge and out.exists():
+        saved = json.loads(out.read_text())
+        rows = [r for r in saved["rows"] if r["workload"] not in args.workloads] + rows
+        rows.sort(key=lambda r: ["aggressive", "families", "piestream"].index(r["workload"]))
     results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, "
                f"{os.cpu_count()} cores", "python": platform.python_version(),
                "duckdb": duckdb.__version__, "cap_s": args.cap, "quick": quick,
                "seconds": time.time() - started, "rows": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / ("interval_quick.json" if quick else "interval.json")
     temporary = out.with_suffix(".tmp")
     temporary.write_text(json.dumps(results, indent=1, default=str))
     os.replace(temporary, out)

@@ -54,10 +54,12 @@ class SymbolArrays:
         self.ts = self.table["ts"].to_numpy()
         self.te = self.table["te"].to_numpy()
         every = np.arange(partitions)
+        self._partitions = partitions
         self._one_partition = partitions <= 1
         self.first = np.searchsorted(self.pid, every, side="left")
         self.stop = np.searchsorted(self.pid, every, side="right")
-        self._composite: dict[Endpoint, tuple[np.ndarray, np.ndarray]] = {}
+        self._ranked: dict[Endpoint, tuple[np.ndarray, np.ndarray]] = {}
+        self._offset: dict[Endpoint, tuple[int, int, np.ndarray] | None] = {}
 
     def __len__(self) -> int:
         return len(self.pid)
@@ -71,22 +73,42 @@ class SymbolArrays:
         endpoint ``which`` is not below ``values`` (``< value``, or ``<= value`` if
         ``inclusive``); the partition's end if none.
 
-        One ``searchsorted`` serves all partitions: the key is ``pid * (k + 1) + rank``
-        with ``rank`` the endpoint's position among the ``k`` distinct values, exact for
-        any numbers (no arithmetic on the times themselves).
+        One ``searchsorted`` serves all partitions, on the key ``pid * width + offset``:
+        for integer times the offset is the endpoint minus the smallest (queries clipped
+        to just outside the range), else its rank among the distinct endpoints (one more
+        search per query, exact for any numbers: no arithmetic on the times themselves).
         """
         side: Literal["left", "right"] = "right" if inclusive else "left"
         if self._one_partition:
             # Every query is in partition 0, the only one: the endpoints alone are sorted.
             return np.searchsorted(self.end(which), values, side=side)
-        if which not in self._composite:
+        if values.dtype.kind == "i" and self._offsets(which) is not None:
+            low, width, composite = self._offsets(which)  # type: ignore[misc]
+            shifted = np.clip(values, low - 1, low + width - 2) - (low - 1)
+            return np.searchsorted(composite, pid * width + shifted, side=side)
+        if which not in self._ranked:
             ends = self.end(which)
             distinct = np.unique(ends)
-            self._composite[which] = (distinct, self.pid * (len(distinct) + 1)
-                                      + np.searchsorted(distinct, ends))
-        distinct, composite = self._composite[which]
+            self._ranked[which] = (distinct, self.pid * (len(distinct) + 1)
+                                   + np.searchsorted(distinct, ends))
+        distinct, composite = self._ranked[which]
         rank = np.searchsorted(distinct, values, side=side)
         return np.searchsorted(composite, pid * (len(distinct) + 1) + rank, side="left")
+
+    def _offsets(self, which: Endpoint) -> tuple[int, int, np.ndarray] | None:
+        """(smallest endpoint, width, composite keys) for integer endpoints whose keys fit
+        in an int64; ``None`` otherwise."""
+        if which not in self._offset:
+            ends = self.end(which)
+            found = None
+            if ends.dtype.kind == "i" and len(ends):
+                low, high = int(ends.min()), int(ends.max())
+                width = high - low + 3  # room for a query below and one above the range
+                if width * (self._partitions + 1) < 2**62:
+                    found = (low, width,
+                             self.pid * width + (ends.astype(np.int64) - (low - 1)))
+            self._offset[which] = found
+        return self._offset[which]
 
 
 def symbol_arrays(situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern
