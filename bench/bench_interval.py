@@ -315,6 +315,17 @@ def _agree(rows: list[dict[str, Any]]) -> str:
     return "yes" if finished and all(r["same_answer"] for r in finished) else "NO"
 
 
+def _engine_cells(group: list[dict[str, Any]], cap: float) -> list[str]:
+    """Match seconds per engine, DuckDB's and the nested loop's ratio to the join engine,
+    the number of matches and whether the engines agree."""
+    join = _seconds(group, engine="join", phase="match")
+    return ([_cell(_seconds(group, engine=e, phase="match"), cap) for e in ENGINES]
+            + [_ratio(_seconds(group, engine="duckdb", phase="match"), join, cap),
+               _ratio(_seconds(group, engine="nested_loop", phase="match"), join, cap),
+               str(next((r["matches"] for r in group if "matches" in r), "-")),
+               _agree(group)])
+
+
 def report(results: dict[str, Any]) -> str:
     cap = results["cap_s"]
     lines = ["<!-- interval:start (written by bench/bench_interval.py) -->", "",
@@ -333,16 +344,10 @@ def report(results: dict[str, Any]) -> str:
                   "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for (events, layout), group in _groups(agg, "events", "layout"):
             e2e = _seconds(group, phase="end_to_end")
-            join = _seconds(group, engine="join", phase="match")
             row = [f"{events:,}", "car" if layout == "by_car" else "time",
                    _cell(e2e, cap), f"{events / e2e / 1e6:.1f}M" if e2e else "-",
                    _cell(_seconds(group, phase="derive"), cap)]
-            row += [_cell(_seconds(group, engine=e, phase="match"), cap) for e in ENGINES]
-            row += [_ratio(_seconds(group, engine="duckdb", phase="match"), join, cap),
-                    _ratio(_seconds(group, engine="nested_loop", phase="match"), join, cap),
-                    str(next((r["matches"] for r in group if "matches" in r), "-")),
-                    _agree(group)]
-            lines.append("| " + " | ".join(row) + " |")
+            lines.append("| " + " | ".join(row + _engine_cells(group, cap)) + " |")
         lines.append("")
     fam = [r for r in results["rows"] if r["workload"] == "families"]
     if fam:
@@ -355,17 +360,11 @@ def report(results: dict[str, Any]) -> str:
                   "| nested/join | matches | agree |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for (family, n), group in _groups(fam, "family", "symbols"):
-            join = _seconds(group, engine="join", phase="match")
             e2e = _seconds(group, phase="end_to_end")
             row = [family, str(n), f"{group[0]['situations']:,}", _cell(e2e, cap),
                    f"{group[0]['events'] / e2e / 1e6:.1f}M" if e2e else "-",
                    _cell(_seconds(group, phase="derive"), cap)]
-            row += [_cell(_seconds(group, engine=e, phase="match"), cap) for e in ENGINES]
-            row += [_ratio(_seconds(group, engine="duckdb", phase="match"), join, cap),
-                    _ratio(_seconds(group, engine="nested_loop", phase="match"), join, cap),
-                    str(next((r["matches"] for r in group if "matches" in r), "-")),
-                    _agree(group)]
-            lines.append("| " + " | ".join(row) + " |")
+            lines.append("| " + " | ".join(row + _engine_cells(group, cap)) + " |")
         lines.append("")
     pie = [r for r in results["rows"] if r["workload"] == "piestream"]
     if pie:

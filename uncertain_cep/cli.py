@@ -546,19 +546,9 @@ def _datasets_list(args: argparse.Namespace) -> int:
 
 
 def _datasets_generate(args: argparse.Namespace) -> int:
-    from uncertain_cep.errors import InvalidOptionError
-
-    try:
-        name = GeneratedDataset.get_value(args.name)
-    except InvalidOptionError as e:
-        if args.name in _REAL:
-            hint = f"`uncertain-cep datasets convert {args.name} INPUT`"
-            raise InvalidOptionError(f"{e}; {args.name} is a real data set, see {hint}") from None
-        raise
-    spec = _GENERATED[name]
-    kwargs = _dataset_arguments(args, name, spec, _GENERATED)
-    target = Path(args.out)
-    _check_report_path(target, "output file")
+    name, spec, kwargs, target = _dataset_job(args, GeneratedDataset, _GENERATED, _REAL,
+                                              "`uncertain-cep datasets convert {} INPUT`",
+                                              "a real data set")
     frame = _call(name, spec.load(), **kwargs)
     frame.attrs = {}
     # PieStream reads headerless CSV lines id, a_1 .. a_k, t1, t2 (the frame's columns).
@@ -568,19 +558,9 @@ def _datasets_generate(args: argparse.Namespace) -> int:
 
 
 def _datasets_convert(args: argparse.Namespace) -> int:
-    from uncertain_cep.errors import InvalidOptionError
-
-    try:
-        name = RealDataset.get_value(args.name)
-    except InvalidOptionError as e:
-        if args.name in _GENERATED:
-            hint = f"`uncertain-cep datasets generate {args.name}`"
-            raise InvalidOptionError(f"{e}; {args.name} is generated, see {hint}") from None
-        raise
-    spec = _REAL[name]
-    kwargs = _dataset_arguments(args, name, spec, _REAL)
-    target = Path(args.out)
-    _check_report_path(target, "output file")
+    name, spec, kwargs, target = _dataset_job(args, RealDataset, _REAL, _GENERATED,
+                                              "`uncertain-cep datasets generate {}`",
+                                              "generated")
     frame = _call(name, spec.load(), args.input, **kwargs)
     facts = ", ".join(f"{k}={v}" for k, v in frame.attrs.items()
                       if k not in ("source", "std"))
@@ -588,6 +568,26 @@ def _datasets_convert(args: argparse.Namespace) -> int:
     _write_table(frame, target)
     print(f"{len(frame)} events of {name} from {args.input} written to {target} ({facts})")
     return 0
+
+
+def _dataset_job(args: argparse.Namespace, names: Any, specs: Any, others: Any, hint: str,
+                 kind: str) -> tuple[str, Any, dict[str, Any], Path]:
+    """The checked name, its spec, its keyword arguments and the output path; a name of
+    the other subcommand gets a pointer to it."""
+    from uncertain_cep.errors import InvalidOptionError
+
+    try:
+        name = names.get_value(args.name)
+    except InvalidOptionError as e:
+        if args.name in others:
+            raise InvalidOptionError(f"{e}; {args.name} is {kind}, see "
+                                     f"{hint.format(args.name)}") from None
+        raise
+    spec = specs[name]
+    kwargs = _dataset_arguments(args, name, spec, specs)
+    target = Path(args.out)
+    _check_report_path(target, "output file")
+    return name, spec, kwargs, target
 
 
 if __name__ == "__main__":
