@@ -6,6 +6,7 @@ The public API (SEMANTICS.md defines every answer):
     idx = uc.build_index(df, group_by="group", max_speed=None)
     res = idx.query("PATTERN SEQ(A, B) DEFINE ... WITHIN 6 CONFIDENCE 0.2")
     idx.save(path); idx2 = uc.open_index(path)
+    print(idx.describe())                             # groups, OI-trees, codes, time
     uc.match(events, "PARTITION BY car DEFINE A AS ..., B AS ... PATTERN A meets B")
 
     uc.build_index_spark("archive/", "index/")        # the Spark batch job
@@ -21,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from index.summary import IndexSummary
     from query.explain import Explanation
     from query.language import parse_query
     from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
@@ -56,6 +58,7 @@ _EXPORTS = {
     "parse_query": "query.language",
     "SequencePattern": "query.patterns",
     "Explanation": "query.explain",
+    "IndexSummary": "index.summary",
     "PatternItem": "query.patterns",
     "Symbol": "query.patterns",
     "Between": "query.patterns",

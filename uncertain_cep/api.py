@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise, product
@@ -24,6 +25,7 @@ import pandas as pd
 from index.codes import in_ranges
 from index.event_index import BuildSettings, EventIndex
 from index.forest import GroupForest
+from index.summary import IndexSummary
 from query.chains import chain_probability
 from query.evaluation import Match, QueryContext
 from query.explain import Explanation
@@ -47,8 +49,11 @@ class UncertainIndex:
     Build one with :func:`build_index`, reopen a saved one with :func:`open_index`.
     """
 
-    def __init__(self, index: EventIndex) -> None:
+    def __init__(self, index: EventIndex,
+                 provenance: Mapping[str, Any] | None = None) -> None:
         self._index = index
+        # Where a reopened index came from (see IndexSummary.provenance); None if built here.
+        self._provenance = dict(provenance) if provenance else None
 
     # ------------------------------------------------------------ description
     @property
@@ -83,6 +88,24 @@ class UncertainIndex:
     def __repr__(self) -> str:
         return (f"<UncertainIndex: {self.n_events} events, {self.n_groups} groups, "
                 f"{self.n_trees} OI-trees, {self.n_nodes} nodes, codes={self.settings.codes!r}>")
+
+    def describe(self) -> IndexSummary:
+        """A summary of the index: groups, events, OI-trees and nodes (Zhou et al. 4.1),
+        the largest tree, the code and time ranges, attributes, build parameters, and per
+        group its events and nodes (:class:`~index.summary.IndexSummary`).
+
+        Read from what the index holds, without rebuilding trees; an index built here and
+        the same index reopened with :func:`open_index` give equal summaries (only
+        ``provenance``, which is not compared, says where a reopened one came from).
+
+        >>> import pandas as pd
+        >>> idx = build_index(pd.DataFrame({"event_id": [1, 2], "group": 0,
+        ...                                 "t_lo": [1, 1], "t_hi": [2, 2]}))
+        >>> s = idx.describe()
+        >>> s.n_events, s.n_nodes, s.largest_tree
+        (2, 5, (0, 0, 5))
+        """
+        return IndexSummary.of(self._index, self._provenance)
 
     def forest(self, group: object) -> GroupForest:
         """The OI-tree forest of one group (by its key): trees, nodes, codes."""
@@ -280,6 +303,13 @@ def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "gr
 
 def open_index(path: str | os.PathLike[str]) -> UncertainIndex:
     """Open an index written by :meth:`UncertainIndex.save`."""
-    from index.storage import load_index
+    from index.storage import MANIFEST, load_index
 
-    return UncertainIndex(load_index(path))
+    index = load_index(path)
+    # load_index checked the manifest; keep what describe() reports of it.
+    with open(os.path.join(path, MANIFEST)) as fh:
+        manifest = json.load(fh)
+    provenance = {"path": os.fspath(path), "format_version": manifest.get("format_version"),
+                  **{k: manifest[k] for k in ("time_unit", "input_fingerprint", "build",
+                                             "rejected") if k in manifest}}
+    return UncertainIndex(index, provenance)
