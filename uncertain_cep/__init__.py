@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from uncertain_cep.model.events import read_archive
     from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
     from uncertain_cep.pipeline.build_job import BuildSummary, build_index_spark
+    from uncertain_cep.results import QueryResult
 
 __version__ = "0.1.0"
 
@@ -58,6 +59,7 @@ _EXPORTS = {
     "parse_query": "query.language",
     "SequencePattern": "query.patterns",
     "Explanation": "query.explain",
+    "QueryResult": "uncertain_cep.results",
     "IndexSummary": "index.summary",
     "PatternItem": "query.patterns",
     "Symbol": "query.patterns",

@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise, product
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from query.strategies import StrategyName, get_strategy
 from uncertain_cep.errors import InputError, ParamEnum
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.results import QueryResult
 
 __all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index",
            "query_index"]
@@ -124,7 +126,7 @@ class UncertainIndex:
         return int(hits[0])
 
     # ------------------------------------------------------------ queries
-    def query(self, query: str | SequencePattern, strategy: str = "selectivity") -> pd.DataFrame:
+    def query(self, query: str | SequencePattern, strategy: str = "selectivity") -> QueryResult:
         """Every tuple whose confidence reaches the query's threshold.
 
         Parameters
@@ -139,10 +141,12 @@ class UncertainIndex:
 
         Returns
         -------
-        pandas.DataFrame
-            One row per tuple: ``events`` (event ids in pattern order), ``confidence``,
-            ``t_first``, ``t_last``; sorted by confidence descending, then by event ids.
-            ``res.attrs["stats"]`` holds the evaluation counters.
+        QueryResult
+            A DataFrame with one row per tuple: ``events`` (event ids in pattern order),
+            ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then
+            by event ids. ``res.attrs["stats"]`` holds the evaluation counters; in Jupyter
+            it shows as a compact table, and ``res.plot()`` draws the matched events'
+            possible times (:class:`~uncertain_cep.results.QueryResult`).
         """
         frame, _ = self._evaluate(query, strategy, explain=False)
         return frame
@@ -164,7 +168,7 @@ class UncertainIndex:
         return Explanation.from_result(query if isinstance(query, str) else str(query), frame)
 
     def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool
-                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
+                  ) -> tuple[QueryResult, dict[str, Any]]:
         pattern = parse_query(query) if isinstance(query, str) else query
         name = StrategyName.get_value(strategy)
         ctx = QueryContext(self._index, pattern, explain=explain)
@@ -175,7 +179,13 @@ class UncertainIndex:
         frame = self._frame(matches)
         stats = {"strategy": name, **ctx.stats.as_dict()}
         frame.attrs["stats"] = stats
-        return frame, stats
+        rows = {r for m in matches for r in m.events}
+        times = {_plain(self.archive.event_ids[r]): (int(self.archive.t_lo[r]),
+                                                     int(self.archive.t_hi[r]))
+                 for r in rows}
+        result = QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
+                                items=_item_symbols(pattern), event_times=times)
+        return result, stats
 
     def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
         ids = self.archive.event_ids
@@ -228,7 +238,7 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]) -> pd.
 
 
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
-                engine: str = "local", master: str | None = None) -> pd.DataFrame:
+                engine: str = "local", master: str | None = None) -> QueryResult:
     """Answer a query over a saved index, in this process or on Spark.
 
     Parameters
@@ -248,7 +258,28 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
                               master=master)
     frame = answer_frame(rows)
     frame.attrs["stats"] = stats
-    return frame
+    return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
+                          event_times=_stored_event_times(Path(path),
+                                                          {e for r in rows for e in r[0]}))
+
+
+def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:
+    """The symbols of the positive items, in pattern order (one per event of a tuple)."""
+    return tuple(pattern.items[i].symbol for i in pattern.positive_items)
+
+
+def _stored_event_times(root: Path, ids: set[Any]) -> dict[Any, tuple[int, int]]:
+    """``(t_lo, t_hi)`` of the given events, read from a saved index's events table."""
+    if not ids:
+        return {}
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(root / "events", format="parquet").to_table(
+        columns=["event_id", "t_lo", "t_hi"])
+    frame = table.to_pandas()
+    frame = frame[frame["event_id"].isin(list(ids))]
+    return {_plain(e): (int(lo), int(hi))
+            for e, lo, hi in zip(frame["event_id"], frame["t_lo"], frame["t_hi"])}
 
 
 class EngineName(ParamEnum):

@@ -1,0 +1,131 @@
+"""Query results in notebooks: the QueryResult frame, its HTML display and its timeline."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+import uncertain_cep as uc  # noqa: E402
+from uncertain_cep.api import answer_frame  # noqa: E402
+from uncertain_cep.errors import InputError  # noqa: E402
+
+TEXT = """PATTERN SEQ(A, NOT C, B)
+DEFINE A AS x BETWEEN 0 AND 4, C AS tag = 'c', B AS x >= 2
+WITHIN 6
+CONFIDENCE 0.01"""
+
+
+def _archive() -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    n = 40
+    lo = np.sort(rng.integers(0, 60, size=n))
+    x = rng.uniform(0, 8, size=n)
+    return pd.DataFrame({"event_id": np.arange(100, 100 + n), "group": rng.integers(0, 3, n),
+                         "t_lo": lo, "t_hi": lo + rng.integers(0, 3, size=n),
+                         "x_lo": x, "x_hi": x + 0.5,
+                         "tag": rng.choice(["a", "b", "c"], size=n)})
+
+
+@pytest.fixture(scope="module")
+def index():
+    return uc.build_index(_archive(), max_speed=None)
+
+
+@pytest.fixture(scope="module")
+def result(index):
+    res = index.query(TEXT)
+    assert len(res) > 12  # enough rows to truncate the display
+    return res
+
+
+def test_a_query_result_is_the_answer_frame_with_its_context(index, result):
+    assert isinstance(result, uc.QueryResult) and isinstance(result, pd.DataFrame)
+    plain = answer_frame(list(zip(result["events"], result["confidence"], result["t_first"],
+                                  result["t_last"])))
+    pd.testing.assert_frame_equal(pd.DataFrame(result), plain)
+    assert result.attrs["stats"]["strategy"] == "selectivity"
+    assert result.query_text == TEXT and result.pattern_items == ("A", "B")
+    archive = _archive().set_index("event_id")
+    matched = {e for events in result["events"] for e in events}
+    assert result.event_times == {e: (int(archive.t_lo[e]), int(archive.t_hi[e]))
+                                  for e in matched}
+
+
+def test_pandas_methods_keep_working_and_derived_frames_are_plain(result):
+    # The context attributes must not hide DataFrame.query / DataFrame.items.
+    confident = result.query("confidence > 0.5")
+    assert type(confident) is pd.DataFrame
+    assert len(confident) == int((result["confidence"] > 0.5).sum())
+    assert [name for name, _ in result.items()] == ["events", "confidence", "t_first",
+                                                    "t_last"]
+    assert type(result.head()) is pd.DataFrame
+    assert type(result[result["confidence"] > 0]) is pd.DataFrame
+
+
+def test_the_notebook_display_shows_counts_query_and_top_rows(result):
+    shown = result._repr_html_()
+    assert shown is not None
+    assert f"{len(result)} matches, confidence " in shown
+    assert "PATTERN SEQ(A, NOT C, B)" in shown
+    assert shown.count("<tr") == 1 + 10  # header and the top ten rows
+    assert f"... and {len(result) - 10} more" in shown
+    first = ", ".join(map(str, result["events"].iloc[0]))
+    assert first in shown
+
+
+def test_the_timeline_draws_every_event_of_the_top_tuples_coloured_by_item(result):
+    ax = result.plot(top=5)
+    bars = ax.patches
+    top = result.head(5)
+    assert len(bars) == sum(len(e) for e in top["events"])
+    # Bars in drawing order: tuple by tuple, item by item; each spans t_lo .. t_hi + 1.
+    expected = [(result.event_times[e], item) for events in top["events"]
+                for item, e in enumerate(events)]
+    colours = {}
+    for bar, ((lo, hi), item) in zip(bars, expected):
+        assert bar.get_x() == lo and bar.get_width() == hi + 1 - lo
+        colours.setdefault(item, bar.get_facecolor())
+        assert bar.get_facecolor() == colours[item]
+    assert colours[0] != colours[1]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["A", "B"]
+    assert "(top 5)" in ax.get_title()
+    plt.close("all")
+
+
+def test_pandas_plotting_stays_reachable(result):
+    ax = result.plot.scatter(x="t_first", y="confidence")
+    assert len(ax.collections) == 1
+    plt.close("all")
+
+
+def test_an_empty_result_displays_and_plots(index):
+    res = index.query(TEXT.replace("CONFIDENCE 0.01", "CONFIDENCE 1").replace(
+        "x >= 2", "x >= 100"))
+    assert len(res) == 0
+    assert "no match" in res._repr_html_()
+    assert res.plot().get_title() == "no match"
+    plt.close("all")
+
+
+def test_a_result_without_event_times_says_why_it_cannot_plot(result):
+    bare = uc.QueryResult.of(pd.DataFrame(result), query="q", items=("A", "B"),
+                             event_times={})
+    with pytest.raises(InputError, match="has no possible times"):
+        bare.plot()
+    plt.close("all")
+
+
+def test_a_saved_index_answers_with_the_same_context(index, result, tmp_path):
+    from uncertain_cep.api import _stored_event_times
+
+    index.save(tmp_path / "ix")
+    again = uc.query_index(tmp_path / "ix", TEXT)
+    assert again.event_times == result.event_times
+    assert _stored_event_times(tmp_path / "ix", set(result.event_times)) == \
+        result.event_times
