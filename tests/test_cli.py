@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import stat
@@ -68,7 +69,10 @@ def test_demo_writes_an_index_and_one_report_per_query_equal_to_the_api(spark, t
     idx = uc.open_index(out / "index")
     assert idx.n_events == 480
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["index", *(f"{name}.csv" for name in cli.DEMO_QUERIES)])
+        ["index", "report.html", *(f"{name}.csv" for name in cli.DEMO_QUERIES)])
+    first = next(iter(cli.DEMO_QUERIES.values()))[1]
+    page = (out / "report.html").read_text()
+    assert html.escape(first.splitlines()[0]) in page and "data:image/png;base64," in page
     for name, (_title, text) in cli.DEMO_QUERIES.items():
         report = _read(out / f"{name}.csv")
         pd.testing.assert_frame_equal(report, _expected(idx.query(text)), check_exact=True)
@@ -82,6 +86,7 @@ def test_demo_runs_as_a_real_process(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (out / "index").is_dir()
     assert all((out / f"{name}.csv").is_file() for name in cli.DEMO_QUERIES)
+    assert (out / "report.html").is_file()
     assert _temporaries(out) == []
 
 

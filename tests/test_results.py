@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-import uncertain_cep as uc  # noqa: E402
-from uncertain_cep.api import answer_frame  # noqa: E402
-from uncertain_cep.errors import InputError  # noqa: E402
+import uncertain_cep as uc
+from uncertain_cep.api import answer_frame
+from uncertain_cep.errors import InputError
 
 TEXT = """PATTERN SEQ(A, NOT C, B)
 DEFINE A AS x BETWEEN 0 AND 4, C AS tag = 'c', B AS x >= 2

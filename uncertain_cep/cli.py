@@ -9,6 +9,9 @@ Subcommands:
 * ``query DIR "QUERY"``: answer a query over a saved index, in this process or by time
   slices on Spark (``--engine spark``), printing the table or writing it to
   ``--out report.parquet|.csv``;
+* ``report DIR "QUERY" --out report.html [--table answer.parquet]``: a standalone HTML
+  report of one query (the query, the plan and its counters, the answer's top rows, the
+  timeline of the matched events as an embedded PNG, the index's summary);
 * ``match INPUT "QUERY" --out FILE``: a temporal pattern query (part B) over point or
   interval events in a Parquet/CSV file or directory, per PARTITION BY key on Spark,
   written to ``FILE`` (``.parquet`` or ``.csv``);
@@ -28,7 +31,6 @@ import inspect
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +123,20 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--out", default=None, help="write the answer to .parquet or .csv")
     query.set_defaults(run=_query)
 
+    reporter = sub.add_parser("report", help="a standalone HTML report of one query over a "
+                                             "saved index (query, plan, answer, timeline)")
+    reporter.add_argument("index", help="index directory (written by build)")
+    reporter.add_argument("query", help="query text (or @file to read it from a file)")
+    reporter.add_argument("--out", required=True, help="the report, .html")
+    reporter.add_argument("--strategy", default="selectivity",
+                          help="selectivity (default), sequential, tree_traversal or "
+                               "possible_worlds")
+    reporter.add_argument("--table", default=None,
+                          help="also write the full answer to .parquet or .csv")
+    reporter.add_argument("--top", type=int, default=100,
+                          help="answer rows shown in the page (default 100)")
+    reporter.set_defaults(run=_report)
+
     matcher = sub.add_parser("match", help="match a temporal pattern (part B) on Spark")
     matcher.add_argument("input", help="Parquet or CSV file of point or interval events, or "
                                        "a directory of them")
@@ -188,23 +204,13 @@ def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 
 
 def _write_table(frame: pd.DataFrame, target: Path, *, csv_header: bool = True) -> None:
-    """``frame`` to ``target`` (``.csv`` or else Parquet), atomically: a temporary file in
-    the same directory, then a rename, so that readers never see a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(fd)
-    # mkstemp makes the file private (0600); a report is as readable as any file written
-    # under the user's umask.
-    os.chmod(tmp, 0o666 & ~_umask())
-    try:
-        if target.suffix == ".csv":
-            frame.to_csv(tmp, index=False, header=csv_header)
-        else:
-            frame.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """``frame`` to ``target`` (``.csv`` or else Parquet), atomically."""
+    from uncertain_cep.files import atomic_write
+
+    if target.suffix == ".csv":
+        atomic_write(target, lambda tmp: frame.to_csv(tmp, index=False, header=csv_header))
+    else:
+        atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def _check_report_path(target: Path, what: str = "report") -> None:
@@ -212,12 +218,6 @@ def _check_report_path(target: Path, what: str = "report") -> None:
         from uncertain_cep.errors import InputError
 
         raise InputError(f"{what} {target} must end in .parquet or .csv")
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -241,7 +241,13 @@ def _demo(args: argparse.Namespace) -> int:
             shown = pd.concat([res.head(5), res.tail(3)]) if len(res) > 8 else res
             print(shown.to_string(index=False))
         write_report(res, out / f"{name}.csv")
-    print(f"\nreports written to {out}/*.csv")
+    from uncertain_cep.report import html_report, write_html_report
+
+    name, (_title, text) = next(iter(DEMO_QUERIES.items()))
+    page, _ = html_report(idx, text, source=str(out / "index"), table_file=f"{name}.csv")
+    write_html_report(out / "report.html", page)
+    print(f"\nreports written to {out}/*.csv; an HTML report of {name} to "
+          f"{out / 'report.html'}")
     return 0
 
 
@@ -298,6 +304,32 @@ def _query(args: argparse.Namespace) -> int:
         print(f"{len(res)} matches written to {args.out}")
     else:
         print(res.to_string(index=False))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    import uncertain_cep as uc
+    from query.language import parse_query
+    from query.strategies import StrategyName
+    from uncertain_cep.errors import InputError
+    from uncertain_cep.report import html_report, write_html_report
+
+    text = _query_text(args.query)
+    # Everything that can be checked without the index fails here, before it is read.
+    parse_query(text)
+    StrategyName.get_value(args.strategy)
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise InputError(f"report {out} must end in .html")
+    if args.table is not None:
+        _check_report_path(Path(args.table), "answer table")
+    page, res = html_report(uc.open_index(args.index), text, args.strategy, top=args.top,
+                            source=str(args.index), table_file=args.table)
+    if args.table is not None:
+        write_report(res, args.table)
+    write_html_report(out, page)
+    print(f"{res.summary()}; report written to {out}"
+          + (f", full answer to {args.table}" if args.table else ""))
     return 0
 
 

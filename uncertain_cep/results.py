@@ -102,46 +102,73 @@ class QueryResult(pd.DataFrame):
         pandas' plotting."""
         return _Plot(self)
 
-    def timeline(self, top: int = _DRAWN, ax: Any = None) -> Any:
+    def timeline(self, top: int = _DRAWN, ax: Any = None, align: str = "auto") -> Any:
         """Draw the ``top`` most confident tuples as a timeline and return the Axes.
 
         Each tuple is one row (most confident at the top); each of its events is a bar
         over its possible instants ``[t_lo, t_hi + 1)`` (Zhou et al. 3.1: the event
         happened at one of them), coloured by the pattern item it matched; the
-        confidence is written at the row's end.
+        confidences stand in a column on the right.
+
+        ``align="absolute"`` draws every row on the archive's time axis; ``"tuple"``
+        shifts each row to start at its first possible instant (written beside the
+        row's events), so short tuples far apart stay readable; ``"auto"`` picks
+        ``"tuple"`` when the rows span over 10 times their longest tuple.
         """
         import matplotlib.pyplot as plt
 
-        if ax is None:
-            _, ax = plt.subplots(figsize=(9, 0.45 * max(min(len(self), top), 1) + 1.4))
+        if align not in ("auto", "absolute", "tuple"):
+            raise InputError(f"align must be 'auto', 'absolute' or 'tuple', got {align!r}")
         rows = pd.DataFrame(self.head(max(int(top), 0)))
+        spans = [self._spans(position, events) for position, events in
+                 enumerate(rows["events"])]
+        if align == "auto":
+            longest = max((s[-1][1] - s[0][0] for s in spans if s), default=0)
+            everything = (max((hi for s in spans for _, hi in s), default=0)
+                          - min((lo for s in spans for lo, _ in s), default=0))
+            align = "tuple" if longest and everything > 10 * longest else "absolute"
+        if ax is None:
+            _, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 1) + 1.4))
         colours = plt.get_cmap("tab10")
-        right = 0.0
-        for position, (events, confidence) in enumerate(zip(rows["events"],
-                                                            rows["confidence"])):
+        labels = []
+        right = 0
+        for position, (events, span) in enumerate(zip(rows["events"], spans)):
             y = len(rows) - 1 - position
-            for item, event in enumerate(events):
-                if event not in self.event_times:
-                    raise InputError(f"event {event!r} of row {position} has no possible "
-                                     "times in this result; plot the index's own answer")
-                lo, hi = self.event_times[event]
-                ax.barh(y, hi + 1 - lo, left=lo, height=0.6,
+            shift = min(lo for lo, _ in span) if align == "tuple" and span else 0
+            for item, (lo, hi) in enumerate(span):
+                ax.barh(y, hi - lo, left=lo - shift, height=0.6,
                         color=colours(item % 10), edgecolor="black", linewidth=0.5)
-                right = max(right, hi + 1)
-            ax.text(right, y, f"  {confidence:.3g}", va="center", fontsize=8)
-        labels = [", ".join(map(str, e)) for e in rows["events"]]
+                right = max(right, hi - shift)
+            name = ", ".join(map(str, events))
+            labels.append(f"{name} @ {shift}" if align == "tuple" else name)
+        for position, confidence in enumerate(rows["confidence"]):
+            ax.annotate(f"{confidence:.3g}", (1.01, len(rows) - 1 - position),
+                        xycoords=("axes fraction", "data"), va="center", fontsize=8)
         ax.set_yticks(np.arange(len(rows))[::-1], labels, fontsize=8)
-        ax.set_xlabel("time (possible instants of each event)")
-        ax.set_ylabel("matched events")
+        ax.set_xlabel("time since the tuple's first possible instant" if align == "tuple"
+                      else "time (possible instants of each event)")
+        ax.set_ylabel("matched events" + (" @ first instant" if align == "tuple" else ""))
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours(i % 10))
                    for i in range(len(self.pattern_items))]
-        if handles:
-            ax.legend(handles, self.pattern_items, title="item", fontsize=8, loc="lower right")
-        ax.set_title(self.summary() + (f" (top {len(rows)})" if len(rows) < len(self) else ""),
-                     fontsize=10)
-        if right:
-            ax.set_xlim(right=right + max(1.0, 0.12 * right))
+        if handles and len(rows):
+            ax.legend(handles, self.pattern_items, title="item", fontsize=8,
+                      loc="upper left", bbox_to_anchor=(1.07, 1.0))
+        ax.set_title(self.summary() + (f" (top {len(rows)})" if len(rows) < len(self) else "")
+                     + ("; confidence on the right" if len(rows) else ""), fontsize=10)
+        if align == "tuple" and right:
+            ax.set_xlim(0, right * 1.05)
         return ax
+
+    def _spans(self, position: int, events: tuple[Any, ...]) -> list[tuple[int, int]]:
+        """Each event's possible instants as a half-open ``[t_lo, t_hi + 1)``."""
+        out = []
+        for event in events:
+            if event not in self.event_times:
+                raise InputError(f"event {event!r} of row {position} has no possible "
+                                 "times in this result; plot the index's own answer")
+            lo, hi = self.event_times[event]
+            out.append((lo, hi + 1))
+        return out
 
 
 class _Plot:
@@ -150,8 +177,8 @@ class _Plot:
     def __init__(self, result: QueryResult) -> None:
         self._result = result
 
-    def __call__(self, top: int = _DRAWN, ax: Any = None) -> Any:
-        return self._result.timeline(top=top, ax=ax)
+    def __call__(self, top: int = _DRAWN, ax: Any = None, align: str = "auto") -> Any:
+        return self._result.timeline(top=top, ax=ax, align=align)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(pd.DataFrame(self._result).plot, name)
