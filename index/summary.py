@@ -258,6 +258,10 @@ class IndexSummary:
         return "\n".join([self.headline()]
                          + [f"  {label:<{width}}  {text}" for label, text in rows])
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's plain-text display: the readable summary, not the dataclass repr.
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
         cells = "".join(f"<tr><th style=\"text-align:left\">{html.escape(label)}</th>"
                         f"<td style=\"text-align:left\">{html.escape(text)}</td></tr>"

@@ -88,6 +88,10 @@ class Explanation:
             return self.summary()
         return self.summary() + "\n" + self.steps_frame().to_string(index=False)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's plain-text display: the readable summary, not the dataclass repr.
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
         table = self.steps_frame().to_html(index=False) if self.steps else ""
         return (f"<div><pre>{html.escape(self.query)}</pre>"
