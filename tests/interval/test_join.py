@@ -252,3 +252,16 @@ def test_datetime_times_give_the_numeric_answer_as_datetimes(zone):
     with pytest.raises(InputError, match="all hold datetimes or all numbers"):
         uc.match(intervals.assign(te=[2, 5]), "DEFINE A AS x > 0, B AS x > 0 "
                                               "PATTERN A meets B")
+
+
+@given(st.data())
+def test_shuffled_situation_tables_give_the_sorted_answer(data):
+    """The engines skip sorting tables that arrive sorted; any order gives the same."""
+    names, constraints, within = data.draw(pattern_parts())
+    events = data.draw(point_streams())
+    pattern = parse_temporal_query(
+        f"PARTITION BY k {data.draw(definitions(names))} PATTERN {constraints} {within}")
+    situations = derive_situations(events, pattern)
+    shuffled = {n: t.sample(frac=1.0, random_state=data.draw(st.integers(0, 99)))
+                for n, t in situations.items()}
+    pd.testing.assert_frame_equal(match_join(shuffled, pattern), match_join(situations, pattern))

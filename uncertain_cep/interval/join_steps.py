@@ -24,7 +24,11 @@ import numpy as np
 import pandas as pd
 
 from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
-from uncertain_cep.interval.tables import checked_situation_table, partition_ids
+from uncertain_cep.interval.tables import (
+    checked_situation_table,
+    is_lexsorted,
+    partition_ids,
+)
 from uncertain_cep.model.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
@@ -47,10 +51,16 @@ class SymbolArrays:
     """
 
     def __init__(self, table: pd.DataFrame, pid: np.ndarray, partitions: int) -> None:
-        order = np.lexsort((table["ts"].to_numpy(), pid))
-        order = order[pid[order] >= 0]
-        self.table = table.iloc[order].reset_index(drop=True)
-        self.pid = np.asarray(pid[order], dtype=np.int64)
+        ts = table["ts"].to_numpy()
+        if len(pid) and pid[0] >= 0 and is_lexsorted([pid, ts]):
+            # Already in (partition, ts) order with no missing key: no copy.
+            self.table = table.reset_index(drop=True)
+            self.pid = np.asarray(pid, dtype=np.int64)
+        else:
+            order = np.lexsort((ts, pid))
+            order = order[pid[order] >= 0]
+            self.table = table.iloc[order].reset_index(drop=True)
+            self.pid = np.asarray(pid[order], dtype=np.int64)
         self.ts = self.table["ts"].to_numpy()
         self.te = self.table["te"].to_numpy()
         every = np.arange(partitions)
@@ -214,11 +224,17 @@ class Step:
                     hull_high = np.where(some, np.maximum(hull_high, r_high), hull_high)
                 low, high = hull_low, hull_high
         if self.within is not None:
-            start_from, end_by = latest - self.within, earliest + self.within
+            within = self.within
+            if latest.dtype.kind == "i" and earliest.dtype.kind == "i" and \
+                    float(within).is_integer():
+                # Integer times and a whole window: the bounds stay integers, exact, and
+                # take the integer binary search.
+                within = int(within)
+            start_from, end_by = latest - within, earliest + within
             if np.issubdtype(start_from.dtype, np.floating):
                 # The exact test is max(te) - min(ts) <= w; the sums here may round the
                 # other way, so widen by far more than a rounding error.
-                slack = 1e-9 * (np.abs(start_from) + np.abs(end_by) + self.within)
+                slack = 1e-9 * (np.abs(start_from) + np.abs(end_by) + within)
                 start_from, end_by = start_from - slack, end_by + slack
             low, high = _tighten(new, pid, low, high, Endpoint.TS, ">=", start_from)
             low, high = _tighten(new, pid, low, high, Endpoint.TE, "<=", end_by)

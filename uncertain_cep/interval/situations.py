@@ -35,6 +35,7 @@ import pandas as pd
 
 from query.temporal_patterns import Aggregate, TemporalPattern
 from uncertain_cep.errors import InputError, QueryError
+from uncertain_cep.interval.tables import is_lexsorted, plain_numbers
 
 __all__ = ["SITUATION_COLUMNS", "derive_situations", "situations_from_intervals"]
 
@@ -257,29 +258,15 @@ def _sort_order(frame: pd.DataFrame, keys: list[str], time_column: str) -> np.nd
     """Positions of ``frame``'s rows sorted by (keys, time), stable; ``None`` if they
     already are (an archive partitioned by key usually is: no copy then)."""
     columns = [frame[name] for name in [*keys, time_column]]
-    if all(_plain_numbers(c) for c in columns):
+    if all(plain_numbers(c) for c in columns):
         arrays = [c.to_numpy() for c in columns]
-        if _is_sorted(arrays):
+        if is_lexsorted(arrays):
             return None
         return np.lexsort(arrays[::-1])
     # Strings, categoricals (sorted by their categories' order), nullable types: pandas.
     ordered = frame.reset_index(drop=True)[[*keys, time_column]].sort_values(
         [*keys, time_column], kind="stable")
     return ordered.index.to_numpy()
-
-
-def _plain_numbers(column: pd.Series) -> bool:
-    return isinstance(column.dtype, np.dtype) and column.dtype.kind in "iufb"
-
-
-def _is_sorted(arrays: list[np.ndarray]) -> bool:
-    """Whether rows are in lexicographic order of ``arrays`` (first array first)."""
-    if len(arrays[0]) < 2:
-        return True
-    ok = arrays[-1][1:] >= arrays[-1][:-1]
-    for values in reversed(arrays[:-1]):
-        ok = (values[1:] > values[:-1]) | ((values[1:] == values[:-1]) & ok)
-    return bool(ok.all())
 
 
 def _partition_starts(frame: pd.DataFrame, keys: list[str],
@@ -292,7 +279,7 @@ def _partition_starts(frame: pd.DataFrame, keys: list[str],
     for key in keys:
         column = frame[key]
         # Equal values have equal factorize codes, whatever the dtype.
-        values = column.to_numpy() if _plain_numbers(column) else pd.factorize(column)[0]
+        values = column.to_numpy() if plain_numbers(column) else pd.factorize(column)[0]
         values = values if order is None else values[order]
         first[1:] |= values[1:] != values[:-1]
     return first
@@ -322,7 +309,7 @@ def _aggregate(values: pd.Series, ordered: Callable[[np.ndarray], np.ndarray],
         array = values.to_numpy()
         at = start_at if aggregate is Aggregate.FIRST else end_at
         return ordered(array)[at] if len(at) else array[:0]
-    if not _plain_numbers(values):
+    if not plain_numbers(values):
         return _aggregate_by_pandas(ordered(values.to_numpy()), start_at, end_at,
                                     aggregate, column)
     array = ordered(values.to_numpy())

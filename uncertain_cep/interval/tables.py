@@ -27,7 +27,8 @@ from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, 
 from uncertain_cep.errors import InputError
 from uncertain_cep.model.relations import Endpoint, EndpointRestriction
 
-__all__ = ["answer_frame", "checked_situation_table", "detected_at", "partition_ids"]
+__all__ = ["answer_frame", "checked_situation_table", "detected_at", "is_lexsorted",
+           "partition_ids", "plain_numbers"]
 
 
 class _Sorted(Protocol):
@@ -36,6 +37,26 @@ class _Sorted(Protocol):
     table: pd.DataFrame
     ts: np.ndarray
     te: np.ndarray
+
+
+def plain_numbers(column: pd.Series) -> bool:
+    """Whether a column is a plain numpy number (or bool) column: safe to compare and
+    sort as an array, exactly as pandas would."""
+    return isinstance(column.dtype, np.dtype) and column.dtype.kind in "iufb"
+
+
+def is_lexsorted(arrays: list[np.ndarray]) -> bool:
+    """Whether rows are in lexicographic order of ``arrays`` (first array first).
+
+    >>> is_lexsorted([np.array([1, 1, 2]), np.array([5, 7, 0])])
+    True
+    """
+    if len(arrays[0]) < 2:
+        return True
+    ok = arrays[-1][1:] >= arrays[-1][:-1]
+    for values in reversed(arrays[:-1]):
+        ok = (values[1:] > values[:-1]) | ((values[1:] == values[:-1]) & ok)
+    return bool(ok.all())
 
 
 def checked_situation_table(situations: Mapping[str, pd.DataFrame], name: str,
@@ -63,7 +84,12 @@ def checked_situation_table(situations: Mapping[str, pd.DataFrame], name: str,
         raise InputError(f"the situations of {name} lack column(s) "
                          f"{', '.join(map(repr, missing))}")
     table = table.reset_index(drop=True)
-    ordered = table.sort_values([*pattern.partition_by, "ts"], kind="stable")
+    columns = [table[c] for c in [*pattern.partition_by, "ts"]]
+    if all(plain_numbers(c) for c in columns) and \
+            is_lexsorted([c.to_numpy() for c in columns]):
+        ordered = table  # derive_situations hands them over sorted
+    else:
+        ordered = table.sort_values([*pattern.partition_by, "ts"], kind="stable")
     ts, te = ordered["ts"].to_numpy(), ordered["te"].to_numpy()
     bad = np.flatnonzero(~(ts < te))
     if len(bad):
@@ -124,7 +150,10 @@ def answer_frame(pattern: TemporalPattern, symbols: Mapping[str, _Sorted],
         out[item.alias] = values[rows[item.symbol]]
     out["detected_at"] = (detected_at(pattern.constraints, ends) if detected is None
                           else detected[order])
-    return pd.DataFrame({column: out[column] for column in pattern.output_columns()})
+    # Every column is a fresh array (fancy indexing), so the frame may own them as they are:
+    # consolidating 2m+2 columns into one block would copy the whole answer once more.
+    return pd.DataFrame({column: out[column] for column in pattern.output_columns()},
+                        copy=False)
 
 
 def _packed_keys(keys: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
