@@ -214,8 +214,10 @@ class EventStatistics:
         cells = pd.DataFrame({"interval": interval.astype(np.int32),
                               "cell": cell.astype(np.int32),
                               "events": self.counts[interval, cell]})
+        # Sorted by value: the builders meet values in different orders (Spark streams
+        # its partitions), and the stored table must not depend on that.
         cats = pd.DataFrame([(a, v, c) for a, seen in self.categories.items()
-                             for v, c in seen.items()],
+                             for v, c in sorted(seen.items())],
                             columns=["attribute", "value", "events"]).astype(
             {"attribute": str, "value": str, "events": float})
         return cells, cats

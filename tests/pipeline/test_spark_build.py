@@ -65,7 +65,7 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     pd.testing.assert_frame_equal(uc.open_index(d / "ix").query(pattern), expected)
     for strategy in ("selectivity", "sequential"):
         rows, _ = query_spark(d / "ix", str(pattern), strategy, spark=spark, slices=3)
-        pd.testing.assert_frame_equal(uc.api.answer_frame(rows), expected)
+        pd.testing.assert_frame_equal(uc.api.answer_frame(rows), pd.DataFrame(expected))
 
 
 def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):
