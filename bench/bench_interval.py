@@ -54,7 +54,7 @@ from interval_baselines import match_duckdb, match_nested_loop  # noqa: E402
 
 import uncertain_cep as uc  # noqa: E402
 from query.temporal_language import parse_temporal_query  # noqa: E402
-from uncertain_cep.datasets.connected_car import generate_connected_car  # noqa: E402
+from uncertain_cep.datasets.connected_car import AGGRESSIVE_DRIVERS, generate_connected_car  # noqa: E402
 from uncertain_cep.datasets.piestream import (  # noqa: E402
     generate_piestream,
     piestream_query,
@@ -70,18 +70,6 @@ PIESTREAM_CSV = SHARED / "piestream" / "events_col4_row100000.csv"
 RESULTS = ROOT / "bench" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 ENGINES = ("join", "automata", "duckdb", "nested_loop")
-
-AGGRESSIVE_DRIVERS = """FROM CarSensors
-PARTITION BY car_id
-DEFINE A AS accel > 8 AT LEAST 5s,
-       B AS speed > 70 DURATION BETWEEN 4s AND 30s,
-       C AS accel < -9 AT MOST 10s
-PATTERN A meets B; A overlaps B; A starts B; A during B
-    AND C during B; B finishes C; B overlaps C; B meets C
-    AND A SEQ C
-    AND A.ts < C.ts
-WITHIN 5 MINUTES
-RETURN first(B.car_id) AS id, avg(B.speed) AS avg_speed"""
 
 # PieStream's committed results (seconds for 10M events, by symbols) and the issue's
 # measurement of PieStream on this machine (3.4 s for 1M events at 4 symbols).

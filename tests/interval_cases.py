@@ -17,7 +17,9 @@ CONSTRAINTS = ["A meets; overlaps; before B", "B during; starts C", "A SEQ C", "
 
 SYMBOLS = "ABCD"
 
-# SEMANTICS C's part-B example, exactly as written there.
+# SEMANTICS C's part-B example, exactly as written there (the contract's text, kept here
+# apart from the package's copy, uncertain_cep.datasets.connected_car.AGGRESSIVE_DRIVERS,
+# which tests/interval/test_join.py checks against it).
 AGGRESSIVE_DRIVERS = """\
 FROM CarSensors
 PARTITION BY car_id
@@ -39,6 +41,20 @@ def car(car_id: int, accel: dict[int, float], speed: dict[int, float]) -> pd.Dat
     return pd.DataFrame({"car_id": car_id, "time": list(times),
                          "accel": [accel.get(t, 0.0) for t in times],
                          "speed": [speed.get(t, 60.0) for t in times]})
+
+
+def aggressive_cars() -> pd.DataFrame:
+    """Four cars for the aggressive-drivers query; cars 1 and 3 match (three matches)."""
+    speeding = {t: 80.0 + (t - 3) for t in range(3, 15)}
+    accelerating = {t: 10.0 for t in range(1, 7)}
+    return pd.concat([
+        car(1, {**accelerating, 10: -10.0, 11: -10.0}, speeding),
+        car(2, {1: 10.0, 2: 10.0, 3: 10.0, 4: 10.0, 10: -10.0}, speeding),
+        car(3, {**accelerating, 10: -10.0, 13: -10.0,
+                **{t: -10.0 for t in range(16, 21)}}, speeding),
+        # Car 4: the braking starts before the acceleration (A.ts < C.ts fails).
+        car(4, {0: -10.0, **{t: 10.0 for t in range(1, 7)}}, speeding),
+    ])
 
 
 def spans(draw, n, horizon=30):

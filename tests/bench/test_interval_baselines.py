@@ -16,7 +16,7 @@ from hypothesis import given, settings, target
 from hypothesis import strategies as st
 from interval_cases import (
     AGGRESSIVE_DRIVERS,
-    car,
+    aggressive_cars,
     cases,
     definitions,
     interval_sets,
@@ -171,15 +171,7 @@ def test_a_hand_checked_example(con):
 
 
 def test_the_aggressive_drivers_query_of_semantics_c(con):
-    speeding = {t: 80.0 + (t - 3) for t in range(3, 15)}
-    accelerating = {t: 10.0 for t in range(1, 7)}
-    events = pd.concat([
-        car(1, {**accelerating, 10: -10.0, 11: -10.0}, speeding),
-        car(2, {1: 10.0, 2: 10.0, 3: 10.0, 4: 10.0, 10: -10.0}, speeding),
-        car(3, {**accelerating, 10: -10.0, 13: -10.0,
-                **{t: -10.0 for t in range(16, 21)}}, speeding),
-        car(4, {0: -10.0, **{t: 10.0 for t in range(1, 7)}}, speeding),
-    ])
+    events = aggressive_cars()
     pattern = parse_temporal_query(AGGRESSIVE_DRIVERS)
     found = assert_same(derive_situations(events, pattern, time_unit="1s"), pattern, con,
                         time_unit="1s")

@@ -9,6 +9,7 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 from interval_cases import (
     AGGRESSIVE_DRIVERS,
+    aggressive_cars,
     car,
     cases,
     definitions,
@@ -121,16 +122,7 @@ def test_followed_by_from_either_side(a, b, pairs, text, order):
 
 
 def test_the_aggressive_drivers_query_of_semantics_c():
-    speeding = {t: 80.0 + (t - 3) for t in range(3, 15)}
-    accelerating = {t: 10.0 for t in range(1, 7)}
-    events = pd.concat([
-        car(1, {**accelerating, 10: -10.0, 11: -10.0}, speeding),
-        car(2, {1: 10.0, 2: 10.0, 3: 10.0, 4: 10.0, 10: -10.0}, speeding),
-        car(3, {**accelerating, 10: -10.0, 13: -10.0,
-                **{t: -10.0 for t in range(16, 21)}}, speeding),
-        # Car 4: the braking starts before the acceleration (A.ts < C.ts fails).
-        car(4, {0: -10.0, **{t: 10.0 for t in range(1, 7)}}, speeding),
-    ]).sample(frac=1.0, random_state=3)
+    events = aggressive_cars().sample(frac=1.0, random_state=3)
     got = uc.match(events, AGGRESSIVE_DRIVERS, time_unit="1s")
     expected = match_brute_force(derive_situations(events, parse_temporal_query(
         AGGRESSIVE_DRIVERS), time_unit="1s"), parse_temporal_query(AGGRESSIVE_DRIVERS),
@@ -265,3 +257,9 @@ def test_shuffled_situation_tables_give_the_sorted_answer(data):
     shuffled = {n: t.sample(frac=1.0, random_state=data.draw(st.integers(0, 99)))
                 for n, t in situations.items()}
     pd.testing.assert_frame_equal(match_join(shuffled, pattern), match_join(situations, pattern))
+
+
+def test_the_package_carries_semantics_c_listing_1_verbatim():
+    from uncertain_cep.datasets.connected_car import AGGRESSIVE_DRIVERS as packaged
+
+    assert packaged == AGGRESSIVE_DRIVERS

@@ -6,6 +6,7 @@ import re
 
 import pandas as pd
 import pytest
+from interval_cases import AGGRESSIVE_DRIVERS
 
 from query.temporal_conditions import And, Column, Compare, Literal, Not, Or
 from query.temporal_language import parse_temporal_query
@@ -23,19 +24,7 @@ from uncertain_cep.errors import QueryError, QueryParseError
 from uncertain_cep.model.relations import AllenRelation as R
 from uncertain_cep.model.relations import Endpoint, EndpointRestriction
 
-SEMANTICS_C_QUERY = """\
-FROM CarSensors
-PARTITION BY car_id
-DEFINE A AS accel > 8 AT LEAST 5s,
-       B AS speed > 70 DURATION BETWEEN 4s AND 30s,
-       C AS accel < -9 AT MOST 10s
-PATTERN A meets B; A overlaps B; A starts B; A during B
-    AND C during B; B finishes C; B overlaps C; B meets C
-    AND A SEQ C
-    AND A.ts < C.ts
-WITHIN 5 MINUTES
-RETURN first(B.car_id) AS id, avg(B.speed) AS avg_speed
-"""
+SEMANTICS_C_QUERY = AGGRESSIVE_DRIVERS
 
 S = TimeUnit.SECONDS
 SEMANTICS_C_PATTERN = TemporalPattern(

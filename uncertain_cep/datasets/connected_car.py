@@ -33,7 +33,23 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
-__all__ = ["generate_connected_car"]
+__all__ = ["AGGRESSIVE_DRIVERS", "generate_connected_car"]
+
+#: TPStream's Listing 1 as SEMANTICS C writes it: the query this stream is made for (pass
+#: ``time_unit="1s"``: ``time`` counts seconds).
+AGGRESSIVE_DRIVERS = """\
+FROM CarSensors
+PARTITION BY car_id
+DEFINE A AS accel > 8 AT LEAST 5s,
+       B AS speed > 70 DURATION BETWEEN 4s AND 30s,
+       C AS accel < -9 AT MOST 10s
+PATTERN A meets B; A overlaps B; A starts B; A during B
+    AND C during B; B finishes C; B overlaps C; B meets C
+    AND A SEQ C
+    AND A.ts < C.ts
+WITHIN 5 MINUTES
+RETURN first(B.car_id) AS id, avg(B.speed) AS avg_speed
+"""
 
 _MAX_SPEED = 200.0
 # Per-second pull back to the cruising speed; 0.03 gives slow, car-like drifts.
