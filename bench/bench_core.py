@@ -20,7 +20,6 @@ Writes ``bench/results/core.json`` and the tables of ``docs/benchmarks.md`` (bet
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import uncertain_cep as uc  # noqa: E402
+from bench.doc_sections import replace_section, write_json  # noqa: E402
 from index.forest import REAL  # noqa: E402
 from uncertain_cep.datasets import disjoint_sequence, generate_synthetic  # noqa: E402
 
@@ -255,21 +255,6 @@ def summarise(results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_doc(section: str) -> None:
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\n"
-    start, end = "<!-- core:start", "<!-- core:end -->"
-    if start in text:
-        before = text[:text.index(start)]
-        after = text[text.index(end) + len(end):]
-        text = before + section + after
-    else:
-        text = text.rstrip() + "\n\n## Core: index build and query evaluation\n\n" + section + "\n"
-    tmp = DOC.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, DOC)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -288,10 +273,8 @@ def main() -> None:
                                                  limit_s=60, seed=5),
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=2))
-    os.replace(tmp, RESULTS)
-    write_doc(summarise(results))
+    write_json(RESULTS, results, indent=2)
+    replace_section(DOC, "core", "Core: index build and query evaluation", summarise(results))
     print(f"wrote {RESULTS} and {DOC}")
 
 

@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from interval_baselines import match_duckdb, match_nested_loop  # noqa: E402
 
 import uncertain_cep as uc  # noqa: E402
+from bench.doc_sections import replace_section, write_json  # noqa: E402
 from query.temporal_language import parse_temporal_query  # noqa: E402
 from uncertain_cep.datasets.connected_car import AGGRESSIVE_DRIVERS, generate_connected_car  # noqa: E402
 from uncertain_cep.datasets.piestream import (  # noqa: E402
@@ -444,19 +445,6 @@ def plot(results: dict[str, Any]) -> list[str]:
     return written
 
 
-def write_doc(section: str) -> None:
-    text = DOC.read_text()
-    start, end = "<!-- interval:start", "<!-- interval:end -->"
-    if start in text:
-        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
-    else:
-        text = (text.rstrip() + "\n\n## Interval matchers: TPStream and PieStream workloads\n\n"
-                + section + "\n")
-    temporary = DOC.with_suffix(".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, DOC)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small inputs, for a smoke run")
@@ -492,14 +480,13 @@ def main() -> None:
                "duckdb": duckdb.__version__, "cap_s": args.cap, "quick": quick,
                "seconds": time.time() - started, "rows": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_suffix(".tmp")
-    temporary.write_text(json.dumps(results, indent=1, default=str))
-    os.replace(temporary, out)
+    write_json(out, results, indent=1, default=str)
     section = report(results)
     print(section)
     if not quick:
         print("plots:", ", ".join(plot(results)))
-        write_doc(section)
+        replace_section(DOC, "interval", "Interval matchers: TPStream and PieStream workloads",
+                        section)
 
 
 if __name__ == "__main__":

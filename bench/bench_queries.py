@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import uncertain_cep as uc  # noqa: E402
+from bench.doc_sections import replace_section, write_json  # noqa: E402
 from index.node_reads import NodeReadCounter  # noqa: E402
 from uncertain_cep.datasets import (  # noqa: E402
     generate_synthetic,
@@ -208,9 +209,7 @@ def run(names: list[str], per_point: int, cap: float, tt_cap: float, quick: bool
         # Each data set's runs are kept as soon as they are done (a later failure or a
         # rerun of other data sets keeps them: see --from-runs).
         part = PLOTS / f"queries_runs_{name}.json"
-        tmp = part.with_suffix(".tmp")
-        tmp.write_text(json.dumps([r for r in out if r["dataset"] == name], default=float))
-        os.replace(tmp, part)
+        write_json(part, [r for r in out if r["dataset"] == name], default=float)
     return out
 
 
@@ -332,19 +331,6 @@ def _num(x: Any, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
 
 
-def write_doc(section: str) -> None:
-    text = DOC.read_text()
-    start, end = "<!-- queries:start", "<!-- queries:end -->"
-    if start in text:
-        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
-    else:
-        text = (text.rstrip() + "\n\n## Query evaluation: the paper's section 6.3\n\n"
-                + section + "\n")
-    tmp = DOC.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, DOC)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="few points, for a smoke run")
@@ -389,10 +375,9 @@ def main() -> None:
         "ratios": ratios(table).replace({np.nan: None}).to_dict("records"),
         "plots": plot(table),
     }
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=2, default=float))
-    os.replace(tmp, RESULTS)
-    write_doc(summarise(results))
+    write_json(RESULTS, results, indent=2, default=float)
+    replace_section(DOC, "queries", "Query evaluation: the paper's section 6.3",
+                    summarise(results))
     print(f"wrote {RESULTS}, {len(results['plots'])} plots and {DOC}")
 
 
