@@ -41,6 +41,17 @@ def pytest_report_header(config: object) -> list[str]:
 import pytest  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def shared():
+    """The shared real data sets (tests/shared_data.py); skips when they are absent."""
+    from shared_data import SHARED
+
+    if not SHARED.is_dir():
+        pytest.skip(f"the shared UCI data sets are not at {SHARED} (they sit beside the "
+                    "repository, in ../shared/datasets)")
+    return SHARED
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession for the whole test session (tests that use it are grouped

@@ -2,7 +2,7 @@
 loaders' own output, PieStream's CSV layout, atomic writes and clean errors.
 
 The real data live in ``shared/datasets`` beside the repository (``../shared/datasets``
-from its root), located as ``tests/datasets/test_uci.py`` does; the tests that need them
+from its root), located by ``tests/shared_data.py``; the tests that need them
 skip when that directory is absent.
 """
 
@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from shared_data import DODGERS, ICU, LPA, REPO
 
 from uncertain_cep import cli
 from uncertain_cep.datasets import (
@@ -30,11 +31,6 @@ from uncertain_cep.datasets import (
 from uncertain_cep.datasets.connected_car import generate_connected_car
 from uncertain_cep.datasets.piestream import generate_piestream, read_piestream
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
-DODGERS = SHARED / "dodgers" / "Dodgers.data"
-ICU = SHARED / "icu" / "Monitor-Data"
-LPA = SHARED / "localization-person-activity" / "ConfLongDemo_JSI.first16486.modified.csv"
 SAMPLE = REPO / "datasets" / "sample" / "office_rfid.parquet"
 
 # name -> (options, the generator, the same arguments as keywords, expected columns)
@@ -72,14 +68,6 @@ CONVERT: dict[str, tuple[Callable[..., pd.DataFrame], Path, list[str]]] = {
             ["event_id", "group", "t_lo", "t_hi", "code_lo", "code_hi", "value_lo",
              "value_hi"]),
 }
-
-
-@pytest.fixture(scope="module")
-def shared() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"the shared UCI data sets are not at {SHARED} (they sit beside the "
-                    "repository, in ../shared/datasets)")
-    return SHARED
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -12,30 +12,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shared_data import DODGERS, ICU, LPA
 
 import uncertain_cep as uc
 from uncertain_cep.datasets import load_dodgers, load_icu, load_localization
 from uncertain_cep.errors import InputError
-
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "datasets"
-DODGERS = SHARED / "dodgers" / "Dodgers.data"
-ICU = SHARED / "icu" / "Monitor-Data"
-LPA = SHARED / "localization-person-activity" / "ConfLongDemo_JSI.first16486.modified.csv"
 
 LOADERS = {
     "dodgers": (load_dodgers, DODGERS, ["count"]),
     "icu": (load_icu, ICU, ["code", "value"]),
     "localization": (load_localization, LPA, ["x", "y", "z"]),
 }
-
-
-@pytest.fixture(scope="module")
-def shared() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"the shared UCI data sets are not at {SHARED} (they sit beside the "
-                    "repository, in ../shared/datasets)")
-    return SHARED
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from interval_cases import AGGRESSIVE_DRIVERS, car
+from interval_cases import AGGRESSIVE_DRIVERS, aggressive_cars
 
 import uncertain_cep as uc
 from uncertain_cep import cli
@@ -15,14 +15,9 @@ pytestmark = pytest.mark.xdist_group("spark")
 
 
 def _cars() -> pd.DataFrame:
-    speeding = {t: 80.0 + (t - 3) for t in range(3, 15)}
-    accelerating = {t: 10.0 for t in range(1, 7)}
-    return pd.concat([
-        car(1, {**accelerating, 10: -10.0, 11: -10.0}, speeding),
-        car(2, {1: 10.0, 2: 10.0, 3: 10.0, 4: 10.0, 10: -10.0}, speeding),
-        car(3, {**accelerating, 10: -10.0, 13: -10.0,
-                **{t: -10.0 for t in range(16, 21)}}, speeding),
-    ]).sample(frac=1.0, random_state=1)
+    """Cars 1-3 of the aggressive-drivers fixture, rows shuffled."""
+    cars = aggressive_cars()
+    return cars[cars["car_id"] != 4].sample(frac=1.0, random_state=1)
 
 
 def test_cli_match_on_parquet_equals_uc_match(spark, tmp_path, capsys):
