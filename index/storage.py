@@ -59,7 +59,8 @@ from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_VERSION", "IndexDraft", "finish_index", "load_index",
-           "read_manifest", "read_statistics", "save_index", "table_files"]
+           "load_index_and_manifest", "read_manifest", "read_statistics", "save_index",
+           "table_files"]
 
 FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
@@ -404,6 +405,13 @@ def read_manifest(root: Path) -> dict[str, Any]:
 def load_index(path: str | os.PathLike[str],
                pair_predicate: PairPredicate | None = None) -> EventIndex:
     """Open an index directory written by :func:`save_index` or the Spark build."""
+    return load_index_and_manifest(path, pair_predicate)[0]
+
+
+def load_index_and_manifest(path: str | os.PathLike[str],
+                            pair_predicate: PairPredicate | None = None
+                            ) -> tuple[EventIndex, dict[str, Any]]:
+    """:func:`load_index`, and the checked manifest it was read by (its build records)."""
     root = Path(path)
     manifest = read_manifest(root)
     try:
@@ -418,7 +426,7 @@ def load_index(path: str | os.PathLike[str],
     except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
         raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
     return EventIndex(archive, settings, forests, layout=layout, rtree=rtree,
-                      statistics=statistics)
+                      statistics=statistics), manifest
 
 
 def _read_table(root: Path, table: str, **kwargs: Any) -> pd.DataFrame:

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise, product
@@ -334,13 +333,12 @@ def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "gr
 
 def open_index(path: str | os.PathLike[str]) -> UncertainIndex:
     """Open an index written by :meth:`UncertainIndex.save`."""
-    from index.storage import MANIFEST, load_index
+    from index.storage import load_index_and_manifest
 
-    index = load_index(path)
-    # load_index checked the manifest; keep what describe() reports of it.
-    with open(os.path.join(path, MANIFEST)) as fh:
-        manifest = json.load(fh)
-    provenance = {"path": os.fspath(path), "format_version": manifest.get("format_version"),
-                  **{k: manifest[k] for k in ("time_unit", "input_fingerprint", "build",
-                                             "rejected") if k in manifest}}
+    index, manifest = load_index_and_manifest(path)
+    # What describe() reports of where the index came from.
+    recorded = ("time_unit", "input_fingerprint", "build", "rejected")
+    provenance: dict[str, Any] = {"path": os.fspath(path),
+                                  "format_version": manifest.get("format_version"),
+                                  **{k: manifest[k] for k in recorded if k in manifest}}
     return UncertainIndex(index, provenance)
