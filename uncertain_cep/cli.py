@@ -26,21 +26,17 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
-import math
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from uncertain_cep.errors import ParamEnum
+from uncertain_cep.dataset_commands import add_datasets_parser
+from uncertain_cep.files import check_table_path, write_table
 
-__all__ = ["GeneratedDataset", "RealDataset", "main", "write_report"]
+__all__ = ["main", "write_report"]
 
 SAMPLE = Path(__file__).resolve().parent.parent / "datasets" / "sample" / "office_rfid.parquet"
 
@@ -156,27 +152,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="interval events' column naming each row's symbol")
     matcher.set_defaults(run=_match)
 
-    datasets = sub.add_parser("datasets", help="list, generate or convert archives")
-    actions = datasets.add_subparsers(required=True, metavar="ACTION")
-    lister = actions.add_parser("list", help="the generators and loaders with their options")
-    lister.set_defaults(run=_datasets_list)
-    generate = actions.add_parser(
-        "generate", help="write a generated archive to .parquet or .csv",
-        epilog="Defaults differ per dataset: see `uncertain-cep datasets list`.")
-    generate.add_argument("name", metavar="NAME", help=", ".join(m.value for m in GeneratedDataset))
-    generate.add_argument("--out", required=True, metavar="FILE",
-                          help="file to write, .parquet or .csv")
-    _add_dataset_options(generate, _GENERATED)
-    generate.set_defaults(run=_datasets_generate)
-    convert = actions.add_parser(
-        "convert", help="turn an original UCI file into an uncertain archive",
-        epilog="Defaults differ per dataset: see `uncertain-cep datasets list`.")
-    convert.add_argument("name", metavar="NAME", help=", ".join(m.value for m in RealDataset))
-    convert.add_argument("input", metavar="INPUT", help="the data set's original file")
-    convert.add_argument("--out", required=True, metavar="FILE",
-                         help="file to write, .parquet or .csv")
-    _add_dataset_options(convert, _REAL)
-    convert.set_defaults(run=_datasets_convert)
+    add_datasets_parser(sub)
     return parser
 
 
@@ -195,29 +171,12 @@ def _time_unit(text: str) -> float | str:
 def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write an answer table to Parquet or CSV atomically (temporary file, then rename)."""
     target = Path(path)
-    _check_report_path(target)
+    check_table_path(target)
     # A part-A answer's event-id tuples are stored as space-separated text.
     out = (frame.assign(events=[" ".join(map(str, e)) for e in frame["events"]])
            if "events" in frame.columns else frame.copy())
     out.attrs = {}
-    _write_table(out, target)
-
-
-def _write_table(frame: pd.DataFrame, target: Path, *, csv_header: bool = True) -> None:
-    """``frame`` to ``target`` (``.csv`` or else Parquet), atomically."""
-    from uncertain_cep.files import atomic_write
-
-    if target.suffix == ".csv":
-        atomic_write(target, lambda tmp: frame.to_csv(tmp, index=False, header=csv_header))
-    else:
-        atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
-
-
-def _check_report_path(target: Path, what: str = "report") -> None:
-    if target.suffix not in (".csv", ".parquet"):
-        from uncertain_cep.errors import InputError
-
-        raise InputError(f"{what} {target} must end in .parquet or .csv")
+    write_table(out, target)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -322,7 +281,7 @@ def _report(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"report {out} must end in .html")
     if args.table is not None:
-        _check_report_path(Path(args.table), "answer table")
+        check_table_path(Path(args.table), "answer table")
     page, res = html_report(uc.open_index(args.index), text, args.strategy, top=args.top,
                             source=str(args.index), table_file=args.table)
     if args.table is not None:
@@ -341,7 +300,7 @@ def _match(args: argparse.Namespace) -> int:
     # Everything that can be checked without data fails here, before Spark starts.
     parse_temporal_query(text)
     MatchEngine.get_value(args.engine)
-    _check_report_path(Path(args.out))
+    check_table_path(Path(args.out))
     from uncertain_cep.pipeline.match_job import match_spark
 
     res = match_spark(args.input, text, engine=args.engine, time_column=args.time_column,
@@ -351,275 +310,6 @@ def _match(args: argparse.Namespace) -> int:
     write_report(res, args.out)
     print(f"{len(res)} matches written to {args.out}")
     return 0
-
-
-# ------------------------------------------------------------------------------ datasets
-class GeneratedDataset(ParamEnum):
-    """The archives ``uncertain-cep datasets generate`` makes."""
-
-    OFFICE_RFID = "office-rfid"
-    SYNTHETIC = "synthetic"
-    CONNECTED_CAR = "connected-car"
-    PIESTREAM = "piestream"
-
-
-class RealDataset(ParamEnum):
-    """The real data sets ``uncertain-cep datasets convert`` reads (Zhou et al. 6.1)."""
-
-    DODGERS = "dodgers"
-    LOCALIZATION = "localization"
-    ICU = "icu"
-
-
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is not an integer >= {minimum}")
-        return value
-
-    return parse
-
-
-def _nonnegative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
-    return value
-
-
-def _int_pair(text: str) -> tuple[int, int]:
-    try:
-        lo, hi = (int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not LO,HI (two integers, e.g. 2,5)") from None
-    if not 1 <= lo <= hi:
-        raise argparse.ArgumentTypeError(f"{text!r} needs 1 <= LO <= HI")
-    return lo, hi
-
-
-@dataclass(frozen=True)
-class _Option:
-    """One keyword argument of a generator or loader, as a command-line option."""
-
-    keyword: str
-    metavar: str | None  # None: a flag, False unless given
-    help: str
-    type: Callable[[str], Any] = int
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.keyword.replace("_", "-")
-
-
-_OPTIONS = {o.keyword: o for o in [
-    _Option("people", "N", "number of people, one dependency group each", _count(1)),
-    _Option("readings_per_person", "N", "readings per person", _count(1)),
-    _Option("n", "N", "number of events", _count(1)),
-    _Option("groups", "G", "dependency groups, events assigned at random", _count(1)),
-    _Option("d", "D", "number of Gaussian attributes a0 .. a{D-1}", _count(0)),
-    _Option("f", "LO,HI", "possible instants per event, drawn from LO..HI", _int_pair),
-    _Option("clustered", None, "timestamps in 10 Gaussian clusters instead of uniform"),
-    _Option("cluster_spread", "S", "a cluster's standard deviation / the time domain",
-            _nonnegative),
-    _Option("value_width", "W", "a value's largest half-width, in standard deviations",
-            _nonnegative),
-    _Option("cars", "N", "number of cars", _count(1)),
-    _Option("seconds", "N", "seconds each car reports", _count(1)),
-    _Option("aggressive", "R", "expected aggressive episodes per car and minute", _nonnegative),
-    _Option("interleave", None, "rows by (time, car_id), as a live feed, not (car_id, time)"),
-    _Option("rows", "N", "number of point events (instants)", _count(1)),
-    _Option("columns", "K", "number of situation streams a_1 .. a_K", _count(1)),
-    _Option("n_events", "N", "events taken from the start of the file", _count(1)),
-    _Option("instants", "N", "size of the time domain", _count(1)),
-    _Option("keep_labels", None, "also keep sequence, tag and activity as string columns"),
-    _Option("seed", "S", "seed of the random generator", int),
-]}
-
-
-@dataclass(frozen=True)
-class _Dataset:
-    """A generator or loader: ``module:function``, what it makes, its options."""
-
-    function: str
-    summary: str
-    options: tuple[str, ...]
-    # Defaults for the function's required parameters (the others default as it does).
-    required: dict[str, Any] = field(default_factory=dict)
-
-    def load(self) -> Callable[..., pd.DataFrame]:
-        module, _, name = self.function.partition(":")
-        fn: Callable[..., pd.DataFrame] = getattr(importlib.import_module(module), name)
-        return fn
-
-    def defaults(self) -> dict[str, Any]:
-        params = inspect.signature(self.load()).parameters
-        return {k: (self.required[k] if params[k].default is inspect.Parameter.empty
-                    else params[k].default) for k in self.options}
-
-
-_GENERATED = {
-    GeneratedDataset.OFFICE_RFID.value: _Dataset(
-        "uncertain_cep.datasets.office_rfid:generate_office_rfid",
-        "people walking between office rooms, read by RFID readers (the bundled sample)",
-        ("people", "readings_per_person", "seed")),
-    GeneratedDataset.SYNTHETIC.value: _Dataset(
-        "uncertain_cep.datasets.synthetic:generate_synthetic",
-        "Zhou et al.'s synthetic events: Gaussian attributes, uniform or clustered times",
-        ("n", "groups", "d", "f", "clustered", "cluster_spread", "value_width", "seed"),
-        {"n": 10_000}),
-    GeneratedDataset.CONNECTED_CAR.value: _Dataset(
-        "uncertain_cep.datasets.connected_car:generate_connected_car",
-        "speed and acceleration per car and second, with aggressive-driving episodes",
-        ("cars", "seconds", "aggressive", "interleave", "seed")),
-    GeneratedDataset.PIESTREAM.value: _Dataset(
-        "uncertain_cep.datasets.piestream:generate_piestream",
-        "PieStream's benchmark input: K boolean situation streams (.csv: PieStream's layout)",
-        ("rows", "columns", "seed"), {"rows": 100_000}),
-}
-_LOADER_OPTIONS = ("n_events", "instants", "f", "groups", "value_width", "seed")
-_REAL = {
-    RealDataset.DODGERS.value: _Dataset(
-        "uncertain_cep.datasets.uci:load_dodgers",
-        "Dodgers Loop Sensor (Dodgers.data): cars per 5 minutes; -1 rows are skipped",
-        _LOADER_OPTIONS),
-    RealDataset.LOCALIZATION.value: _Dataset(
-        "uncertain_cep.datasets.uci:load_localization",
-        "Localization Data for Person Activity (ConfLongDemo_JSI.txt or its .csv): x, y, z",
-        (*_LOADER_OPTIONS, "keep_labels")),
-    RealDataset.ICU.value: _Dataset(
-        "uncertain_cep.datasets.uci:load_icu",
-        "ICU monitor data (AIM-94 Monitor-Data): code and value, unwrapped at midnight",
-        _LOADER_OPTIONS),
-}
-
-
-def _add_dataset_options(parser: argparse.ArgumentParser, table: dict[str, _Dataset]) -> None:
-    """One option per keyword of the table's functions; an option not given is absent
-    from the namespace (so the function's own default applies)."""
-    keywords = dict.fromkeys(k for spec in table.values() for k in spec.options)
-    for keyword in keywords:
-        option = _OPTIONS[keyword]
-        users = [name for name, spec in table.items() if keyword in spec.options]
-        where = "all" if len(users) == len(table) else ", ".join(users)
-        if option.metavar is None:
-            parser.add_argument(option.flag, dest=keyword, action="store_true",
-                                default=argparse.SUPPRESS, help=f"{option.help} ({where})")
-        else:
-            parser.add_argument(option.flag, dest=keyword, type=option.type,
-                                metavar=option.metavar, default=argparse.SUPPRESS,
-                                help=f"{option.help} ({where})")
-
-
-def _dataset_arguments(args: argparse.Namespace, name: str, spec: _Dataset,
-                       table: dict[str, _Dataset]) -> dict[str, Any]:
-    """The keyword arguments for ``spec``: its defaults, overridden by the options given;
-    an option of another dataset is an error."""
-    from uncertain_cep.errors import InvalidOptionError
-
-    keywords = {k for other in table.values() for k in other.options}
-    given = {k: getattr(args, k) for k in sorted(keywords) if hasattr(args, k)}
-    foreign = [_OPTIONS[k].flag for k in given if k not in spec.options]
-    if foreign:
-        valid = ", ".join(_OPTIONS[k].flag for k in spec.options)
-        raise InvalidOptionError(f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'}"
-                                 f" not {'an option' if len(foreign) == 1 else 'options'} of "
-                                 f"{name}; its options are {valid}")
-    return {**spec.defaults(), **given}
-
-
-def _call(name: str, function: Callable[..., pd.DataFrame], *args: Any,
-          **kwargs: Any) -> pd.DataFrame:
-    """``function(*args, **kwargs)``, a ValueError about the arguments becoming a clean
-    :class:`~uncertain_cep.errors.InputError`."""
-    from uncertain_cep.errors import InputError, UncertainCepError
-
-    try:
-        return function(*args, **kwargs)
-    except UncertainCepError:
-        raise
-    except ValueError as e:
-        raise InputError(f"{name}: {e}") from e
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, tuple):
-        return ",".join(map(str, value))
-    return str(value)
-
-
-def _datasets_list(args: argparse.Namespace) -> int:
-    sections = [
-        ("Generated archives", "uncertain-cep datasets generate NAME --out FILE.parquet|.csv "
-                               "[options]", _GENERATED),
-        ("Real data sets", "uncertain-cep datasets convert NAME INPUT --out FILE.parquet|.csv "
-                           "[options]", _REAL),
-    ]
-    for i, (title, usage, table) in enumerate(sections):
-        print(("\n" if i else "") + f"{title}: {usage}")
-        for name, spec in table.items():
-            print(f"\n  {name:<15}{spec.summary}")
-            defaults = spec.defaults()
-            for keyword in spec.options:
-                option = _OPTIONS[keyword]
-                if option.metavar is None:  # a flag, off unless given
-                    print(f"      {option.flag:<28}{option.help}")
-                else:
-                    flag = f"{option.flag} {option.metavar}"
-                    print(f"      {flag:<28}{option.help} (default {_show(defaults[keyword])})")
-    return 0
-
-
-def _datasets_generate(args: argparse.Namespace) -> int:
-    name, spec, kwargs, target = _dataset_job(args, GeneratedDataset, _GENERATED, _REAL,
-                                              "`uncertain-cep datasets convert {} INPUT`",
-                                              "a real data set")
-    frame = _call(name, spec.load(), **kwargs)
-    frame.attrs = {}
-    # PieStream reads headerless CSV lines id, a_1 .. a_k, t1, t2 (the frame's columns).
-    _write_table(frame, target, csv_header=name != GeneratedDataset.PIESTREAM.value)
-    print(f"{len(frame)} rows of {name} written to {target}")
-    return 0
-
-
-def _datasets_convert(args: argparse.Namespace) -> int:
-    name, spec, kwargs, target = _dataset_job(args, RealDataset, _REAL, _GENERATED,
-                                              "`uncertain-cep datasets generate {}`",
-                                              "generated")
-    frame = _call(name, spec.load(), args.input, **kwargs)
-    facts = ", ".join(f"{k}={v}" for k, v in frame.attrs.items()
-                      if k not in ("source", "std"))
-    frame.attrs = {}
-    _write_table(frame, target)
-    print(f"{len(frame)} events of {name} from {args.input} written to {target} ({facts})")
-    return 0
-
-
-def _dataset_job(args: argparse.Namespace, names: Any, specs: Any, others: Any, hint: str,
-                 kind: str) -> tuple[str, Any, dict[str, Any], Path]:
-    """The checked name, its spec, its keyword arguments and the output path; a name of
-    the other subcommand gets a pointer to it."""
-    from uncertain_cep.errors import InvalidOptionError
-
-    try:
-        name = names.get_value(args.name)
-    except InvalidOptionError as e:
-        if args.name in others:
-            raise InvalidOptionError(f"{e}; {args.name} is {kind}, see "
-                                     f"{hint.format(args.name)}") from None
-        raise
-    spec = specs[name]
-    kwargs = _dataset_arguments(args, name, spec, specs)
-    target = Path(args.out)
-    _check_report_path(target, "output file")
-    return name, spec, kwargs, target
 
 
 if __name__ == "__main__":

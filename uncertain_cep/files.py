@@ -18,8 +18,12 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["atomic_write"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["atomic_write", "check_table_path", "write_table"]
 
 
 def atomic_write(target: str | os.PathLike[str], write: Callable[[str], object]) -> None:
@@ -37,6 +41,22 @@ def atomic_write(target: str | os.PathLike[str], write: Callable[[str], object])
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def check_table_path(target: Path, what: str = "report") -> None:
+    """Refuse a table path that is neither ``.parquet`` nor ``.csv`` (before any work)."""
+    if target.suffix not in (".csv", ".parquet"):
+        from uncertain_cep.errors import InputError
+
+        raise InputError(f"{what} {target} must end in .parquet or .csv")
+
+
+def write_table(frame: pd.DataFrame, target: Path, *, csv_header: bool = True) -> None:
+    """``frame`` to ``target`` (``.csv`` or else Parquet), atomically."""
+    if target.suffix == ".csv":
+        atomic_write(target, lambda tmp: frame.to_csv(tmp, index=False, header=csv_header))
+    else:
+        atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def _umask() -> int:
