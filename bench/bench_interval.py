@@ -54,7 +54,6 @@ from interval_baselines import match_duckdb, match_nested_loop  # noqa: E402
 
 import uncertain_cep as uc  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
-from query.temporal_language import parse_temporal_query  # noqa: E402
 from uncertain_cep.datasets.connected_car import AGGRESSIVE_DRIVERS, generate_connected_car  # noqa: E402
 from uncertain_cep.datasets.piestream import (  # noqa: E402
     generate_piestream,
@@ -63,8 +62,9 @@ from uncertain_cep.datasets.piestream import (  # noqa: E402
 )
 from uncertain_cep.interval.automata_join import match_automata  # noqa: E402
 from uncertain_cep.interval.join import match_join  # noqa: E402
+from uncertain_cep.interval.language import parse_temporal_query  # noqa: E402
+from uncertain_cep.interval.relations import ALLEN_RELATIONS  # noqa: E402
 from uncertain_cep.interval.situations import derive_situations  # noqa: E402
-from uncertain_cep.model.relations import ALLEN_RELATIONS  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "datasets"
 PIESTREAM_CSV = SHARED / "piestream" / "events_col4_row100000.csv"

@@ -2,7 +2,7 @@
 
 Both take what :func:`uncertain_cep.interval.join.match_join` takes (situation tables per
 symbol, as :func:`~uncertain_cep.interval.situations.derive_situations` returns them, and a
-parsed :class:`~query.temporal_patterns.TemporalPattern`) and return the same answer: the
+parsed :class:`~uncertain_cep.interval.patterns.TemporalPattern`) and return the same answer: the
 same rows, columns, dtypes and row order (SEMANTICS B3).
 
 :func:`match_duckdb` -- the pattern as one SQL query, run by DuckDB
@@ -32,8 +32,8 @@ same rows, columns, dtypes and row order (SEMANTICS B3).
     candidate and is checked against every constraint whose symbols are then all bound
     and against the window so far; the check of one partial match against all
     candidates is vectorised with numpy (the reference's own predicates:
-    :func:`~uncertain_cep.model.relations.holds`,
-    :meth:`~uncertain_cep.model.relations.EndpointRestriction.evaluate`), the loop over
+    :func:`~uncertain_cep.interval.relations.holds`,
+    :meth:`~uncertain_cep.interval.relations.EndpointRestriction.evaluate`), the loop over
     partial matches is plain Python. ``followed_by`` compares the gap with every
     situation of both symbols in the partition. This is the textbook algorithm the
     range joins of TPStream improve on, written to be plainly correct, not clever.
@@ -42,7 +42,7 @@ Both are tested equal to ``match_join`` (and so to the brute force) in
 ``tests/bench/test_interval_baselines.py``.
 
 >>> import pandas as pd
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A meets; before B "
 ...                          "WITHIN 10")
 >>> situations = {"A": pd.DataFrame({"ts": [0, 6], "te": [2, 8]}),
@@ -66,20 +66,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import FollowedBy, RelationConstraint, TemporalPattern
 from uncertain_cep.errors import InputError, InvalidOptionError
-from uncertain_cep.interval.tables import (
-    answer_frame,
-    checked_situation_table,
-    detected_at,
-    partition_ids,
-)
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.patterns import FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
     EndpointRestriction,
     definition,
     holds,
+)
+from uncertain_cep.interval.tables import (
+    answer_frame,
+    checked_situation_table,
+    detected_at,
+    partition_ids,
 )
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def duckdb_sql(pattern: TemporalPattern, *, time_unit: float | str | None = None
 
     Examples
     --------
-    >>> from query.temporal_language import parse_temporal_query
+    >>> from uncertain_cep.interval.language import parse_temporal_query
     >>> print(duckdb_sql(parse_temporal_query(
     ...     "PARTITION BY k DEFINE A AS x > 0, B AS x < 0 PATTERN A followed_by B "
     ...     "WITHIN 5 RETURN max(B.x) AS top")))

@@ -1,9 +1,10 @@
 """The index: multi-tree OI-trees per dependency group, their codes, and the R*-tree."""
 
-from index.codes import COMPACT, PAPER, code_scheme
-from index.event_index import BuildSettings, EventIndex, build_group_forest
-from index.forest import GroupForest, build_forest
-from index.oi_tree import plan_group
+from uncertain_cep.index.codes import COMPACT, PAPER, code_scheme
+from uncertain_cep.index.event_index import BuildSettings, EventIndex, build_group_forest
+from uncertain_cep.index.forest import GroupForest
+from uncertain_cep.index.forest_builder import build_forest
+from uncertain_cep.index.oi_tree import plan_group
 
 __all__ = [
            "COMPACT",

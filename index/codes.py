@@ -24,8 +24,8 @@ are bounded by the number of nodes. A node's descendants are one range per nesti
 its own subtree, then, for each enclosing tree, what follows that tree inside its virtual
 node's subtree.
 
->>> from index.oi_tree import plan_group
->>> from index.forest import build_forest
+>>> from uncertain_cep.index.oi_tree import plan_group
+>>> from uncertain_cep.index.forest_builder import build_forest
 >>> forest = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> forest.tree_paper_range
 [(0, 60), (1, 2), (4, 10), (13, 60), (16, 22), (29, 30)]
@@ -41,14 +41,12 @@ That is the paper's ``DesCR = {[9, 10], [13, 60]}`` (section 5.1), joined across
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from uncertain_cep.errors import ParamEnum
-
-if TYPE_CHECKING:
-    from index.forest import GroupForest
+from uncertain_cep.index.forest import ROOT, VIRTUAL, GroupForest
 
 __all__ = [
     "COMPACT",
@@ -63,7 +61,6 @@ __all__ = [
     "paper_codes",
 ]
 
-_VIRTUAL, _ROOT = 2, 0
 
 
 class CodeSchemeName(ParamEnum):
@@ -159,7 +156,7 @@ def paper_codes(forest: GroupForest) -> tuple[list[int], list[tuple[int, int]]]:
         descended = False
         while n < end:
             codes[n] = base + rel[n]
-            if forest.kind[n] == _VIRTUAL:
+            if forest.kind[n] == VIRTUAL:
                 sub = int(forest.child_tree[n])
                 stack.append((t, n + 1, base, root_code))  # resumed once `sub` is coded
                 stack.append((sub, int(forest.tree_root[sub]), codes[n], codes[n]))
@@ -280,13 +277,13 @@ def compact_codes(forest: GroupForest) -> tuple[np.ndarray, np.ndarray, np.ndarr
         leaving, n = stack.pop()
         if leaving:
             end[n] = counter - 1
-            if forest.kind[n] == _ROOT:
+            if forest.kind[n] == ROOT:
                 tree_range[int(forest.tree[n])] = (code[n], counter - 1)
             continue
         code[n] = counter
         stack.append((True, n))
         stack.extend((False, int(c)) for c in reversed(forest.children(n)))
-        if forest.kind[n] == _VIRTUAL:
+        if forest.kind[n] == VIRTUAL:
             # The child tree's root takes this same code, so do not advance the counter.
             stack.append((False, int(forest.tree_root[int(forest.child_tree[n])])))
         else:
@@ -324,7 +321,7 @@ class _CompactScheme:
                 if since is not None and _all_before(forest, a, since):
                     return merge_ranges(out)
                 c = int(forest.compact_code[a])
-                if forest.kind[a] == _VIRTUAL:
+                if forest.kind[a] == VIRTUAL:
                     out.append((c, int(forest.tree_compact_range[int(forest.child_tree[a])][1])))
                 else:
                     out.append((c, c))
@@ -338,9 +335,9 @@ class _CompactScheme:
 def _all_before(forest: GroupForest, a: int, since: int) -> bool:
     """Whether ancestor ``a`` and everything an OI passes before it lie before ``since``:
     a real node before it, or a virtual node whose whole child tree is."""
-    if forest.kind[a] == _VIRTUAL:
+    if forest.kind[a] == VIRTUAL:
         return bool(forest.tree_hi[int(forest.child_tree[a])] < since)
-    return bool(forest.kind[a] != _ROOT and forest.instant[a] < since)
+    return bool(forest.kind[a] != ROOT and forest.instant[a] < since)
 
 
 PAPER: CodeScheme = _PaperScheme()

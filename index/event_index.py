@@ -5,7 +5,7 @@ group's rows and the build settings (the Spark pipeline calls it per group in ex
 :class:`EventIndex` then gathers the forests, maps every event to its nodes, and loads one
 R*-tree (``rtree``'s R*-variant, bulk-loaded) with one box per event over
 ``(group, time interval, code range, numeric attribute ranges)`` (Zhou et al. 4.3).
-Boxes and query ranges are rounded outward to doubles (:mod:`index.rounding`).
+Boxes and query ranges are rounded outward to doubles (:mod:`uncertain_cep.index.rounding`).
 
 An index read back from disk passes its :class:`EventLayout` (each event's position in
 its group and its box extents, computed when it was built) and its opened R*-tree, so
@@ -16,29 +16,28 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 from rtree import index as rtree_index
 
-from index.codes import CodeScheme, code_scheme
-from index.forest import REAL, GroupForest, build_forest
-from index.isolation import hall_violation
-from index.oi_tree import GroupInfeasible, plan_group
-from index.rounding import float_down, float_up
-from index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
-from index.tables import group_extents
 from uncertain_cep.errors import IndexBuildError, InputError
+from uncertain_cep.index.codes import CodeScheme, code_scheme
+from uncertain_cep.index.forest import REAL, GroupForest
+from uncertain_cep.index.forest_builder import build_forest
+from uncertain_cep.index.isolation import hall_violation
+from uncertain_cep.index.oi_tree import GroupInfeasible, plan_group
+from uncertain_cep.index.rounding import float_down, float_up
+from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
+from uncertain_cep.index.tables import group_extents
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 
 __all__ = ["BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
            "build_group_forest", "event_boxes", "float_down", "float_up", "rtree_properties"]
 
-# Planning recurses once per event along a root-to-leaf path; pure-Python recursion does
-# not use the C stack on 3.11+, so a deeper limit is safe.
-sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,7 +124,10 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     cannot all fit) and :class:`IndexBuildError` if it needs more nodes than the budget.
     """
     try:
-        plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree, settings.node_budget)
+        with _recursion_for(len(t_lo)):
+            plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
+                              settings.node_budget)
+            return build_forest(plan)
     except GroupInfeasible as e:
         names = ", ".join(repr(_plain(event_ids[i])) for i in e.events)
         if e.window is None:
@@ -144,7 +146,19 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
         raise IndexBuildError(f"group {_plain(label)!r} ({len(t_lo)} events) is too large to "
                               f"index: {e}; use a coarser time unit, split the group, or raise "
                               "node_budget") from None
-    return build_forest(plan)
+
+
+@contextmanager
+def _recursion_for(n_events: int) -> Iterator[None]:
+    """Room for planning and instantiating a group, restored afterwards: both recurse a
+    few frames per event along a root-to-leaf path, and pure-Python recursion does not use
+    the C stack on 3.11+, so a deeper limit is safe while they run."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 1_000 + 8 * n_events))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
 
 
 def _plain(x: object) -> object:

@@ -4,7 +4,8 @@ accesses").
 libspatialindex keeps its statistics to itself, so the count comes from storage: the same
 boxes are bulk-loaded into an R*-tree over ``rtree``'s custom storage, which hands every
 page (node) read to Python, and a query's logged search boxes
-(:attr:`~index.event_index.EventIndex.search_log`) are replayed against it. The searches
+(:attr:`~uncertain_cep.index.event_index.EventIndex.search_log`) are replayed against it. The
+searches
 are deterministic, so the reads are those the query's own R*-tree made, with a buffer of
 one page (every node visited is a page read unless it was the last one read).
 
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 from rtree import index as rtree_index
 
-from index.event_index import EventIndex, rtree_properties
+from uncertain_cep.index.event_index import EventIndex, rtree_properties
 
 __all__ = ["NodeReadCounter"]
 

@@ -4,13 +4,14 @@ An order instance (OI) assigns every event of a group a distinct instant of its 
 (and, under Condition 2, keeps every pair feasible). The *single-tree* index is the prefix
 tree of all OIs: each root-to-leaf path lists the events in time order. The *multi-tree*
 index compresses it: whenever the events left to place split into isolated subsequences
-(:mod:`index.isolation`), each subsequence gets its own OI-tree and the node is followed
+(:mod:`uncertain_cep.index.isolation`), each subsequence gets its own OI-tree and the node is
+followed
 by a chain of *virtual nodes*, one per child tree. The OIs of the group are then the
 paths of the top tree with every virtual node replaced by any OI of its child tree.
 
 Every node kept has at least one complete OI below it (no dead ends); nodes of the same
 state are computed once and shared while building, then instantiated as a proper tree by
-:func:`index.forest.build_forest`.
+:func:`uncertain_cep.index.forest.build_forest`.
 
 >>> plan = plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7])
 >>> plan.count, len(plan.root.children)
@@ -22,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from index.isolation import Infeasible, State, propagate, split_isolated
 from uncertain_cep.errors import IndexBuildError
+from uncertain_cep.index.isolation import Infeasible, State, propagate, split_isolated
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["GroupInfeasible", "PlanNode", "PlanTree", "plan_group"]

@@ -10,7 +10,8 @@ candidate when its range *meets* the condition) and the window cover. Categorica
 predicates scale the sum by the share of events with an allowed value (the paper has only
 numeric attributes; independence is assumed).
 
-These are estimates that order the search (:mod:`query.selectivity`); answers never depend
+These are estimates that order the search (:mod:`uncertain_cep.query.selectivity`); answers never
+depend
 on them.
 
 >>> import numpy as np

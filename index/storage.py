@@ -8,13 +8,13 @@ Layout of an index directory::
     events/part-*.parquet   the validated archive (time discretised), one row per event,
                         plus each event's group code, position in its group, feasible
                         instants and code range (columns prefixed ``_uc_``)
-    trees/part-*.parquet    one row per OI-tree (:data:`index.tables.TREE_COLUMNS`)
-    nodes/part-*.parquet    one row per node (:data:`index.tables.NODE_COLUMNS`)
+    trees/part-*.parquet    one row per OI-tree (:data:`uncertain_cep.index.tables.TREE_COLUMNS`)
+    nodes/part-*.parquet    one row per node (:data:`uncertain_cep.index.tables.NODE_COLUMNS`)
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
                         instant of those events: what the time-sliced query engine
                         sizes its work by
     stats/cells.parquet, stats/categories.parquet   the selectivity statistics
-                        (:mod:`index.statistics`; the grid is in the manifest)
+                        (:mod:`uncertain_cep.index.statistics`; the grid is in the manifest)
     rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
                         are event rows in the order of the events table (files by name)
     rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
@@ -44,17 +44,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
-from index.event_index import (
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.event_index import (
     BuildSettings,
     EventIndex,
     EventLayout,
     event_boxes,
     rtree_properties,
 )
-from index.forest import GroupForest
-from index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
-from index.tables import forest_from_frames, forest_tables, node_schema, tree_schema
-from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.forest import GroupForest
+from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
+from uncertain_cep.index.tables import forest_from_frames, forest_tables, node_schema, tree_schema
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 

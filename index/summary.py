@@ -2,7 +2,8 @@
 
 :class:`IndexSummary` is what :meth:`uncertain_cep.UncertainIndex.describe` returns. Every
 number is read from what the index already holds (the archive, each group's
-:class:`~index.forest.GroupForest`, the per-event layout), so describing an index built in
+:class:`~uncertain_cep.index.forest.GroupForest`, the per-event layout), so describing an index
+built in
 this process and the same index reopened from disk gives equal summaries; nothing is
 rebuilt. The OI-trees are Zhou et al.'s (section 4.1): per dependency group, a prefix tree
 of its order instances (4.1.1), or with the multi-tree index a top tree whose virtual
@@ -46,8 +47,8 @@ from uncertain_cep.model.feasibility import MaxSpeed
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from index.event_index import EventIndex
-    from index.forest import GroupForest
+    from uncertain_cep.index.event_index import EventIndex
+    from uncertain_cep.index.forest import GroupForest
 
 __all__ = ["IndexSummary"]
 
@@ -78,7 +79,7 @@ class IndexSummary:
         (a tree's own nodes, its virtual nodes included and its child trees' nodes not;
         the first one in group order on ties), or ``None`` for an empty index.
     code_scheme
-        ``"compact"`` or ``"paper"`` (Zhou et al. 4.2; see :mod:`index.codes`).
+        ``"compact"`` or ``"paper"`` (Zhou et al. 4.2; see :mod:`uncertain_cep.index.codes`).
     code_range
         Smallest and largest node code, or ``None`` for an empty index. Codes are local
         to a group (every group's top root has code 0); this is the union over groups.
@@ -130,7 +131,8 @@ class IndexSummary:
     @classmethod
     def of(cls, index: EventIndex, provenance: Mapping[str, Any] | None = None
            ) -> IndexSummary:
-        """Summarise an :class:`~index.event_index.EventIndex` (see the class docstring).
+        """Summarise an :class:`~uncertain_cep.index.event_index.EventIndex` (see the class
+        docstring).
 
         Linear in the number of events and nodes: per group it counts nodes per tree and
         reads the smallest and largest code; the paper scheme's codes are Python ints, so

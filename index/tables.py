@@ -1,6 +1,7 @@
 """Forests as Arrow tables and back, and the per-event extents the R*-tree boxes need.
 
-Both builders share this module: the in-process one (:mod:`index.storage`) and the Spark
+Both builders share this module: the in-process one (:mod:`uncertain_cep.index.storage`) and the
+Spark
 job (:mod:`uncertain_cep.pipeline.build_job`), which turns every group's forest into rows
 in the executors. Reading back can keep only some trees of a group (a *sub-forest*): the
 Spark query engine loads, per time slice, the trees that slice can touch plus the trees
@@ -9,8 +10,8 @@ above them (:func:`forest_from_frames`).
 Codes of the paper's scheme and OI counts are arbitrary-precision integers, stored as
 decimal strings; they are parsed only when the index uses the paper scheme.
 
->>> from index.oi_tree import plan_group
->>> from index.forest import build_forest
+>>> from uncertain_cep.index.oi_tree import plan_group
+>>> from uncertain_cep.index.forest_builder import build_forest
 >>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> nodes, trees = forest_tables(f, group='S_k')
 >>> g = forest_from_frames(trees.to_pandas(), nodes.to_pandas(), paper_codes=True)
@@ -29,8 +30,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from index.forest import REAL, VIRTUAL, GroupForest
-from index.rounding import float_down, float_up
+from uncertain_cep.index.forest import REAL, VIRTUAL, GroupForest
+from uncertain_cep.index.rounding import float_down, float_up
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
            "group_extents", "node_schema", "tree_schema"]

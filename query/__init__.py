@@ -1,7 +1,14 @@
 """Query language, planning strategies, exact evaluation and baselines."""
 
-from query.language import parse_query
-from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
+from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.patterns import (
+                            Between,
+                            Comparison,
+                            InSet,
+                            PatternItem,
+                            SequencePattern,
+                            Symbol,
+)
 
 __all__ = [
                             "Between",

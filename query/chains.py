@@ -1,7 +1,7 @@
 """Probabilities of chains of OI-tree nodes within one group.
 
 A *chain* is a list of nodes of one group, each descending from the previous one once
-virtual nodes are expanded (:meth:`~index.forest.GroupForest.precedes`): the nodes an
+virtual nodes are expanded (:meth:`~uncertain_cep.index.forest.GroupForest.precedes`): the nodes an
 order instance must pass through. Its probability is the fraction of the group's OIs that
 pass through all of them.
 
@@ -17,8 +17,8 @@ With negation the OIs are weighted: an event ``x`` standing in a negation gap co
 chain by a dynamic programme that visits only the weighted nodes, the chain, and the nodes
 above them.
 
->>> from index.oi_tree import plan_group
->>> from index.forest import build_forest
+>>> from uncertain_cep.index.oi_tree import plan_group
+>>> from uncertain_cep.index.forest_builder import build_forest
 >>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> at = lambda e, t: [n for n in range(f.n_nodes) if f.event[n] == e and f.instant[n] == t][0]
 >>> round(chain_probability(f, [at(2, 2)]), 12)
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from index.forest import VIRTUAL, GroupForest
+from uncertain_cep.index.forest import VIRTUAL, GroupForest
 
 __all__ = ["Weights", "chain_probability", "extension_factor", "weighted_chain_probability"]
 

@@ -3,8 +3,8 @@
 
 >>> import pandas as pd
 >>> import uncertain_cep as uc
->>> from query.evaluation import QueryContext
->>> from query.language import parse_query
+>>> from uncertain_cep.query.evaluation import QueryContext
+>>> from uncertain_cep.query.language import parse_query
 >>> idx = uc.build_index(pd.DataFrame({"event_id": range(4), "group": 0,
 ...     "t_lo": [0, 10, 20, 30], "t_hi": [1, 11, 21, 31],
 ...     "x_lo": [0.0, 5.0, 5.0, 5.0], "x_hi": [1.0, 6.0, 6.0, 6.0]}))
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
-from query.evaluation import QueryContext
-from query.symbols import symbol_box
+from uncertain_cep.query.evaluation import QueryContext
+from uncertain_cep.query.symbols import symbol_box
 
 __all__ = ["ItemEstimates"]
 

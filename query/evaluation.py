@@ -11,7 +11,7 @@ confidence of every full tuple extending it (the full match implies the partial 
 
 Negations are applied when an entry is complete, exactly: every event ``x`` outside the
 tuple with a possible instant strictly inside a negation's gap weights the OIs of its
-group by ``1 - Pr(C | x)`` where it stands in the gap (:mod:`query.chains`).
+group by ``1 - Pr(C | x)`` where it stands in the gap (:mod:`uncertain_cep.query.chains`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from index.codes import in_ranges
-from index.event_index import EventIndex
-from query.chains import chain_probability, extension_factor, weighted_chain_probability
-from query.patterns import SequencePattern
-from query.symbols import check_symbols, symbol_box, symbol_probability
+from uncertain_cep.index.codes import in_ranges
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.query.chains import (
+    chain_probability,
+    extension_factor,
+    weighted_chain_probability,
+)
+from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.symbols import check_symbols, symbol_box, symbol_probability
 
 __all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats", "StepTimer",
            "nodes_between"]

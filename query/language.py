@@ -26,7 +26,8 @@ from contextlib import contextmanager
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
-from query.parse_errors import (
+from uncertain_cep.errors import QueryParseError
+from uncertain_cep.grammar import (
     COMMON_TERMINALS,
     TERMINAL_WORDS,
     keyword_terminals,
@@ -35,7 +36,7 @@ from query.parse_errors import (
     tokens,
     unquote,
 )
-from query.patterns import (
+from uncertain_cep.query.patterns import (
     Between,
     Comparison,
     InSet,
@@ -48,7 +49,6 @@ from query.patterns import (
     _sequence_problem,
     _symbol_problem,
 )
-from uncertain_cep.errors import QueryParseError
 
 __all__ = ["parse_query"]
 
@@ -86,7 +86,7 @@ _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
 
 def parse_query(text: str) -> SequencePattern:
-    """Parse part-A query text into a :class:`~query.patterns.SequencePattern`.
+    """Parse part-A query text into a :class:`~uncertain_cep.query.patterns.SequencePattern`.
 
     Parameters
     ----------

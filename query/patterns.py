@@ -1,6 +1,7 @@
 """Part-A sequence patterns as immutable, validated values (SEMANTICS A3 and C).
 
-A pattern is built either by :func:`query.language.parse_query` or directly from Python:
+A pattern is built either by :func:`uncertain_cep.query.language.parse_query` or directly from
+Python:
 
 >>> p = SequencePattern(
 ...     items=(PatternItem("A"), PatternItem("C", negated=True), PatternItem("B")),

@@ -12,7 +12,7 @@ It is exponential in group size; :data:`MAX_ASSIGNMENTS` bounds the enumeration.
 
 >>> import pandas as pd
 >>> from uncertain_cep.model.events import read_archive
->>> from query.language import parse_query
+>>> from uncertain_cep.query.language import parse_query
 >>> df = pd.DataFrame({"event_id": ["a", "b"], "group": [0, 0], "t_lo": [1, 1],
 ...                    "t_hi": [2, 2], "x": [1.0, 2.0]})
 >>> matches = possible_worlds(read_archive(df), parse_query(
@@ -29,12 +29,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from query.evaluation import TOLERANCE, Match
-from query.patterns import SequencePattern
-from query.symbols import check_symbols, symbol_probability
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
+from uncertain_cep.query.evaluation import TOLERANCE, Match
+from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.symbols import check_symbols, symbol_probability
 
 __all__ = ["MAX_ASSIGNMENTS", "enumerate_order_instances", "possible_worlds"]
 

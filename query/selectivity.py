@@ -1,7 +1,8 @@
 """Selectivity-ordered evaluation: match the rarest item first (Zhou et al. 5.2).
 
 The first item is the positive item with the fewest expected candidates over the whole
-time domain (:mod:`query.estimates`). Then, for every partial match, each unmatched item's
+time domain (:mod:`uncertain_cep.query.estimates`). Then, for every partial match, each unmatched
+item's
 time window is narrowed by the matched items around it (:meth:`QueryContext.item_window`),
 its expected candidates are re-estimated, and the partial match is extended by the cheapest
 item, forward, backward or in the middle. Partial matches of one tuple of events all take the
@@ -14,7 +15,7 @@ an OI path from the group's last node before the item (``N+``) to its first node
 ancestor code ranges of ``N-`` (Lemma 3), or their intersection (section 5.2, condition 3),
 and each node is checked against both exactly. Inserting node ``n`` between ``N+`` and
 ``N-`` multiplies the group's chain probability by
-``ext(N+, n) * ext(n, N-) / ext(N+, N-)`` (:func:`~query.chains.extension_factor`).
+``ext(N+, n) * ext(n, N-) / ext(N+, N-)`` (:func:`~uncertain_cep.query.chains.extension_factor`).
 
 Pruning is the same exact bound as in sequential evaluation (the summed probability of a
 partial tuple), and a negation's factor joins the bound in the step that matches the
@@ -26,9 +27,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from index.codes import merge_ranges
-from query.estimates import ItemEstimates
-from query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
+from uncertain_cep.index.codes import merge_ranges
+from uncertain_cep.query.estimates import ItemEstimates
+from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
 
 __all__ = ["selectivity"]
 

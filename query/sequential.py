@@ -19,8 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from query.estimates import ItemEstimates
-from query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
+from uncertain_cep.query.estimates import ItemEstimates
+from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
 
 __all__ = ["sequential"]
 

@@ -1,5 +1,6 @@
 """Evaluation strategies, one module each, behind one protocol (sqlglot's one rule per
-module). Every strategy takes a :class:`~query.evaluation.QueryContext` and returns the
+module). Every strategy takes a :class:`~uncertain_cep.query.evaluation.QueryContext` and returns
+the
 answer rows; they differ only in how they search, never in the answer (SEMANTICS A4).
 
 >>> sorted(s.value for s in StrategyName)
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from query.evaluation import Match, QueryContext
-from query.selectivity import selectivity
-from query.sequential import sequential
-from query.tree_traversal import tree_traversal
 from uncertain_cep.errors import ParamEnum
+from uncertain_cep.query.evaluation import Match, QueryContext
+from uncertain_cep.query.selectivity import selectivity
+from uncertain_cep.query.sequential import sequential
+from uncertain_cep.query.tree_traversal import tree_traversal
 
 __all__ = ["INDEX_STRATEGIES", "Strategy", "StrategyName", "get_strategy"]
 
@@ -47,7 +48,7 @@ INDEX_STRATEGIES: dict[str, Strategy] = {
 
 def get_strategy(name: str) -> Strategy:
     """The index strategy called ``name``; ``possible_worlds`` needs no index and is run by
-    :func:`query.possible_worlds.possible_worlds` instead."""
+    :func:`uncertain_cep.query.possible_worlds.possible_worlds` instead."""
     value = StrategyName.get_value(name)
     if value not in INDEX_STRATEGIES:
         raise KeyError(value)

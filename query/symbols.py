@@ -7,7 +7,7 @@ constrain the same random value.
 
 >>> import pandas as pd
 >>> from uncertain_cep.model.events import read_archive
->>> from query.patterns import Between, InSet, Symbol
+>>> from uncertain_cep.query.patterns import Between, InSet, Symbol
 >>> archive = read_archive(pd.DataFrame({"event_id": [1, 2], "group": [0, 0],
 ...     "t_lo": [0, 1], "t_hi": [0, 1], "x_lo": [0.0, 2.0], "x_hi": [4.0, 2.0],
 ...     "tag": ["a", "b"]}))
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from query.patterns import SequencePattern, Symbol
 from uncertain_cep.errors import QueryError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.probability import interval_mass
+from uncertain_cep.query.patterns import SequencePattern, Symbol
 
 __all__ = ["check_symbols", "symbol_box", "symbol_probability"]
 

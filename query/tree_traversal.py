@@ -6,7 +6,7 @@ subtree below its last node (child trees of virtual nodes entered, then what fol
 enclosing tree), and for every other group its trees from the roots. Walks stop where
 instants pass the window, since instants grow along every path. Probabilities, pruning and
 negations are the same exact ones as the index strategies use
-(:mod:`query.evaluation`), so answers are identical; only the search differs.
+(:mod:`uncertain_cep.query.evaluation`), so answers are identical; only the search differs.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from index.forest import REAL, VIRTUAL, GroupForest
-from query.chains import extension_factor
-from query.evaluation import Entry, Match, QueryContext, StepTimer
+from uncertain_cep.index.forest import REAL, VIRTUAL, GroupForest
+from uncertain_cep.query.chains import extension_factor
+from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer
 
 __all__ = ["tree_traversal"]
 

@@ -10,9 +10,6 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-# The index raises the recursion limit on import; do it before hypothesis records it.
-import index.event_index  # noqa: F401
-
 settings.register_profile("ci", max_examples=300, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.filter_too_much])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 from hypothesis import strategies as st
 
-from uncertain_cep.model.relations import ALLEN_RELATIONS, HierarchyOperator
+from uncertain_cep.interval.relations import ALLEN_RELATIONS, HierarchyOperator
 
 # Constraints over A, B, C of the reference's own property test.
 CONSTRAINTS = ["A meets; overlaps; before B", "B during; starts C", "A SEQ C", "A followed_by C",

@@ -11,7 +11,14 @@ from __future__ import annotations
 import pandas as pd
 from hypothesis import strategies as st
 
-from query.patterns import Between, Comparison, InSet, PatternItem, SequencePattern, Symbol
+from uncertain_cep.query.patterns import (
+    Between,
+    Comparison,
+    InSet,
+    PatternItem,
+    SequencePattern,
+    Symbol,
+)
 
 __all__ = ["archives", "patterns", "single_groups"]
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from random_archives import archives
 
 import uncertain_cep as uc
-from index.event_index import float_down, float_up
+from uncertain_cep.index.event_index import float_down, float_up
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = """PATTERN SEQ(A, NOT C, B)
@@ -56,10 +56,24 @@ def test_an_unknown_attribute_raises_attribute_error():
     assert not hasattr(uc, "build_indexes")
 
 
-@pytest.mark.parametrize("first", ["index", "query", "index.event_index", "query.language"])
-def test_importing_a_subpackage_first_has_no_import_cycle(first):
+@pytest.mark.parametrize("first", ["uncertain_cep.index", "uncertain_cep.query",
+                                   "uncertain_cep.interval", "uncertain_cep.index.event_index",
+                                   "uncertain_cep.query.language"])
+def test_importing_a_layer_first_then_the_facade_works(first):
     code = f"import {first}; import uncertain_cep as uc; uc.build_index; uc.parse_query"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_files_named_index_or_query_in_the_working_folder_do_not_shadow_the_package(
+        tmp_path):
+    for name in ("index", "query", "model", "interval"):
+        (tmp_path / f"{name}.py").write_text("raise SystemExit('the user file was imported')\n")
+    code = ("import uncertain_cep as uc, uncertain_cep.query.chains, uncertain_cep.index.codes; "
+            "import pandas as pd; "
+            "uc.build_index(pd.DataFrame({'event_id': [1], 'group': 0, 't_lo': [0], 't_hi': [0]}))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 

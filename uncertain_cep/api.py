@@ -22,20 +22,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from index.codes import in_ranges
-from index.event_index import BuildSettings, EventIndex
-from index.forest import GroupForest
-from index.summary import IndexSummary
-from query.chains import chain_probability
-from query.evaluation import Match, QueryContext
-from query.explain import Explanation
-from query.language import parse_query
-from query.patterns import SequencePattern
-from query.possible_worlds import possible_worlds
-from query.strategies import StrategyName, get_strategy
 from uncertain_cep.errors import InputError, ParamEnum
+from uncertain_cep.index.codes import in_ranges
+from uncertain_cep.index.event_index import BuildSettings, EventIndex
+from uncertain_cep.index.forest import GroupForest
+from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.query.chains import chain_probability
+from uncertain_cep.query.evaluation import Match, QueryContext
+from uncertain_cep.query.explain import Explanation
+from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.possible_worlds import possible_worlds
+from uncertain_cep.query.strategies import StrategyName, get_strategy
 from uncertain_cep.results import QueryResult
 
 __all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index",
@@ -93,7 +93,7 @@ class UncertainIndex:
     def describe(self) -> IndexSummary:
         """A summary of the index: groups, events, OI-trees and nodes (Zhou et al. 4.1),
         the largest tree, the code and time ranges, attributes, build parameters, and per
-        group its events and nodes (:class:`~index.summary.IndexSummary`).
+        group its events and nodes (:class:`~uncertain_cep.index.summary.IndexSummary`).
 
         Read from what the index holds, without rebuilding trees; an index built here and
         the same index reopened with :func:`open_index` give equal summaries (only
@@ -131,7 +131,8 @@ class UncertainIndex:
         Parameters
         ----------
         query
-            Query text (SEMANTICS C, part A) or a :class:`~query.patterns.SequencePattern`.
+            Query text (SEMANTICS C, part A) or a
+            :class:`~uncertain_cep.query.patterns.SequencePattern`.
         strategy
             ``"selectivity"`` (default: rarest item first, Zhou et al. 5.2),
             ``"sequential"`` (items in pattern order, 5.1), or the baselines
@@ -154,7 +155,7 @@ class UncertainIndex:
                 ) -> Explanation:
         """Evaluate ``query`` and report what the strategy did: the order items were
         matched in, estimated vs actual candidates per step, entries created (the paper's
-        xi), range queries and time per step (:mod:`query.explain`).
+        xi), range queries and time per step (:mod:`uncertain_cep.query.explain`).
 
         >>> import pandas as pd
         >>> idx = build_index(pd.DataFrame({"event_id": [1, 2], "group": 0,
@@ -219,8 +220,8 @@ class UncertainIndex:
 
     # ------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to a directory, atomically (see :mod:`index.storage`)."""
-        from index.storage import save_index
+        """Write the index to a directory, atomically (see :mod:`uncertain_cep.index.storage`)."""
+        from uncertain_cep.index.storage import save_index
 
         save_index(self._index, path)
 
@@ -333,7 +334,7 @@ def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "gr
 
 def open_index(path: str | os.PathLike[str]) -> UncertainIndex:
     """Open an index written by :meth:`UncertainIndex.save`."""
-    from index.storage import load_index_and_manifest
+    from uncertain_cep.index.storage import load_index_and_manifest
 
     index, manifest = load_index_and_manifest(path)
     # What describe() reports of where the index came from.

@@ -26,6 +26,7 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import os
 import sys
 from collections.abc import Sequence
@@ -34,11 +35,13 @@ from pathlib import Path
 import pandas as pd
 
 from uncertain_cep.dataset_commands import add_datasets_parser
+from uncertain_cep.errors import ParamEnum
 from uncertain_cep.files import check_table_path, write_table
 
 __all__ = ["main", "write_report"]
 
-SAMPLE = Path(__file__).resolve().parent.parent / "datasets" / "sample" / "office_rfid.parquet"
+# The bundled sample archive ships in the package (datasets/sample/ in the repository).
+SAMPLE = Path(str(importlib.resources.files("uncertain_cep.sample") / "office_rfid.parquet"))
 
 DEMO_QUERIES = {
     "corridor_skip": (
@@ -77,11 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="uncertain-cep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the main job on the bundled sample archive")
     demo.add_argument("--out", default="out/demo", help="output directory")
     demo.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    demo.add_argument("--engine", default="auto",
+                      help="where the index is built: spark, local (this process), or auto "
+                           "(default: Spark if pyspark is installed, else this process)")
     demo.set_defaults(run=_demo)
 
     build = sub.add_parser("build", help="validate an archive and write its index (Spark)")
@@ -179,6 +186,22 @@ def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     write_table(out, target)
 
 
+def _version() -> str:
+    """The package's version, with the Python and Spark it runs with."""
+    import platform
+
+    from uncertain_cep import __version__
+    from uncertain_cep.pipeline.session import spark_available
+
+    spark = "not installed"
+    if spark_available():
+        from importlib.metadata import version
+
+        spark = version("pyspark")
+    return (f"uncertain-cep {__version__} (Python {platform.python_version()}, "
+            f"pyspark {spark})")
+
+
 def _demo(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
 
@@ -186,9 +209,21 @@ def _demo(args: argparse.Namespace) -> int:
     archive = pd.read_parquet(SAMPLE)
     print(f"sample archive: {SAMPLE} ({len(archive)} readings of "
           f"{archive['person'].nunique()} people)")
-    summary = uc.build_index_spark(SAMPLE, out / "index", group_by="person", max_speed=2.0,
-                                   master=args.master)
-    print(f"Spark build: {summary}")
+    engine = DemoEngine.get_value(args.engine)
+    if engine == "auto":
+        from uncertain_cep.pipeline.session import spark_available
+
+        engine = "spark" if spark_available() else "local"
+        if engine == "local":
+            print("pyspark is not installed (pip install 'uncertain-cep[spark]'): building "
+                  "the index in this process")
+    if engine == "spark":
+        summary = uc.build_index_spark(SAMPLE, out / "index", group_by="person",
+                                       max_speed=2.0, master=args.master)
+        print(f"Spark build: {summary}")
+    else:
+        uc.build_index(SAMPLE, group_by="person", max_speed=2.0).save(out / "index")
+        print("built in this process")
     idx = uc.open_index(out / "index")
     print(f"opened {idx} from {out / 'index'}")
     for name, (title, text) in DEMO_QUERIES.items():
@@ -208,6 +243,14 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"\nreports written to {out}/*.csv; an HTML report of {name} to "
           f"{out / 'report.html'}")
     return 0
+
+
+class DemoEngine(ParamEnum):
+    """Where ``uncertain-cep demo`` builds the sample's index."""
+
+    auto = "auto"
+    spark = "spark"
+    local = "local"
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -268,9 +311,9 @@ def _query(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
-    from query.language import parse_query
-    from query.strategies import StrategyName
     from uncertain_cep.errors import InputError
+    from uncertain_cep.query.language import parse_query
+    from uncertain_cep.query.strategies import StrategyName
     from uncertain_cep.report import html_report, write_html_report
 
     text = _query_text(args.query)
@@ -293,8 +336,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _match(args: argparse.Namespace) -> int:
-    from query.temporal_language import parse_temporal_query
     from uncertain_cep.interval.api import MatchEngine
+    from uncertain_cep.interval.language import parse_temporal_query
 
     text = _query_text(args.query)
     # Everything that can be checked without data fails here, before Spark starts.

@@ -26,9 +26,9 @@ from interval_cases import (
 
 import bench.interval_baselines as baselines
 from bench.interval_baselines import duckdb_sql, match_duckdb, match_nested_loop
-from query.temporal_language import parse_temporal_query
 from uncertain_cep.errors import InputError, InvalidOptionError
 from uncertain_cep.interval import derive_situations, match_join, situations_from_intervals
+from uncertain_cep.interval.language import parse_temporal_query
 
 # Modest example counts: every example runs three matchers and a DuckDB query.
 FEW = settings(max_examples=100)

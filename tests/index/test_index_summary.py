@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from random_archives import archives
 
-import index.storage as storage
 import uncertain_cep as uc
-from index.oi_tree import PlanTree, plan_group
-from index.summary import IndexSummary
+import uncertain_cep.index.storage as storage
 from uncertain_cep.datasets import generate_office_rfid
+from uncertain_cep.index.oi_tree import PlanTree, plan_group
+from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed
 

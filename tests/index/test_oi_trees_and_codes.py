@@ -11,13 +11,14 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from random_archives import single_groups
 
-from index.codes import COMPACT, PAPER, in_ranges
-from index.forest import REAL, VIRTUAL, GroupForest, build_forest
-from index.oi_tree import GroupInfeasible, plan_group
-from query.chains import chain_probability
-from query.possible_worlds import enumerate_order_instances
+from uncertain_cep.index.codes import COMPACT, PAPER, in_ranges
+from uncertain_cep.index.forest import REAL, VIRTUAL, GroupForest
+from uncertain_cep.index.forest_builder import build_forest
+from uncertain_cep.index.oi_tree import GroupInfeasible, plan_group
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed
+from uncertain_cep.query.chains import chain_probability
+from uncertain_cep.query.possible_worlds import enumerate_order_instances
 
 
 def node_paths(forest: GroupForest, tree: int = 0) -> list[tuple[int, ...]]:

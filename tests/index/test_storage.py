@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from random_archives import archives, patterns
 
-import index.storage as storage
 import uncertain_cep as uc
+import uncertain_cep.index.storage as storage
 from uncertain_cep.errors import IndexFormatError
 
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example"

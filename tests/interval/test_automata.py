@@ -22,7 +22,6 @@ from interval_cases import (
 )
 
 import uncertain_cep as uc
-from query.temporal_language import parse_temporal_query
 from uncertain_cep.errors import InvalidOptionError
 from uncertain_cep.interval import (
     derive_situations,
@@ -32,7 +31,8 @@ from uncertain_cep.interval import (
     situations_from_intervals,
 )
 from uncertain_cep.interval.automata import AUTOMATA, LETTERS, encode, pair_automaton
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.language import parse_temporal_query
+from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
     HierarchyOperator,

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, target
 from interval_cases import AGGRESSIVE_DRIVERS, car, cases
 
-from query.temporal_language import parse_temporal_query
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.interval import derive_situations, match_brute_force
-from uncertain_cep.model.relations import allen_relation, lookup_relation
+from uncertain_cep.interval.language import parse_temporal_query
+from uncertain_cep.interval.relations import allen_relation, lookup_relation
 
 
 def table(*spans, **columns) -> pd.DataFrame:

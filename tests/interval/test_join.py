@@ -19,7 +19,6 @@ from interval_cases import (
 )
 
 import uncertain_cep as uc
-from query.temporal_language import parse_temporal_query
 from uncertain_cep.errors import InputError, InvalidOptionError, QueryError, QueryParseError
 from uncertain_cep.interval import (
     derive_situations,
@@ -28,6 +27,7 @@ from uncertain_cep.interval import (
     situations_from_intervals,
 )
 from uncertain_cep.interval.join_plan import evaluation_order
+from uncertain_cep.interval.language import parse_temporal_query
 
 BATCH_SIZES = st.sampled_from([1, 3, 1 << 20])
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from query.temporal_language import parse_temporal_query
 from uncertain_cep.errors import InputError, QueryError
 from uncertain_cep.interval import derive_situations, situations_from_intervals
+from uncertain_cep.interval.language import parse_temporal_query
 
 AGGREGATES = ("first", "last", "min", "max", "avg", "sum", "count")
 

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from query.language import parse_query
-from query.patterns import (
+from uncertain_cep.errors import QueryParseError
+from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.patterns import (
     Between,
     Comparison,
     InSet,
@@ -17,7 +18,6 @@ from query.patterns import (
     SequencePattern,
     Symbol,
 )
-from uncertain_cep.errors import QueryParseError
 
 SEMANTICS_C_QUERY = """\
 PATTERN SEQ(A, B, NOT C, D)

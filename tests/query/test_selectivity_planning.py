@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import uncertain_cep as uc
-from index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
-from query.estimates import ItemEstimates
-from query.evaluation import QueryContext
 from uncertain_cep.datasets import generate_synthetic
+from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
+from uncertain_cep.query.estimates import ItemEstimates
+from uncertain_cep.query.evaluation import QueryContext
 
 
 def _rare_and_common(n: int = 400, seed: int = 3) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 Point events become situations per symbol (:mod:`~uncertain_cep.interval.situations`,
 TPStream 4.3); the reference matcher (:mod:`~uncertain_cep.interval.brute_force`) finds
 every combination of situations that satisfies a
-:class:`~query.temporal_patterns.TemporalPattern`; the join engine
+:class:`~uncertain_cep.interval.patterns.TemporalPattern`; the join engine
 (:mod:`~uncertain_cep.interval.join`, TPStream 5.2 and 5.4) finds the same by range joins
 on sorted endpoints, the automata engine (:mod:`~uncertain_cep.interval.automata_join`,
 Chen et al. 3.2-3.3) by one automaton per related pair and natural joins;

@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from query.temporal_language import parse_temporal_query
-from query.temporal_patterns import TemporalPattern, seconds_per_unit
 from uncertain_cep.errors import InputError, ParamEnum, QueryError
 from uncertain_cep.interval.automata_join import match_automata
 from uncertain_cep.interval.brute_force import match_brute_force
 from uncertain_cep.interval.join import match_join
+from uncertain_cep.interval.language import parse_temporal_query
+from uncertain_cep.interval.patterns import TemporalPattern, seconds_per_unit
 from uncertain_cep.interval.situations import derive_situations, situations_from_intervals
 
 __all__ = ["MatchEngine", "match"]

@@ -53,7 +53,7 @@ import numpy as np
 
 from uncertain_cep.errors import InvalidOptionError
 from uncertain_cep.interval.join_steps import SymbolArrays
-from uncertain_cep.model.relations import AllenRelation, SuccessionRelation
+from uncertain_cep.interval.relations import AllenRelation, SuccessionRelation
 
 __all__ = ["AUTOMATA", "LETTERS", "PairAutomaton", "PairStream", "encode", "pair_automaton",
            "pair_stream"]

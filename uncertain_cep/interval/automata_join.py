@@ -21,7 +21,7 @@ Pair results, per kind of constraint:
   meets it (SEMANTICS B2), touching or not.
 * **Endpoint restrictions** have no automaton: they are applied in the join, as soon as
   both their symbols are bound, by the reference's own test
-  (:meth:`~uncertain_cep.model.relations.EndpointRestriction.evaluate`).
+  (:meth:`~uncertain_cep.interval.relations.EndpointRestriction.evaluate`).
 
 Every pair is also cut to the window on its own two situations (their span bounds the
 match's), and the window is checked again on every partial and on the full match, with
@@ -34,7 +34,7 @@ start, which is TPStream's t3 in every case) and of the endpoints each restricti
 SEMANTICS B3.
 
 >>> import pandas as pd
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A meets; before B "
 ...                          "WITHIN 10")
 >>> situations = {"A": pd.DataFrame({"ts": [0, 6], "te": [2, 8]}),
@@ -53,16 +53,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import FollowedBy, RelationConstraint, TemporalPattern
 from uncertain_cep.interval.automata import AUTOMATA, pair_stream
 from uncertain_cep.interval.join_steps import Step, SymbolArrays, symbol_arrays
-from uncertain_cep.interval.tables import answer_frame
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.patterns import FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.interval.relations import (
     AllenRelation,
     Endpoint,
     EndpointRestriction,
     SuccessionRelation,
 )
+from uncertain_cep.interval.tables import answer_frame
 
 __all__ = ["match_automata"]
 

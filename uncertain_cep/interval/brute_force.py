@@ -7,7 +7,7 @@ endpoint restrictions) and the window ``max(te) - min(ts) <= w``. It is quadrati
 and exists to be obviously right; the join engine is tested against it.
 
 >>> import pandas as pd
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A meets; before B "
 ...                          "WITHIN 10")
 >>> situations = {"A": pd.DataFrame({"ts": [0, 6], "te": [2, 8]}),
@@ -28,10 +28,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import FollowedBy, RelationConstraint, TemporalPattern
 from uncertain_cep.errors import PlanningError
+from uncertain_cep.interval.patterns import FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.interval.relations import AllenRelation, Endpoint, EndpointRestriction, holds
 from uncertain_cep.interval.tables import checked_situation_table
-from uncertain_cep.model.relations import AllenRelation, Endpoint, EndpointRestriction, holds
 
 __all__ = ["match_brute_force"]
 
@@ -45,7 +45,7 @@ def match_brute_force(situations: Mapping[str, pd.DataFrame], pattern: TemporalP
     ----------
     situations : mapping of symbol name to DataFrame
         Per symbol: the PARTITION BY columns, ``ts``, ``te`` and each RETURN aggregate's
-        :attr:`~query.temporal_patterns.ReturnItem.source_column`, as
+        :attr:`~uncertain_cep.interval.patterns.ReturnItem.source_column`, as
         :func:`~uncertain_cep.interval.situations.derive_situations` returns them.
     pattern : TemporalPattern
     time_unit : float or str, optional

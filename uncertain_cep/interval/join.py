@@ -24,7 +24,7 @@ situations only the next situation of A's symbol and the previous one of B's sym
 meet the gap ``[A.te, B.ts)``, an index lookup.
 
 >>> import pandas as pd
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A meets; before B "
 ...                          "WITHIN 10")
 >>> situations = {"A": pd.DataFrame({"ts": [0, 6], "te": [2, 8]}),
@@ -43,10 +43,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import TemporalPattern
 from uncertain_cep.errors import InvalidOptionError
 from uncertain_cep.interval.join_plan import evaluation_order
 from uncertain_cep.interval.join_steps import Step, SymbolArrays, plan_steps, symbol_arrays
+from uncertain_cep.interval.patterns import TemporalPattern
 from uncertain_cep.interval.tables import answer_frame
 
 __all__ = ["match_join"]

@@ -16,7 +16,7 @@ The estimate here needs only sizes, the window and how restrictive each constrai
 * a conjunction leaves at most its most restrictive member; a symbol with no constraint
   to the bound ones joins as a cross product (within the window).
 
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0, C AS y > 0 "
 ...                          "PATTERN A before B AND B meets C")
 >>> evaluation_order(q, {"A": 100, "B": 500, "C": 50})
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from query.temporal_patterns import FollowedBy, RelationConstraint, TemporalPattern
-from uncertain_cep.model.relations import AllenRelation, inverse
+from uncertain_cep.interval.patterns import FollowedBy, RelationConstraint, TemporalPattern
+from uncertain_cep.interval.relations import AllenRelation, inverse
 
 __all__ = ["evaluation_order", "expected_partners"]
 
@@ -47,7 +47,7 @@ def expected_partners(pattern: TemporalPattern, new: str, bound: frozenset[str] 
     ``per_partition`` is ``new``'s situations per partition, ``window_share`` the share of
     a partition the window leaves (1 without a window).
 
-    >>> from query.temporal_language import parse_temporal_query
+    >>> from uncertain_cep.interval.language import parse_temporal_query
     >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A before; meets B")
     >>> expected_partners(q, "B", {"A"}, 40), expected_partners(q, "B", {"A"}, 40, 0.1)
     (21.0, 3.0)

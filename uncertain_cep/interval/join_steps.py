@@ -23,19 +23,24 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
-from uncertain_cep.interval.tables import (
-    checked_situation_table,
-    is_lexsorted,
-    partition_ids,
+from uncertain_cep.interval.patterns import (
+    Constraint,
+    FollowedBy,
+    RelationConstraint,
+    TemporalPattern,
 )
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
     Endpoint,
     EndpointRestriction,
     definition,
     holds,
+)
+from uncertain_cep.interval.tables import (
+    checked_situation_table,
+    is_lexsorted,
+    partition_ids,
 )
 
 __all__ = ["Step", "SymbolArrays", "plan_steps", "symbol_arrays"]

@@ -7,11 +7,11 @@ a run still true at the partition's last event ends ``tick`` after that event an
 flagged ``open_end``. Duration bounds keep situations with ``te - ts`` in range.
 
 Each symbol's table has the partition columns, ``ts``, ``te``, ``open_end`` and one column
-per aggregate RETURN needs (:attr:`query.temporal_patterns.ReturnItem.source_column`),
+per aggregate RETURN needs (:attr:`uncertain_cep.interval.patterns.ReturnItem.source_column`),
 sorted by (partition, ts).
 
 >>> import pandas as pd
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("PARTITION BY car DEFINE A AS v > 5 AT LEAST 2, B AS v < 0 "
 ...                          "PATTERN A meets B RETURN max(A.v) AS top")
 >>> events = pd.DataFrame({"car": [1, 1, 1, 1, 1, 2, 2], "time": [0, 1, 3, 4, 6, 0, 5],
@@ -33,8 +33,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import Aggregate, TemporalPattern
 from uncertain_cep.errors import InputError, QueryError
+from uncertain_cep.interval.patterns import Aggregate, TemporalPattern
 from uncertain_cep.interval.tables import is_lexsorted, plain_numbers
 
 __all__ = ["SITUATION_COLUMNS", "derive_situations", "situations_from_intervals"]
@@ -121,7 +121,7 @@ def situations_from_intervals(intervals: pd.DataFrame, pattern: TemporalPattern,
     ``<column>`` itself, taken as the situation's one value (``count`` is then 1).
 
     >>> import pandas as pd
-    >>> from query.temporal_language import parse_temporal_query
+    >>> from uncertain_cep.interval.language import parse_temporal_query
     >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A before B")
     >>> rows = pd.DataFrame({"ts": [5, 0], "te": [7, 2], "symbol": ["A", "A"]})
     >>> situations_from_intervals(rows, q)["A"]

@@ -6,7 +6,7 @@ Chen et al. 3.3) takes one table per symbol and must answer in exactly the same 
 the input check, the partition ids, the answer's form and ``detected_at`` live here once.
 
 >>> import pandas as pd
->>> from query.temporal_language import parse_temporal_query
+>>> from uncertain_cep.interval.language import parse_temporal_query
 >>> q = parse_temporal_query("DEFINE A AS x > 0, B AS x < 0 PATTERN A before B")
 >>> checked_situation_table({"A": pd.DataFrame({"ts": [5, 0], "te": [7, 2]})}, "A", q)
    ts  te
@@ -23,9 +23,14 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from query.temporal_patterns import Constraint, FollowedBy, RelationConstraint, TemporalPattern
 from uncertain_cep.errors import InputError
-from uncertain_cep.model.relations import Endpoint, EndpointRestriction
+from uncertain_cep.interval.patterns import (
+    Constraint,
+    FollowedBy,
+    RelationConstraint,
+    TemporalPattern,
+)
+from uncertain_cep.interval.relations import Endpoint, EndpointRestriction
 
 __all__ = ["answer_frame", "checked_situation_table", "detected_at", "is_lexsorted",
            "partition_ids", "plain_numbers"]

@@ -10,7 +10,7 @@
    build with the first reasons, or, when asked to, are kept in ``rejected_rows`` /
    ``rejected_groups`` tables of the index.
 5. Stream the events table once more to load the R*-tree file and the statistics, write
-   the manifest, and rename the draft into place (:func:`index.storage.finish_index`).
+   the manifest, and rename the draft into place (:func:`uncertain_cep.index.storage.finish_index`).
 
 The driver never collects rows of the archive: only schemas, counts, duplicate ids and a
 few example reasons.
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from index.event_index import BuildSettings
-from index.storage import IndexDraft, finish_index
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
+from uncertain_cep.index.event_index import BuildSettings
+from uncertain_cep.index.storage import IndexDraft, finish_index
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.pipeline.group_builder import (

@@ -7,13 +7,14 @@ so a task sees every group whole and one after another. For each group it
    (:func:`~uncertain_cep.model.events.read_archive`), setting bad rows aside with the
    reason, naming the input file and row;
 2. builds the group's forest with the in-process builder
-   (:func:`~index.event_index.build_group_forest`) in canonical event order;
+   (:func:`~uncertain_cep.index.event_index.build_group_forest`) in canonical event order;
 3. appends the group's events (with their positions, feasible instants and code ranges),
    nodes and trees to this task's Parquet files in the draft index directory.
 
 Files are written under a temporary name and renamed when the task completes, so a
 retried task replaces its own output and a failed build leaves only a draft that
-:func:`index.storage.load_index` never accepts. No Spark import here: the module is plain
+:func:`uncertain_cep.index.storage.load_index` never accepts. No Spark import here: the module is
+plain
 Python and testable without a cluster.
 """
 
@@ -30,10 +31,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from index.event_index import BuildSettings, build_group_forest
-from index.storage import EVENT_COLUMNS
-from index.tables import forest_tables, group_extents
 from uncertain_cep.errors import IndexBuildError, InputError
+from uncertain_cep.index.event_index import BuildSettings, build_group_forest
+from uncertain_cep.index.storage import EVENT_COLUMNS
+from uncertain_cep.index.tables import forest_tables, group_extents
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
 
 __all__ = ["FILE_COLUMN", "ROW_COLUMN", "SUMMARY_COLUMNS", "GroupJob", "build_partition"]

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from query.temporal_language import parse_temporal_query
 from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
 from uncertain_cep.interval.api import MatchEngine, match
+from uncertain_cep.interval.language import parse_temporal_query
 from uncertain_cep.pipeline.build_job import input_files
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from index.storage import read_manifest, table_files
-from query.language import parse_query
-from query.symbols import check_symbols
 from uncertain_cep.errors import PlanningError, UncertainCepError
+from uncertain_cep.index.storage import read_manifest, table_files
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES, evaluate_slice, plan_slices
+from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.symbols import check_symbols
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,9 +15,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "spark_session"]
+__all__ = ["DEFAULT_MASTER", "spark_available", "spark_session"]
 
 DEFAULT_MASTER = "local[*]"
+
+
+def spark_available() -> bool:
+    """Whether pyspark is installed (the ``spark`` extra), without importing it."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyspark") is not None
 
 
 def spark_session(master: str | None = None) -> SparkSession:
@@ -34,11 +41,13 @@ def spark_session(master: str | None = None) -> SparkSession:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     try:
         from pyspark.sql import SparkSession
-    except ImportError as e:  # pragma: no cover - pyspark is a dependency
+    except ImportError as e:
         from uncertain_cep.errors import UncertainCepError
 
-        raise UncertainCepError("the Spark pipeline needs pyspark; reinstall uncertain-cep "
-                                "(bash scripts/setup.sh)") from e
+        raise UncertainCepError(
+            "the Spark jobs need pyspark, an optional dependency: pip install "
+            "'uncertain-cep[spark]' (and Java 17+); building and querying in this process "
+            "need no Spark (uc.build_index, --engine local)") from e
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active

@@ -10,8 +10,9 @@ its first event, so the slice needs exactly the events with ``t_max >= lo`` and
 
 Of each group it loads the OI-trees whose interval meets the interval spanned by those
 events. A parent tree's interval contains its child trees', so that set is closed under
-parent trees, which is all the probability computations climb (:mod:`query.chains`);
-trees outside it keep only their tree-level rows (:func:`index.tables.forest_from_frames`).
+parent trees, which is all the probability computations climb (:mod:`uncertain_cep.query.chains`);
+trees outside it keep only their tree-level rows
+(:func:`uncertain_cep.index.tables.forest_from_frames`).
 Answers are exactly those of the whole index; this module has no Spark in it, so the
 equality is tested in-process as well as through the Spark engine.
 """
@@ -27,18 +28,18 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as pads
 
-from index.event_index import EventIndex
-from index.storage import (
+from uncertain_cep.errors import PlanningError
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.storage import (
     archive_from_events,
     forests_from_tables,
     read_statistics,
     settings_from_json,
     table_files,
 )
-from query.evaluation import QueryContext
-from query.language import parse_query
-from query.strategies import get_strategy
-from uncertain_cep.errors import PlanningError
+from uncertain_cep.query.evaluation import QueryContext
+from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.strategies import get_strategy
 
 __all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "plan_slices"]
 

@@ -2,11 +2,11 @@
 
 A pattern (TPStream section 3, Definitions 7 and 11) defines situations by conditions on
 point events, relates pairs of situations by constraints, bounds the match by a window and
-names the aggregates to return. :func:`query.temporal_language.parse_temporal_query` builds
+names the aggregates to return. :func:`uncertain_cep.interval.language.parse_temporal_query` builds
 one from query text; ``str(pattern)`` gives text that parses back to an equal pattern.
 
->>> from query.temporal_conditions import Column, Compare, Literal
->>> from uncertain_cep.model.relations import AllenRelation as R
+>>> from uncertain_cep.interval.conditions import Column, Compare, Literal
+>>> from uncertain_cep.interval.relations import AllenRelation as R
 >>> p = TemporalPattern(
 ...     symbols=(SituationDefinition("A", Compare(Column("x"), ">", Literal(8)),
 ...                                  min_duration=Duration(5, "s")),
@@ -33,9 +33,9 @@ import numbers
 import re
 from dataclasses import dataclass
 
-from query.temporal_conditions import Condition, _check_condition
 from uncertain_cep.errors import InvalidOptionError, ParamEnum, QueryError, QueryParseError
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.conditions import Condition, _check_condition
+from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
     EndpointRestriction,

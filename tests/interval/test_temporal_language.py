@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 from interval_cases import AGGRESSIVE_DRIVERS
 
-from query.temporal_conditions import And, Column, Compare, Literal, Not, Or
-from query.temporal_language import parse_temporal_query
-from query.temporal_patterns import (
+from uncertain_cep.errors import QueryError, QueryParseError
+from uncertain_cep.interval.conditions import And, Column, Compare, Literal, Not, Or
+from uncertain_cep.interval.language import parse_temporal_query
+from uncertain_cep.interval.patterns import (
     Aggregate,
     Duration,
     FollowedBy,
@@ -20,9 +21,8 @@ from query.temporal_patterns import (
     TemporalPattern,
     TimeUnit,
 )
-from uncertain_cep.errors import QueryError, QueryParseError
-from uncertain_cep.model.relations import AllenRelation as R
-from uncertain_cep.model.relations import Endpoint, EndpointRestriction
+from uncertain_cep.interval.relations import AllenRelation as R
+from uncertain_cep.interval.relations import Endpoint, EndpointRestriction
 
 SEMANTICS_C_QUERY = AGGRESSIVE_DRIVERS
 

@@ -16,7 +16,7 @@ either order, ``B finishes C`` counts for ``C finished_by B``), a hierarchy oper
 endpoint restrictions (``A.ts < C.ts <= B.te``, ISEQ's TList). Relation names take any
 case and ``_`` or ``-``. Durations and windows are numbers in the data's unit or carry a
 unit (``5s``, ``30 SECONDS``, ``5 MINUTES``, ``2 HOURS``, also ms, min, h, days); the
-pattern keeps it (:class:`~query.temporal_patterns.Duration`) and the matcher converts with
+pattern keeps it (:class:`~uncertain_cep.interval.patterns.Duration`) and the matcher converts with
 the ``time_unit`` of the data. Columns may be qualified by the source's name or alias
 (``CS.accel``). ``-- comments`` run to the end of the line.
 
@@ -45,7 +45,8 @@ from contextlib import contextmanager
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
-from query.parse_errors import (
+from uncertain_cep.errors import InvalidOptionError, QueryParseError
+from uncertain_cep.grammar import (
     COMMON_TERMINALS,
     TERMINAL_WORDS,
     keyword_terminals,
@@ -54,8 +55,8 @@ from query.parse_errors import (
     tokens,
     unquote,
 )
-from query.temporal_conditions import And, Column, Compare, Condition, Literal, Not, Or
-from query.temporal_patterns import (
+from uncertain_cep.interval.conditions import And, Column, Compare, Condition, Literal, Not, Or
+from uncertain_cep.interval.patterns import (
     Aggregate,
     Constraint,
     Duration,
@@ -67,8 +68,7 @@ from query.temporal_patterns import (
     TimeUnit,
     _pattern_problem,
 )
-from uncertain_cep.errors import InvalidOptionError, QueryParseError
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.relations import (
     AllenRelation,
     Endpoint,
     EndpointRestriction,
@@ -153,7 +153,7 @@ _TERMINAL_WORDS = {
 
 
 def parse_temporal_query(text: str) -> TemporalPattern:
-    """Parse part-B query text into a :class:`~query.temporal_patterns.TemporalPattern`.
+    """Parse part-B query text into a :class:`~uncertain_cep.interval.patterns.TemporalPattern`.
 
     Raises
     ------

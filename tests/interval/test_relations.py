@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from uncertain_cep.errors import InputError, InvalidOptionError
-from uncertain_cep.model.relations import (
+from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
     EndpointRestriction,

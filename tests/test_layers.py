@@ -1,0 +1,139 @@
+"""The package reads bottom-up: each layer imports only the layers below it (and its own
+group), the imports form no cycle, and only the pipeline touches Spark.
+
+The layers, bottom to top (issue "One namespace"): errors and the shared query-text
+helpers; the data model (and the generators beside it); the index; the two engines, part
+A's query evaluation and part B's temporal wing, which never import each other; the Spark
+pipeline; the public API, results, reports and the command line. Every import counts here,
+those made inside functions or only for type checkers too: a lazy import running upward is
+still an upward dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from project_modules import modules
+
+# Bottom to top; each layer is a list of groups, each group a list of module prefixes.
+LAYERS: list[list[list[str]]] = [
+    [["uncertain_cep.errors", "uncertain_cep.files", "uncertain_cep.grammar"]],
+    [["uncertain_cep.model"], ["uncertain_cep.datasets"], ["uncertain_cep.sample"]],
+    [["uncertain_cep.index"]],
+    [["uncertain_cep.query"], ["uncertain_cep.interval"]],
+    [["uncertain_cep.pipeline"]],
+    [["uncertain_cep", "uncertain_cep.api", "uncertain_cep.results", "uncertain_cep.report",
+      "uncertain_cep.cli", "uncertain_cep.dataset_commands", "uncertain_cep.__main__"]],
+]
+SPARK_LAYER = "uncertain_cep.pipeline"
+
+
+def place(module: str) -> tuple[int, int]:
+    """(layer, group) of a module: the entry that is its longest prefix."""
+    best: tuple[int, tuple[int, int]] | None = None
+    for layer, groups in enumerate(LAYERS):
+        for group, prefixes in enumerate(groups):
+            for prefix in prefixes:
+                if module == prefix or module.startswith(prefix + "."):
+                    # The bare facade "uncertain_cep" matches only itself.
+                    if prefix == "uncertain_cep" and module != prefix:
+                        continue
+                    if best is None or len(prefix) > best[0]:
+                        best = (len(prefix), (layer, group))
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+    return best[1]
+
+
+def imports(path: Path, own: str) -> set[str]:
+    """Every module named by an import in the file (relative imports resolved)."""
+    out = set()
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            out.add(base)
+            out.update(f"{base}.{alias.name}" for alias in node.names)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    """Project module -> the project modules it imports (a package's own submodules and
+    names that are not modules are left out)."""
+    known = modules()
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = set()
+        for imported in imports(path, name):
+            while imported and imported not in known:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name and not imported.startswith(name + "."):
+                targets.add(imported)
+        edges[name] = targets
+    return edges
+
+
+def test_every_package_folder_is_shipped():
+    found = {name for name, path in modules().items() if path.name == "__init__.py"}
+    for name, path in modules().items():
+        for sub in path.parent.iterdir():
+            if path.name == "__init__.py" and (sub / "__init__.py").is_file():
+                assert f"{name}.{sub.name}" in found, (
+                    f"{sub} is a package missing from [tool.setuptools] packages in "
+                    "pyproject.toml")
+
+
+def test_nothing_outside_the_namespace_ships():
+    assert all(name.split(".")[0] == "uncertain_cep" for name in modules())
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_module_imports_only_layers_below_it_or_its_own_group(module):
+    layer, group = place(module)
+    for target in sorted(graph()[module]):
+        t_layer, t_group = place(target)
+        assert t_layer < layer or (t_layer, t_group) == (layer, group), (
+            f"{module} (layer {layer}) imports {target} (layer {t_layer}, another group): "
+            "an import may only run downward")
+
+
+def test_project_modules_import_each_other_without_cycles():
+    edges = graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t):] + [t]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+
+
+def test_only_the_pipeline_imports_spark():
+    for name, path in modules().items():
+        if name.startswith(SPARK_LAYER):
+            continue
+        spark = sorted(i for i in imports(path, name) if i.split(".")[0] == "pyspark")
+        assert not spark, f"{name} imports {spark}: Spark belongs to {SPARK_LAYER}"
+
+
+def test_layers_cover_the_namespace():
+    for module in modules():
+        place(module)
