@@ -163,9 +163,9 @@ def query_comparison(events: int, groups: int, per_n: int, seed: int,
                 "n": n, "negation": k % 3 == 2, "matches": len(seq),
                 "sequential_compact_s": t_seq, "sequential_paper_s": t_seq_p,
                 "tree_traversal_s": t_tt,
-                "entries": seq.attrs["stats"]["entries_created"],
-                "range_queries_compact": seq.attrs["stats"]["range_queries"],
-                "range_queries_paper": seq_p.attrs["stats"]["range_queries"]})
+                "entries": seq.stats.entries_created,
+                "range_queries_compact": seq.stats.range_queries,
+                "range_queries_paper": seq_p.stats.range_queries})
         print("queries n =", n, flush=True)
     return rows
 

@@ -143,7 +143,7 @@ for q in queries:
     out["queries"].append({"seconds": time.perf_counter() - t, "matches": len(res),
                            "answer": [[list(map(str, e)), c] for e, c in
                                       zip(res["events"], res["confidence"])],
-                           "stats": {k: v for k, v in res.attrs["stats"].items()
+                           "stats": {k: v for k, v in vars(res.stats).items()
                                      if k != "steps"}})
 print("RESULT", json.dumps(out))
 """

@@ -132,9 +132,9 @@ def measure(idx: uc.UncertainIndex, counter: NodeReadCounter, text: str, strateg
         signal.setitimer(signal.ITIMER_REAL, 0)
     seconds = time.perf_counter() - started
     log, ei.search_log = ei.search_log, None
-    stats = res.attrs["stats"]
+    stats = res.stats
     return {"strategy": strategy, "timed_out": False, "seconds": seconds,
-            "entries": stats["entries_created"], "range_queries": stats["range_queries"],
+            "entries": stats.entries_created, "range_queries": stats.range_queries,
             "node_reads": counter.replay(log) if log is not None else None,
             "matches": len(res)}, res
 

@@ -20,7 +20,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,10 +32,10 @@ from uncertain_cep.query.chains import (
     weighted_chain_probability,
 )
 from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.stats import QueryStats, StepStats
 from uncertain_cep.query.symbols import check_symbols, symbol_box, symbol_probability
 
-__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "QueryStats", "StepTimer",
-           "nodes_between"]
+__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "StepTimer", "nodes_between"]
 
 TOLERANCE = 1e-9
 
@@ -61,23 +61,6 @@ class Match:
     t_last: int
 
 
-@dataclass
-class QueryStats:
-    """Counters every strategy fills; returned with each result."""
-
-    entries_created: int = 0       # the paper's xi
-    range_queries: int = 0
-    candidates: int = 0            # events returned by range queries
-    tuples_pruned: int = 0
-    steps: list[dict[str, object]] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, object]:
-        return {"entries_created": self.entries_created, "range_queries": self.range_queries,
-                "candidates": self.candidates, "tuples_pruned": self.tuples_pruned,
-                "steps": self.steps, "seconds": self.seconds}
-
-
 class StepTimer:
     """Records one step of a strategy in :attr:`QueryStats.steps`: the items matched (and
     by how many partial tuples), estimated and actual candidates (distinct pairs of a
@@ -93,12 +76,12 @@ class StepTimer:
     def done(self, items: dict[str, int], estimated: float | None, candidates: int,
              kept: int) -> None:
         stats = self.ctx.stats
-        stats.steps.append({
-            "step": len(stats.steps) + 1, "items": items,
-            "estimated": None if estimated is None else round(estimated, 3),
-            "candidates": candidates, "created": stats.entries_created - self.created,
-            "kept": kept, "range_queries": stats.range_queries - self.queries,
-            "seconds": round(time.perf_counter() - self.started, 6)})
+        stats.steps.append(StepStats(
+            step=len(stats.steps) + 1, items=items,
+            estimated=None if estimated is None else round(estimated, 3),
+            candidates=candidates, created=stats.entries_created - self.created,
+            kept=kept, range_queries=stats.range_queries - self.queries,
+            seconds=round(time.perf_counter() - self.started, 6)))
 
 
 class QueryContext:

@@ -15,16 +15,20 @@ It is exponential in group size; :data:`MAX_ASSIGNMENTS` bounds the enumeration.
 >>> from uncertain_cep.query.language import parse_query
 >>> df = pd.DataFrame({"event_id": ["a", "b"], "group": [0, 0], "t_lo": [1, 1],
 ...                    "t_hi": [2, 2], "x": [1.0, 2.0]})
->>> matches = possible_worlds(read_archive(df), parse_query(
+>>> matches = possible_worlds_answer(read_archive(df), parse_query(
 ...     "PATTERN SEQ(A, B) DEFINE A AS x < 1.5, B AS x > 1.5"))
 >>> [(m.events, m.confidence) for m in matches]
 [((0, 1), 0.5)]
+
+As a strategy (``strategy="possible_worlds"``), :func:`possible_worlds` takes the query
+context like the index strategies and reads only its archive, pattern and Condition 2.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,11 +36,12 @@ import numpy as np
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
-from uncertain_cep.query.evaluation import TOLERANCE, Match
+from uncertain_cep.query.evaluation import TOLERANCE, Match, QueryContext
 from uncertain_cep.query.patterns import SequencePattern
 from uncertain_cep.query.symbols import check_symbols, symbol_probability
 
-__all__ = ["MAX_ASSIGNMENTS", "enumerate_order_instances", "possible_worlds"]
+__all__ = ["MAX_ASSIGNMENTS", "enumerate_order_instances", "possible_worlds",
+           "possible_worlds_answer"]
 
 MAX_ASSIGNMENTS = 2_000_000
 
@@ -69,8 +74,18 @@ def enumerate_order_instances(t_lo: Sequence[int], t_hi: Sequence[int],
     return worlds
 
 
-def possible_worlds(archive: Archive, pattern: SequencePattern,
-                    condition2: PairConstraint | None = None) -> list[Match]:
+def possible_worlds(ctx: QueryContext) -> list[Match]:
+    """The baseline as a strategy: :func:`possible_worlds_answer` on the context's archive,
+    pattern and Condition 2 (the index itself is not used)."""
+    started = time.perf_counter()
+    matches = possible_worlds_answer(ctx.index.archive, ctx.pattern,
+                                     ctx.index.settings.condition2)
+    ctx.stats.seconds = time.perf_counter() - started
+    return matches
+
+
+def possible_worlds_answer(archive: Archive, pattern: SequencePattern,
+                           condition2: PairConstraint | None = None) -> list[Match]:
     """Every tuple whose confidence reaches the threshold, computed from the definition."""
     check_symbols(archive, pattern)
     members = archive.group_members()

@@ -1,12 +1,24 @@
 """Evaluation strategies, one module each, behind one protocol (sqlglot's one rule per
-module). Every strategy takes a :class:`~uncertain_cep.query.evaluation.QueryContext` and returns
-the
-answer rows; they differ only in how they search, never in the answer (SEMANTICS A4).
+module), in one registry. Every strategy takes a
+:class:`~uncertain_cep.query.evaluation.QueryContext` and returns the answer rows; they
+differ only in how they search, never in the answer (SEMANTICS A4).
+
+* ``selectivity`` (:mod:`~uncertain_cep.query.selectivity`, Zhou et al. 5.2): the rarest
+  item first, then the cheapest neighbour; the default.
+* ``sequential`` (:mod:`~uncertain_cep.query.sequential`, 5.1): items in pattern order.
+* ``tree_traversal`` (:mod:`~uncertain_cep.query.tree_traversal`): the paper's baseline,
+  walking the OI-trees.
+* ``possible_worlds`` (:mod:`~uncertain_cep.query.possible_worlds`): the definition,
+  enumerated; needs the whole archive, so it runs in this process only.
 
 >>> sorted(s.value for s in StrategyName)
 ['possible_worlds', 'selectivity', 'sequential', 'tree_traversal']
 >>> get_strategy("sequential").__name__
 'sequential'
+>>> get_strategy("fastest")
+Traceback (most recent call last):
+...
+uncertain_cep.errors.InvalidOptionError: 'fastest' is not a valid strategy name; ...
 """
 
 from __future__ import annotations
@@ -15,15 +27,16 @@ from typing import Protocol
 
 from uncertain_cep.errors import ParamEnum
 from uncertain_cep.query.evaluation import Match, QueryContext
+from uncertain_cep.query.possible_worlds import possible_worlds
 from uncertain_cep.query.selectivity import selectivity
 from uncertain_cep.query.sequential import sequential
 from uncertain_cep.query.tree_traversal import tree_traversal
 
-__all__ = ["INDEX_STRATEGIES", "Strategy", "StrategyName", "get_strategy"]
+__all__ = ["STRATEGIES", "Strategy", "StrategyName", "get_strategy"]
 
 
 class Strategy(Protocol):
-    """An index-based evaluation strategy."""
+    """An evaluation strategy: the answer rows of a query context."""
 
     __name__: str
 
@@ -39,17 +52,15 @@ class StrategyName(ParamEnum):
     possible_worlds = "possible_worlds"
 
 
-INDEX_STRATEGIES: dict[str, Strategy] = {
-    "selectivity": selectivity,
-    "sequential": sequential,
-    "tree_traversal": tree_traversal,
+STRATEGIES: dict[StrategyName, Strategy] = {
+    StrategyName.selectivity: selectivity,
+    StrategyName.sequential: sequential,
+    StrategyName.tree_traversal: tree_traversal,
+    StrategyName.possible_worlds: possible_worlds,
 }
 
 
-def get_strategy(name: str) -> Strategy:
-    """The index strategy called ``name``; ``possible_worlds`` needs no index and is run by
-    :func:`uncertain_cep.query.possible_worlds.possible_worlds` instead."""
-    value = StrategyName.get_value(name)
-    if value not in INDEX_STRATEGIES:
-        raise KeyError(value)
-    return INDEX_STRATEGIES[value]
+def get_strategy(name: str | StrategyName) -> Strategy:
+    """The strategy called ``name`` (an :class:`InvalidOptionError` lists the valid ones)."""
+    return STRATEGIES[StrategyName(StrategyName.get_value(
+        name.value if isinstance(name, StrategyName) else name))]

@@ -45,7 +45,7 @@ def test_a_query_result_is_the_answer_frame_with_its_context(index, result):
     plain = answer_frame(list(zip(result["events"], result["confidence"], result["t_first"],
                                   result["t_last"])))
     pd.testing.assert_frame_equal(pd.DataFrame(result), plain)
-    assert result.attrs["stats"]["strategy"] == "selectivity"
+    assert result.stats.strategy == "selectivity"
     assert result.query_text == TEXT and result.pattern_items == ("A", "B")
     archive = _archive().set_index("event_id")
     matched = {e for events in result["events"] for e in events}

@@ -34,7 +34,6 @@ from uncertain_cep.query.evaluation import Match, QueryContext
 from uncertain_cep.query.explain import Explanation
 from uncertain_cep.query.language import parse_query
 from uncertain_cep.query.patterns import SequencePattern
-from uncertain_cep.query.possible_worlds import possible_worlds
 from uncertain_cep.query.strategies import StrategyName, get_strategy
 from uncertain_cep.results import QueryResult
 
@@ -137,19 +136,19 @@ class UncertainIndex:
             ``"selectivity"`` (default: rarest item first, Zhou et al. 5.2),
             ``"sequential"`` (items in pattern order, 5.1), or the baselines
             ``"tree_traversal"`` and ``"possible_worlds"``. Strategies never change the
-            answer; ``res.attrs["stats"]`` shows what each did.
+            answer; ``res.stats`` shows what each did.
 
         Returns
         -------
         QueryResult
             A DataFrame with one row per tuple: ``events`` (event ids in pattern order),
             ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then
-            by event ids. ``res.attrs["stats"]`` holds the evaluation counters; in Jupyter
+            by event ids. ``res.stats`` holds the evaluation counters
+            (:class:`~uncertain_cep.query.stats.QueryStats`); in Jupyter
             it shows as a compact table, and ``res.plot()`` draws the matched events'
             possible times (:class:`~uncertain_cep.results.QueryResult`).
         """
-        frame, _ = self._evaluate(query, strategy, explain=False)
-        return frame
+        return self._evaluate(query, strategy, explain=False)
 
     def explain(self, query: str | SequencePattern, strategy: str = "selectivity"
                 ) -> Explanation:
@@ -164,28 +163,24 @@ class UncertainIndex:
         >>> ex.rows, ex.order
         (1, ['A@1', 'B@2'])
         """
-        frame, _ = self._evaluate(query, strategy, explain=True)
-        return Explanation.from_result(query if isinstance(query, str) else str(query), frame)
+        answer = self._evaluate(query, strategy, explain=True)
+        return Explanation(answer.query_text, len(answer), answer.stats, answer)
 
     def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool
-                  ) -> tuple[QueryResult, dict[str, Any]]:
+                  ) -> QueryResult:
         pattern = parse_query(query) if isinstance(query, str) else query
-        name = StrategyName.get_value(strategy)
+        name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
-        if name == "possible_worlds":
-            matches = possible_worlds(self.archive, pattern, self.settings.condition2)
-        else:
-            matches = get_strategy(name)(ctx)
+        ctx.stats.strategy = name.value
+        matches = get_strategy(name)(ctx)
         frame = self._frame(matches)
-        stats = {"strategy": name, **ctx.stats.as_dict()}
-        frame.attrs["stats"] = stats
         rows = {r for m in matches for r in m.events}
         times = {_plain(self.archive.event_ids[r]): (int(self.archive.t_lo[r]),
                                                      int(self.archive.t_hi[r]))
                  for r in rows}
-        result = QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
-                                items=_item_symbols(pattern), event_times=times)
-        return result, stats
+        return QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
+                              items=_item_symbols(pattern), event_times=times,
+                              stats=ctx.stats)
 
     def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
         ids = self.archive.event_ids
@@ -257,8 +252,8 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     rows, stats = query_spark(os.fspath(path), query, StrategyName.get_value(strategy),
                               master=master)
     frame = answer_frame(rows)
-    frame.attrs["stats"] = stats
     return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
+                          stats=stats,
                           event_times=_stored_event_times(Path(path),
                                                           {e for r in rows for e in r[0]}))
 

@@ -228,9 +228,9 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"opened {idx} from {out / 'index'}")
     for name, (title, text) in DEMO_QUERIES.items():
         res = idx.query(text)
-        stats = res.attrs["stats"]
+        stats = res.stats
         print(f"\n== {title}\n{text}\n-> {len(res)} matches "
-              f"({stats['entries_created']} candidate entries, {stats['seconds']:.2f} s)")
+              f"({stats.entries_created} candidate entries, {stats.seconds:.2f} s)")
         if len(res):
             shown = pd.concat([res.head(5), res.tail(3)]) if len(res) > 8 else res
             print(shown.to_string(index=False))
@@ -297,7 +297,7 @@ def _query(args: argparse.Namespace) -> int:
     else:
         res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
                              master=args.master)
-        explanation = uc.Explanation.from_result(text, res)
+        explanation = uc.Explanation(text, len(res), res.stats, res)
     if args.explain:
         print(explanation)
         print()

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError
+from uncertain_cep.query.stats import QueryStats
 
 __all__ = ["QueryResult"]
 
@@ -48,14 +49,16 @@ class QueryResult(pd.DataFrame):
 
     Build one with :meth:`of`; the index's ``query`` does. Attributes beyond the
     DataFrame's (named so as not to hide ``DataFrame.query`` and ``DataFrame.items``):
-    ``query_text``, ``pattern_items`` (the positive items' symbols in pattern order) and
-    ``event_times`` (event id -> ``(t_lo, t_hi)``, for the matched events).
+    ``query_text``, ``pattern_items`` (the positive items' symbols in pattern order),
+    ``event_times`` (event id -> ``(t_lo, t_hi)``, for the matched events) and ``stats``
+    (what the evaluation did, a :class:`~uncertain_cep.query.stats.QueryStats`).
     """
 
-    _metadata: ClassVar[list[str]] = ["query_text", "pattern_items", "event_times"]
+    _metadata: ClassVar[list[str]] = ["query_text", "pattern_items", "event_times", "stats"]
     query_text: str
     pattern_items: tuple[str, ...]
     event_times: dict[Any, tuple[int, int]]
+    stats: QueryStats
 
     @property
     def _constructor(self) -> type[pd.DataFrame]:
@@ -64,13 +67,15 @@ class QueryResult(pd.DataFrame):
 
     @classmethod
     def of(cls, frame: pd.DataFrame, *, query: str, items: Sequence[str],
-           event_times: Mapping[Any, tuple[int, int]]) -> QueryResult:
+           event_times: Mapping[Any, tuple[int, int]],
+           stats: QueryStats | None = None) -> QueryResult:
         """Wrap an answer table (its columns and ``attrs`` are kept as they are)."""
         out = cls(frame)
         out.attrs = dict(frame.attrs)
         out.query_text = query
         out.pattern_items = tuple(items)
         out.event_times = dict(event_times)
+        out.stats = stats if stats is not None else QueryStats()
         return out
 
     # ------------------------------------------------------------ display
@@ -84,8 +89,8 @@ class QueryResult(pd.DataFrame):
         return f"{n} match{'es' if n != 1 else ''}, confidence {spread}"
 
     def _repr_html_(self) -> str | None:
-        stats = self.attrs.get("stats", {})
-        strategy = f" ({html.escape(str(stats['strategy']))})" if "strategy" in stats else ""
+        name = self.stats.strategy
+        strategy = f" ({html.escape(name)})" if name else ""
         shown = pd.DataFrame(self.head(_SHOWN))
         more = len(self) - len(shown)
         rest = f"<p>... and {more} more</p>" if more > 0 else ""

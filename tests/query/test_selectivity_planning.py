@@ -58,7 +58,7 @@ def test_the_rarest_item_is_matched_first_and_extended_backward():
     assert ex.answer is not None and sequential.answer is not None
     pd.testing.assert_frame_equal(ex.answer, sequential.answer)
     # Starting from the rare item creates far fewer entries (the paper's xi).
-    assert ex.totals["entries_created"] * 5 < sequential.totals["entries_created"]
+    assert ex.stats.entries_created * 5 < sequential.stats.entries_created
 
 
 def test_a_middle_item_is_matched_between_its_neighbours():
@@ -80,17 +80,16 @@ def test_a_middle_item_is_matched_between_its_neighbours():
 
 def test_every_result_carries_per_step_counters():
     idx = uc.build_index(_rare_and_common())
-    stats = idx.query(RARE_LAST).attrs["stats"]
-    assert stats["strategy"] == "selectivity"
-    assert stats["entries_created"] == sum(s["created"] for s in stats["steps"])
-    assert stats["range_queries"] == sum(s["range_queries"] for s in stats["steps"])
-    for step in stats["steps"]:
-        assert set(step) == {"step", "items", "estimated", "candidates", "created", "kept",
-                             "range_queries", "seconds"}
-        assert step["kept"] <= step["created"]
+    stats = idx.query(RARE_LAST).stats
+    assert stats.strategy == "selectivity"
+    assert stats.entries_created == sum(s.created for s in stats.steps)
+    assert stats.range_queries == sum(s.range_queries for s in stats.steps)
+    assert [s.step for s in stats.steps] == list(range(1, len(stats.steps) + 1))
+    for step in stats.steps:
+        assert step.kept <= step.created
     # Sequential evaluation estimates only when asked to explain.
-    seq = idx.query(RARE_LAST, strategy="sequential").attrs["stats"]
-    assert all(s["estimated"] is None for s in seq["steps"])
+    seq = idx.query(RARE_LAST, strategy="sequential").stats
+    assert all(s.estimated is None for s in seq.steps)
 
 
 def test_explain_renders_text_and_html():

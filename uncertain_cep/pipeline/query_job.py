@@ -22,6 +22,7 @@ from uncertain_cep.index.storage import read_manifest, table_files
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES, evaluate_slice, plan_slices
 from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.stats import QueryStats
 from uncertain_cep.query.symbols import check_symbols
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ EVENTS_PER_SLICE = 250_000
 
 def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
                 master: str | None = None, spark: SparkSession | None = None,
-                slices: int | None = None) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
+                slices: int | None = None) -> tuple[list[tuple[Any, ...]], QueryStats]:
     """Answer rows and counters of ``query`` over the index at ``path``, on Spark."""
     started = time.perf_counter()
     if strategy not in SLICE_STRATEGIES:
@@ -57,7 +58,7 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
     window = pattern.within if pattern.within is not None else math.inf
     plan = plan_slices(root, manifest, window, n)
     if not plan:
-        return [], {"strategy": strategy, "engine": "spark", "slices": 0}
+        return [], QueryStats(strategy=strategy, engine="spark", slices=0)
 
     def run(pieces: Any) -> Any:
         for piece in pieces:
@@ -76,13 +77,9 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
     if errors:
         raise PlanningError(f"a time slice failed: {errors[0]}")
     rows = [v for kind, v in out if kind == "row"]
-    totals: dict[str, Any] = {"strategy": strategy, "engine": "spark", "slices": len(plan)}
-    for kind, v in out:
-        if kind == "stats":
-            for key in ("entries_created", "range_queries", "candidates", "tuples_pruned"):
-                totals[key] = totals.get(key, 0) + int(v.get(key, 0))
-    totals["seconds"] = time.perf_counter() - started
-    return rows, totals
+    parts = [v for kind, v in out if kind == "stats"]
+    return rows, QueryStats.merged(parts, engine="spark",
+                                   seconds=time.perf_counter() - started)
 
 
 def _empty_archive(root: Path, manifest: dict[str, Any]) -> Any:

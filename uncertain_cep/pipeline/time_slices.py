@@ -39,6 +39,7 @@ from uncertain_cep.index.storage import (
 )
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.stats import QueryStats
 from uncertain_cep.query.strategies import get_strategy
 
 __all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "plan_slices"]
@@ -84,7 +85,7 @@ def plan_slices(root: Path, manifest: dict[str, Any], window: float,
 
 def evaluate_slice(root: str | Path, manifest: dict[str, Any], piece: TimeSlice,
                    query: str, strategy: str = "selectivity"
-                   ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], dict[str, Any]]:
+                   ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows ``(event ids, confidence, t_first, t_last)`` of the tuples anchored in
     the slice, and the evaluation counters."""
     if strategy not in SLICE_STRATEGIES:
@@ -95,7 +96,7 @@ def evaluate_slice(root: str | Path, manifest: dict[str, Any], piece: TimeSlice,
     events = _scan(root, "events", (pads.field("_uc_t_max") >= piece.lo)
                    & (pads.field("_uc_t_min") <= _bound(piece.need_hi)))
     if events.empty:
-        return [], {}
+        return [], QueryStats(strategy=strategy)
     settings = settings_from_json(manifest["settings"], None)
     archive, layout = archive_from_events(events, group_by)
     labels = list(archive.group_labels)
@@ -107,12 +108,13 @@ def evaluate_slice(root: str | Path, manifest: dict[str, Any], piece: TimeSlice,
     index = EventIndex(archive, settings, forests, layout=layout,
                        statistics=read_statistics(root, manifest))
     ctx = QueryContext(index, parse_query(query))
+    ctx.stats.strategy = strategy
     ctx.first_rows = (layout.t_min >= piece.lo) & (layout.t_min < piece.hi)
     matches = get_strategy(strategy)(ctx)
     ids = archive.event_ids
     rows = [(tuple(_plain(ids[r]) for r in m.events), m.confidence, m.t_first, m.t_last)
             for m in matches if piece.lo <= layout.t_min[m.events[0]] < piece.hi]
-    return rows, ctx.stats.as_dict()
+    return rows, ctx.stats
 
 
 def _bound(x: float) -> int:

@@ -1,0 +1,75 @@
+"""What an evaluation did, as typed counters: totals and one record per step.
+
+Every strategy fills a :class:`QueryStats` (Zhou et al. 6.3 measure the paper's xi, the
+entries ever created, and the range queries issued); EXPLAIN
+(:class:`~uncertain_cep.query.explain.Explanation`) lays it out, and each answer carries
+it (``res.stats``). Time-sliced evaluation merges the counters of its slices.
+
+>>> s = QueryStats(strategy="sequential")
+>>> s.entries_created += 3
+>>> s.steps.append(StepStats(step=1, items={"A@1": 1}, estimated=None, candidates=3,
+...                          created=3, kept=3, range_queries=1, seconds=0.001))
+>>> total = QueryStats.merged([s, s], engine="spark")
+>>> total.entries_created, total.slices, total.steps
+(6, 2, [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["QueryStats", "StepStats"]
+
+
+@dataclass
+class StepStats:
+    """One step of a strategy: the items it matched (item label -> how many partial
+    tuples matched it there), estimated and actual candidates (distinct pairs of a partial
+    tuple and an event matching its item in its window), entries created and kept after
+    pruning, range queries issued and seconds."""
+
+    step: int
+    items: dict[str, int]
+    estimated: float | None
+    candidates: int
+    created: int
+    kept: int
+    range_queries: int
+    seconds: float
+
+
+@dataclass
+class QueryStats:
+    """Counters of one evaluation. ``entries_created`` is the paper's xi; ``candidates``
+    the events R*-tree searches returned; ``slices`` the time slices of a Spark
+    evaluation (None in this process)."""
+
+    strategy: str = ""
+    entries_created: int = 0
+    range_queries: int = 0
+    candidates: int = 0
+    tuples_pruned: int = 0
+    steps: list[StepStats] = field(default_factory=list)
+    seconds: float = 0.0
+    engine: str = "local"
+    slices: int | None = None
+
+    @classmethod
+    def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
+               ) -> QueryStats:
+        """The counters of several slices of one query, summed. Steps are left out: each
+        slice plans on its own (the selectivity order may differ between slices), so
+        per-step records do not add up. ``seconds`` defaults to the sum."""
+        parts = list(parts)
+        out = cls(strategy=parts[0].strategy if parts else "", engine=engine,
+                  slices=len(parts))
+        for p in parts:
+            out.entries_created += p.entries_created
+            out.range_queries += p.range_queries
+            out.candidates += p.candidates
+            out.tuples_pruned += p.tuples_pruned
+            out.seconds += p.seconds
+        if seconds is not None:
+            out.seconds = seconds
+        return out
