@@ -539,7 +539,7 @@ def _admissible(chosen: tuple[int, ...], bound: Sequence[str], name: str,
             continue
         (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
         if isinstance(constraint, FollowedBy):
-            ok &= holds(AllenRelation.BEFORE, a_ts, a_te, b_ts, b_te)
+            ok &= holds(AllenRelation.before, a_ts, a_te, b_ts, b_te)
             succession.append(constraint)
         else:
             some = np.zeros(len(candidates), dtype=bool)

@@ -30,10 +30,13 @@ above them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise, product
 
+from uncertain_cep.index.codes import CodeScheme, in_ranges
 from uncertain_cep.index.forest import VIRTUAL, GroupForest
 
-__all__ = ["Weights", "chain_probability", "extension_factor", "weighted_chain_probability"]
+__all__ = ["Weights", "chain_probability", "extension_factor", "order_instance_fraction",
+           "weighted_chain_probability"]
 
 # Per event position in the group: (first instant, last instant, factor) of each weight.
 Weights = Mapping[int, Sequence[tuple[int, int, float]]]
@@ -60,6 +63,23 @@ def chain_probability(forest: GroupForest, chain: Sequence[int]) -> float:
         p *= extension_factor(forest, last, n)
         last = n
     return p
+
+
+def order_instance_fraction(forest: GroupForest, scheme: CodeScheme,
+                            options: Sequence[Sequence[int]]) -> float:
+    """Fraction of the group's OIs that pass through one node of each list of ``options``,
+    the lists in time order (each list: the nodes placing one event at one instant).
+
+    The chains that pick one node per list are disjoint sets of OIs, so the fraction is
+    the sum of :func:`chain_probability` over those whose nodes descend from one another
+    (tested on codes, Zhou et al. 4.2).
+    """
+    total = 0.0
+    for chain in product(*options):
+        if all(in_ranges(scheme.code(forest, b), scheme.descendant_code_ranges(forest, a))
+               for a, b in pairwise(chain)):
+            total += chain_probability(forest, chain)
+    return total
 
 
 def weighted_chain_probability(forest: GroupForest, chain: Sequence[int],

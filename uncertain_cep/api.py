@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from itertools import pairwise, product
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,12 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError, ParamEnum
-from uncertain_cep.index.codes import in_ranges
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
-from uncertain_cep.query.chains import chain_probability
+from uncertain_cep.query.chains import order_instance_fraction
 from uncertain_cep.query.evaluation import Match, QueryContext
 from uncertain_cep.query.explain import Explanation
 from uncertain_cep.query.language import parse_query
@@ -201,17 +199,9 @@ class UncertainIndex:
         if len(groups) != 1:
             raise InputError("order_instance_fraction takes events of one dependency group")
         forest = self._index.forests[groups.pop()]
-        options = []
-        for r, t in sorted(zip(rows, assignment.values()), key=lambda rt: rt[1]):
-            options.append([int(n) for n in self._index.event_nodes[r]
-                            if forest.instant[n] == t])
-        scheme = self._index.scheme
-        total = 0.0
-        for chain in product(*options):
-            if all(in_ranges(scheme.code(forest, b), scheme.descendant_code_ranges(forest, a))
-                   for a, b in pairwise(chain)):
-                total += chain_probability(forest, chain)
-        return total
+        options = [[int(n) for n in self._index.event_nodes[r] if forest.instant[n] == t]
+                   for r, t in sorted(zip(rows, assignment.values()), key=lambda rt: rt[1])]
+        return order_instance_fraction(forest, self._index.scheme, options)
 
     # ------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -55,18 +55,18 @@ def add_datasets_parser(sub: Any) -> None:
 class GeneratedDataset(ParamEnum):
     """The archives ``uncertain-cep datasets generate`` makes."""
 
-    OFFICE_RFID = "office-rfid"
-    SYNTHETIC = "synthetic"
-    CONNECTED_CAR = "connected-car"
-    PIESTREAM = "piestream"
+    office_rfid = "office-rfid"
+    synthetic = "synthetic"
+    connected_car = "connected-car"
+    piestream = "piestream"
 
 
 class RealDataset(ParamEnum):
     """The real data sets ``uncertain-cep datasets convert`` reads (Zhou et al. 6.1)."""
 
-    DODGERS = "dodgers"
-    LOCALIZATION = "localization"
-    ICU = "icu"
+    dodgers = "dodgers"
+    localization = "localization"
+    icu = "icu"
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -164,35 +164,35 @@ class _Dataset:
 
 
 _GENERATED = {
-    GeneratedDataset.OFFICE_RFID.value: _Dataset(
+    GeneratedDataset.office_rfid.value: _Dataset(
         "uncertain_cep.datasets.office_rfid:generate_office_rfid",
         "people walking between office rooms, read by RFID readers (the bundled sample)",
         ("people", "readings_per_person", "seed")),
-    GeneratedDataset.SYNTHETIC.value: _Dataset(
+    GeneratedDataset.synthetic.value: _Dataset(
         "uncertain_cep.datasets.synthetic:generate_synthetic",
         "Zhou et al.'s synthetic events: Gaussian attributes, uniform or clustered times",
         ("n", "groups", "d", "f", "clustered", "cluster_spread", "value_width", "seed"),
         {"n": 10_000}),
-    GeneratedDataset.CONNECTED_CAR.value: _Dataset(
+    GeneratedDataset.connected_car.value: _Dataset(
         "uncertain_cep.datasets.connected_car:generate_connected_car",
         "speed and acceleration per car and second, with aggressive-driving episodes",
         ("cars", "seconds", "aggressive", "interleave", "seed")),
-    GeneratedDataset.PIESTREAM.value: _Dataset(
+    GeneratedDataset.piestream.value: _Dataset(
         "uncertain_cep.datasets.piestream:generate_piestream",
         "PieStream's benchmark input: K boolean situation streams (.csv: PieStream's layout)",
         ("rows", "columns", "seed"), {"rows": 100_000}),
 }
 _LOADER_OPTIONS = ("n_events", "instants", "f", "groups", "value_width", "seed")
 _REAL = {
-    RealDataset.DODGERS.value: _Dataset(
+    RealDataset.dodgers.value: _Dataset(
         "uncertain_cep.datasets.uci:load_dodgers",
         "Dodgers Loop Sensor (Dodgers.data): cars per 5 minutes; -1 rows are skipped",
         _LOADER_OPTIONS),
-    RealDataset.LOCALIZATION.value: _Dataset(
+    RealDataset.localization.value: _Dataset(
         "uncertain_cep.datasets.uci:load_localization",
         "Localization Data for Person Activity (ConfLongDemo_JSI.txt or its .csv): x, y, z",
         (*_LOADER_OPTIONS, "keep_labels")),
-    RealDataset.ICU.value: _Dataset(
+    RealDataset.icu.value: _Dataset(
         "uncertain_cep.datasets.uci:load_icu",
         "ICU monitor data (AIM-94 Monitor-Data): code and value, unwrapped at midnight",
         _LOADER_OPTIONS),
@@ -282,7 +282,7 @@ def _datasets_generate(args: argparse.Namespace) -> int:
     frame = _call(name, spec.load(), **kwargs)
     frame.attrs = {}
     # PieStream reads headerless CSV lines id, a_1 .. a_k, t1, t2 (the frame's columns).
-    write_table(frame, target, csv_header=name != GeneratedDataset.PIESTREAM.value)
+    write_table(frame, target, csv_header=name != GeneratedDataset.piestream.value)
     print(f"{len(frame)} rows of {name} written to {target}")
     return 0
 

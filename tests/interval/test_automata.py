@@ -76,8 +76,8 @@ def test_the_expressions_and_completion_conditions_of_table_1():
     assert described["equals"] == ("equals: O+ E+ O+", "")
     assert described["followed_by"] == ("followed_by: (Z|E)+ O+ (I|E)+", "OZ")
     assert set(AUTOMATA) == ({r for r in ALLEN_RELATIONS}
-                             - {AllenRelation.BEFORE, AllenRelation.AFTER}
-                             | {SuccessionRelation.FOLLOWED_BY})
+                             - {AllenRelation.before, AllenRelation.after}
+                             | {SuccessionRelation.followed_by})
     with pytest.raises(InvalidOptionError, match="idempotent"):
         pair_automaton("two runs of one letter", ("Z", "Z"))
 
@@ -110,7 +110,7 @@ def test_a_hand_example_per_allen_relation(relation, a, b, letters, trigger):
         assert fired.sum() == 1
         # No other automaton fires on this pair: exactly one relation holds.
         assert [str(r) for r, x in AUTOMATA.items()
-                if r is not SuccessionRelation.FOLLOWED_BY
+                if r is not SuccessionRelation.followed_by
                 and x.triggers(encode(letters)).any()] == [relation]
     pattern = parse_temporal_query(f"DEFINE A AS x > 0, B AS x < 0 PATTERN A {relation} B")
     got = assert_same({"A": table(a), "B": table(b)}, pattern)

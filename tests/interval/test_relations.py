@@ -27,19 +27,19 @@ H = HierarchyOperator
 
 # SEMANTICS B2 written out again, independently of the module's tables.
 SPELLED_OUT = {
-    R.BEFORE: lambda a, b: a[1] < b[0],
-    R.MEETS: lambda a, b: a[1] == b[0],
-    R.OVERLAPS: lambda a, b: a[0] < b[0] < a[1] < b[1],
-    R.STARTS: lambda a, b: a[0] == b[0] and a[1] < b[1],
-    R.DURING: lambda a, b: b[0] < a[0] and a[1] < b[1],
-    R.FINISHES: lambda a, b: b[0] < a[0] and a[1] == b[1],
-    R.EQUALS: lambda a, b: a[0] == b[0] and a[1] == b[1],
-    R.AFTER: lambda a, b: b[1] < a[0],
-    R.MET_BY: lambda a, b: b[1] == a[0],
-    R.OVERLAPPED_BY: lambda a, b: b[0] < a[0] < b[1] < a[1],
-    R.STARTED_BY: lambda a, b: a[0] == b[0] and b[1] < a[1],
-    R.CONTAINS: lambda a, b: a[0] < b[0] and b[1] < a[1],
-    R.FINISHED_BY: lambda a, b: a[0] < b[0] and a[1] == b[1],
+    R.before: lambda a, b: a[1] < b[0],
+    R.meets: lambda a, b: a[1] == b[0],
+    R.overlaps: lambda a, b: a[0] < b[0] < a[1] < b[1],
+    R.starts: lambda a, b: a[0] == b[0] and a[1] < b[1],
+    R.during: lambda a, b: b[0] < a[0] and a[1] < b[1],
+    R.finishes: lambda a, b: b[0] < a[0] and a[1] == b[1],
+    R.equals: lambda a, b: a[0] == b[0] and a[1] == b[1],
+    R.after: lambda a, b: b[1] < a[0],
+    R.met_by: lambda a, b: b[1] == a[0],
+    R.overlapped_by: lambda a, b: b[0] < a[0] < b[1] < a[1],
+    R.started_by: lambda a, b: a[0] == b[0] and b[1] < a[1],
+    R.contains: lambda a, b: a[0] < b[0] and b[1] < a[1],
+    R.finished_by: lambda a, b: a[0] < b[0] and a[1] == b[1],
 }
 
 # Small integer endpoints make equal endpoints (meets, starts, ...) common.
@@ -103,9 +103,9 @@ def test_the_inverse_swaps_the_arguments(a, b):
 
 
 def test_inverse_pairs_and_definitions():
-    assert inverse(R.EQUALS) is R.EQUALS
+    assert inverse(R.equals) is R.equals
     assert {inverse(r) for r in ALLEN_RELATIONS} == set(ALLEN_RELATIONS)
-    assert [str(r) for r in definition(R.FINISHES)] == ["B.ts < A.ts", "A.te = B.te"]
+    assert [str(r) for r in definition(R.finishes)] == ["B.ts < A.ts", "A.te = B.te"]
     assert [str(r) for r in definition("met_by")] == ["B.te = A.ts"]
 
 
@@ -115,18 +115,18 @@ def test_invalid_intervals_are_refused():
 
 
 def test_hierarchy_sets_are_those_of_semantics_b2():
-    seq = {R.BEFORE, R.MEETS, R.OVERLAPS, R.STARTS, R.DURING}
+    seq = {R.before, R.meets, R.overlaps, R.starts, R.during}
     assert H.AND.relations == set(ALLEN_RELATIONS)
     assert H.SEQ.relations == seq
     assert H.ISEQ.relations == {inverse(r) for r in seq}
-    assert H.CAND.relations == {R.FINISHES, R.EQUALS, R.FINISHED_BY}
-    assert H.BEFORE.relations == {R.BEFORE}
-    assert H.OSEQ.relations == {R.MEETS, R.OVERLAPS, R.STARTS, R.DURING}
-    assert H.SOSEQ.relations == {R.MEETS, R.OVERLAPS}
-    assert H.WOSEQ.relations == {R.STARTS, R.DURING}
-    assert H.ENDS.relations == {R.FINISHES}
-    assert H.IENDS.relations == {R.FINISHED_BY}
-    assert H.EQUALS.relations == {R.EQUALS}
+    assert H.CAND.relations == {R.finishes, R.equals, R.finished_by}
+    assert H.BEFORE.relations == {R.before}
+    assert H.OSEQ.relations == {R.meets, R.overlaps, R.starts, R.during}
+    assert H.SOSEQ.relations == {R.meets, R.overlaps}
+    assert H.WOSEQ.relations == {R.starts, R.during}
+    assert H.ENDS.relations == {R.finishes}
+    assert H.IENDS.relations == {R.finished_by}
+    assert H.EQUALS.relations == {R.equals}
 
 
 @given(interval_arrays)
@@ -165,7 +165,7 @@ def test_sequence_hierarchy_equivalences(pairs):
     def op(operator: HierarchyOperator) -> np.ndarray:
         return any_of(operator.relations, *e)
 
-    overlaps = holds(R.OVERLAPS, *e)
+    overlaps = holds(R.overlaps, *e)
     assert np.array_equal(op(H.SEQ), op(H.BEFORE) | op(H.OSEQ))
     assert np.array_equal(op(H.OSEQ), op(H.SOSEQ) | op(H.WOSEQ))
     assert np.array_equal(op(H.BEFORE), op(H.SEQ) & where("A.te < B.ts", *e))
@@ -181,18 +181,18 @@ def test_sequence_hierarchy_equivalences(pairs):
 
 
 @pytest.mark.parametrize(("name", "expected"), [
-    ("overlapped_by", R.OVERLAPPED_BY),
-    ("overlapped-by", R.OVERLAPPED_BY),
-    ("Overlapped-BY", R.OVERLAPPED_BY),
-    ("MET_BY", R.MET_BY),
-    ("before", R.BEFORE),
-    ("BEFORE", R.BEFORE),
-    ("equals", R.EQUALS),
+    ("overlapped_by", R.overlapped_by),
+    ("overlapped-by", R.overlapped_by),
+    ("Overlapped-BY", R.overlapped_by),
+    ("MET_BY", R.met_by),
+    ("before", R.before),
+    ("BEFORE", R.before),
+    ("equals", R.equals),
     ("seq", H.SEQ),
     ("SoSeq", H.SOSEQ),
     ("and", H.AND),
-    ("followed-by", SuccessionRelation.FOLLOWED_BY),
-    ("Follows", SuccessionRelation.FOLLOWS),
+    ("followed-by", SuccessionRelation.followed_by),
+    ("Follows", SuccessionRelation.follows),
 ])
 def test_lookup_accepts_any_case_hyphens_and_underscores(name, expected):
     assert lookup_relation(name) is expected
@@ -207,9 +207,9 @@ def test_lookup_lists_the_valid_names():
 
 
 def test_succession_data():
-    assert SuccessionRelation.FOLLOWED_BY.base is R.BEFORE
-    assert SuccessionRelation.FOLLOWS.base is R.AFTER
-    assert SuccessionRelation.FOLLOWS.inverse is SuccessionRelation.FOLLOWED_BY
+    assert SuccessionRelation.followed_by.base is R.before
+    assert SuccessionRelation.follows.base is R.after
+    assert SuccessionRelation.follows.inverse is SuccessionRelation.followed_by
 
 
 def test_endpoint_restriction_validates():

@@ -37,19 +37,19 @@ SEMANTICS_C_PATTERN = TemporalPattern(
                             max_duration=Duration(10, S)),
     ),
     constraints=(
-        RelationConstraint("A", "B", frozenset({R.MEETS, R.OVERLAPS, R.STARTS, R.DURING})),
+        RelationConstraint("A", "B", frozenset({R.meets, R.overlaps, R.starts, R.during})),
         # "B finishes C" is "C finished_by B", and so on: the group is read from C to B.
-        RelationConstraint("C", "B", frozenset({R.DURING, R.FINISHED_BY, R.OVERLAPPED_BY,
-                                                R.MET_BY})),
-        RelationConstraint("A", "C", frozenset({R.BEFORE, R.MEETS, R.OVERLAPS, R.STARTS,
-                                                R.DURING})),
-        EndpointRestriction("A", Endpoint.TS, "<", "C", Endpoint.TS),
+        RelationConstraint("C", "B", frozenset({R.during, R.finished_by, R.overlapped_by,
+                                                R.met_by})),
+        RelationConstraint("A", "C", frozenset({R.before, R.meets, R.overlaps, R.starts,
+                                                R.during})),
+        EndpointRestriction("A", Endpoint.ts, "<", "C", Endpoint.ts),
     ),
     within=Duration(5, TimeUnit.MINUTES),
     source="CarSensors",
     partition_by=("car_id",),
-    returns=(ReturnItem(Aggregate.FIRST, "B", "car_id", "id"),
-             ReturnItem(Aggregate.AVG, "B", "speed", "avg_speed")),
+    returns=(ReturnItem(Aggregate.first, "B", "car_id", "id"),
+             ReturnItem(Aggregate.avg, "B", "speed", "avg_speed")),
 )
 
 # TPStream's Listing 1 as printed (source alias, qualified columns, lower-case keywords,
@@ -77,7 +77,7 @@ def test_tpstream_listing_1_parses():
     pattern = parse_temporal_query(TPSTREAM_LISTING_1)
     assert pattern.source == "CarSensors" and pattern.partition_by == ("car_id",)
     assert pattern.constraints[:2] == SEMANTICS_C_PATTERN.constraints[:2]
-    assert pattern.constraints[2] == RelationConstraint("A", "C", frozenset({R.BEFORE}))
+    assert pattern.constraints[2] == RelationConstraint("A", "C", frozenset({R.before}))
     assert pattern.symbol("C").min_duration == Duration(3, S)
     assert pattern.returns == SEMANTICS_C_PATTERN.returns
 
@@ -100,7 +100,7 @@ def test_shorthand_equals_the_long_form_and_either_order():
     backwards = parse_temporal_query(definitions("PATTERN B met_by A; A overlaps; starts B"))
     assert long == short
     assert long.constraints == (
-        RelationConstraint("A", "B", frozenset({R.MEETS, R.OVERLAPS, R.STARTS})),)
+        RelationConstraint("A", "B", frozenset({R.meets, R.overlaps, R.starts})),)
     # A group is read in the order of its first term; the other order is the inverse.
     assert backwards.constraints == (long.constraints[0].inverted(),)
 
@@ -109,23 +109,23 @@ def test_relation_names_take_any_case_and_hyphens():
     pattern = parse_temporal_query(definitions(
         "pattern A Overlapped-By; MET_BY; finished-by B and A Followed-By C and B sEq C"))
     assert pattern.constraints == (
-        RelationConstraint("A", "B", frozenset({R.OVERLAPPED_BY, R.MET_BY, R.FINISHED_BY})),
+        RelationConstraint("A", "B", frozenset({R.overlapped_by, R.met_by, R.finished_by})),
         FollowedBy("A", "C"),
-        RelationConstraint("B", "C", frozenset({R.BEFORE, R.MEETS, R.OVERLAPS, R.STARTS,
-                                                R.DURING})),
+        RelationConstraint("B", "C", frozenset({R.before, R.meets, R.overlaps, R.starts,
+                                                R.during})),
     )
 
 
 def test_hierarchy_operators_follows_and_restriction_chains():
     pattern = parse_temporal_query(definitions(
         "PATTERN A ISEQ B; A CAND B AND C follows A AND A.ts <= B.te = C.ts"))
-    iseq_or_cand = {R.AFTER, R.MET_BY, R.OVERLAPPED_BY, R.STARTED_BY, R.CONTAINS,
-                    R.FINISHES, R.EQUALS, R.FINISHED_BY}
+    iseq_or_cand = {R.after, R.met_by, R.overlapped_by, R.started_by, R.contains,
+                    R.finishes, R.equals, R.finished_by}
     assert pattern.constraints == (
         RelationConstraint("A", "B", frozenset(iseq_or_cand)),
         FollowedBy("A", "C"),
-        EndpointRestriction("A", Endpoint.TS, "<=", "B", Endpoint.TE),
-        EndpointRestriction("B", Endpoint.TE, "=", "C", Endpoint.TS),
+        EndpointRestriction("A", Endpoint.ts, "<=", "B", Endpoint.te),
+        EndpointRestriction("B", Endpoint.te, "=", "C", Endpoint.ts),
     )
 
 
@@ -255,6 +255,6 @@ def test_invalid_patterns_are_located(text, at, message):
 
 def test_default_return_alias_and_type_errors():
     pattern = parse_temporal_query(definitions("PATTERN A meets B RETURN COUNT(A.x)"))
-    assert pattern.returns == (ReturnItem(Aggregate.COUNT, "A", "x", "count_A_x"),)
+    assert pattern.returns == (ReturnItem(Aggregate.count, "A", "x", "count_A_x"),)
     with pytest.raises(TypeError):
         parse_temporal_query(None)  # type: ignore[arg-type]

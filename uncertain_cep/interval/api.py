@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -47,15 +47,32 @@ from uncertain_cep.interval.language import parse_temporal_query
 from uncertain_cep.interval.patterns import TemporalPattern, seconds_per_unit
 from uncertain_cep.interval.situations import derive_situations, situations_from_intervals
 
-__all__ = ["MatchEngine", "match"]
+__all__ = ["ENGINES", "Engine", "MatchEngine", "match"]
 
 
 class MatchEngine(ParamEnum):
-    """How :func:`match` finds the matches; every engine gives the same answer."""
+    """Valid values of ``engine=``: how :func:`match` finds the matches; every engine gives
+    the same answer."""
 
-    JOIN = "join"
-    AUTOMATA = "automata"
-    BRUTE_FORCE = "brute_force"
+    join = "join"
+    automata = "automata"
+    brute_force = "brute_force"
+
+
+class Engine(Protocol):
+    """A matcher: every match of a pattern among situations (SEMANTICS B3)."""
+
+    __name__: str
+
+    def __call__(self, situations: Mapping[str, pd.DataFrame], pattern: TemporalPattern, *,
+                 time_unit: float | str | None = None) -> pd.DataFrame: ...
+
+
+ENGINES: dict[MatchEngine, Engine] = {
+    MatchEngine.join: match_join,
+    MatchEngine.automata: match_automata,
+    MatchEngine.brute_force: match_brute_force,
+}
 
 
 def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join", *,
@@ -114,12 +131,7 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
         time_unit, tick = _datetime_options(time_unit, tick)
     situations = _situations(data, pattern, time_column=time_column, time_unit=time_unit,
                              tick=tick, symbol_column=symbol_column)
-    if chosen is MatchEngine.BRUTE_FORCE:
-        answer = match_brute_force(situations, pattern, time_unit=time_unit)
-    elif chosen is MatchEngine.AUTOMATA:
-        answer = match_automata(situations, pattern, time_unit=time_unit)
-    else:
-        answer = match_join(situations, pattern, time_unit=time_unit)
+    answer = ENGINES[chosen](situations, pattern, time_unit=time_unit)
     return answer if clock is None else _as_datetimes(answer, pattern, clock)
 
 

@@ -35,7 +35,7 @@ stream at once as a table lookup on each window of ``k`` letters
 letter-by-letter run (:meth:`PairAutomaton.run`, the paper's Algorithm 1) is kept and
 tested to agree.
 
->>> a = AUTOMATA[AllenRelation.OVERLAPS]
+>>> a = AUTOMATA[AllenRelation.overlaps]
 >>> str(a), a.completion
 ('overlaps: Z+ E+ I+', 'OZ')
 >>> letters = encode("OZEIO")  # A = [1, 3), B = [2, 4) on segment starts 0..4
@@ -66,19 +66,19 @@ _PSI = frozenset({1, 3})
 _R = AllenRelation
 # Table 1 (E(r) for phi = A, psi = B); the inverses swap the roles of I and Z.
 _EXPRESSIONS: dict[AllenRelation | SuccessionRelation, tuple[str, ...]] = {
-    _R.MEETS: ("Z", "I"),
-    _R.OVERLAPS: ("Z", "E", "I"),
-    _R.STARTS: ("O", "E", "I"),
-    _R.DURING: ("I", "E", "I"),
-    _R.FINISHES: ("I", "E", "O"),
-    _R.EQUALS: ("O", "E", "O"),
-    _R.MET_BY: ("I", "Z"),
-    _R.OVERLAPPED_BY: ("I", "E", "Z"),
-    _R.STARTED_BY: ("O", "E", "Z"),
-    _R.CONTAINS: ("Z", "E", "Z"),
-    _R.FINISHED_BY: ("Z", "E", "O"),
+    _R.meets: ("Z", "I"),
+    _R.overlaps: ("Z", "E", "I"),
+    _R.starts: ("O", "E", "I"),
+    _R.during: ("I", "E", "I"),
+    _R.finishes: ("I", "E", "O"),
+    _R.equals: ("O", "E", "O"),
+    _R.met_by: ("I", "Z"),
+    _R.overlapped_by: ("I", "E", "Z"),
+    _R.started_by: ("O", "E", "Z"),
+    _R.contains: ("Z", "E", "Z"),
+    _R.finished_by: ("Z", "E", "O"),
     # phi+ (not phi and not psi)+ psi+: phi and psi hold on two letters each.
-    SuccessionRelation.FOLLOWED_BY: ("ZE", "O", "IE"),
+    SuccessionRelation.followed_by: ("ZE", "O", "IE"),
 }
 
 

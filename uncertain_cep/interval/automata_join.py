@@ -128,18 +128,18 @@ def _pair_result(index: int, constraint: RelationConstraint | FollowedBy,
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     if isinstance(constraint, FollowedBy):
         stream = pair_stream(a, np.arange(len(a)), b, np.arange(len(b)))
-        parts.append(stream.detect(AUTOMATA[SuccessionRelation.FOLLOWED_BY]))
+        parts.append(stream.detect(AUTOMATA[SuccessionRelation.followed_by]))
     else:
         automata = [AUTOMATA[r] for r in constraint.relations
-                    if r not in (AllenRelation.BEFORE, AllenRelation.AFTER)]
+                    if r not in (AllenRelation.before, AllenRelation.after)]
         if automata:
             for a_rows in _without_touching(a):
                 for b_rows in _without_touching(b):
                     stream = pair_stream(a, a_rows, b, b_rows)
                     parts.extend(stream.detect(automaton) for automaton in automata)
-        if AllenRelation.BEFORE in constraint.relations:
+        if AllenRelation.before in constraint.relations:
             parts.append(_before(a, b, within))
-        if AllenRelation.AFTER in constraint.relations:
+        if AllenRelation.after in constraint.relations:
             b_rows, a_rows, trigger = _before(b, a, within)
             parts.append((a_rows, b_rows, trigger))
     left = np.concatenate([p[0] for p in parts]).astype(np.int64)
@@ -176,11 +176,11 @@ def _before(a: SymbolArrays, b: SymbolArrays,
     """Every ``A before B`` pair from endpoints (Chen et al. 3.2-3.3, Q_ba): per A, the B
     situations of its partition starting after A ends (and ending by A.ts + w); the
     trigger is B's start."""
-    low = b.below(Endpoint.TS, a.pid, a.te, inclusive=True)
+    low = b.below(Endpoint.ts, a.pid, a.te, inclusive=True)
     high = b.stop[a.pid]
     if within is not None:
         latest = a.ts + within
-        high = np.minimum(high, b.below(Endpoint.TE, a.pid, latest + _slack(latest, within),
+        high = np.minimum(high, b.below(Endpoint.te, a.pid, latest + _slack(latest, within),
                                         inclusive=True))
     owner, candidate = _expand(low, np.maximum(high - low, 0))
     return owner, candidate, b.ts[candidate]

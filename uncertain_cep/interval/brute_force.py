@@ -124,8 +124,8 @@ def _match_partition(parts: Mapping[str, pd.DataFrame], pattern: TemporalPattern
         if isinstance(constraint, EndpointRestriction):
             ok &= constraint.evaluate(ends)
             # The later of the two endpoints it names (SEMANTICS B3).
-            left = ends[constraint.left][constraint.left_end is Endpoint.TE]
-            right = ends[constraint.right][constraint.right_end is Endpoint.TE]
+            left = ends[constraint.left][constraint.left_end is Endpoint.te]
+            right = ends[constraint.right][constraint.right_end is Endpoint.te]
             detected = np.maximum(detected, np.maximum(left, right))
             continue
         (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
@@ -160,7 +160,7 @@ def _followed_by(constraint: FollowedBy, parts: Mapping[str, pd.DataFrame], a_ts
     The chosen A and B never meet their own gap (half-open intervals), so "other than
     these two" needs no special case.
     """
-    ok = holds(AllenRelation.BEFORE, a_ts, a_te, b_ts, b_te)
+    ok = holds(AllenRelation.before, a_ts, a_te, b_ts, b_te)
     for name in (constraint.left, constraint.right):
         x_ts = parts[name]["ts"].to_numpy()[None, :]
         x_te = parts[name]["te"].to_numpy()[None, :]

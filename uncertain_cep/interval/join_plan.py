@@ -37,7 +37,7 @@ __all__ = ["evaluation_order", "expected_partners"]
 _R = AllenRelation
 # Share of a partition's situations one bound situation leaves in relation r to it
 # ("new r bound"); the rest leave at most one partner (an equality, or covering an endpoint).
-_SHARE = {_R.BEFORE: 0.5, _R.AFTER: 0.5, _R.DURING: 0.1}
+_SHARE = {_R.before: 0.5, _R.after: 0.5, _R.during: 0.1}
 
 
 def expected_partners(pattern: TemporalPattern, new: str, bound: frozenset[str] | set[str],

@@ -10,7 +10,7 @@ symbols already bound, and the window, into a run of candidate indices per parti
 >>> import pandas as pd
 >>> s = SymbolArrays(pd.DataFrame({"ts": [0, 5, 1], "te": [2, 9, 3]}),
 ...                  np.array([0, 0, 1]), partitions=2)
->>> s.ts.tolist(), s.below(Endpoint.TS, np.array([0, 0, 1]), np.array([5, 5, 5]), False)
+>>> s.ts.tolist(), s.below(Endpoint.ts, np.array([0, 0, 1]), np.array([5, 5, 5]), False)
 ([0, 5, 1], array([1, 1, 3]))
 """
 
@@ -80,7 +80,7 @@ class SymbolArrays:
         return len(self.pid)
 
     def end(self, which: Endpoint) -> np.ndarray:
-        return self.te if which is Endpoint.TE else self.ts
+        return self.te if which is Endpoint.te else self.ts
 
     def below(self, which: Endpoint, pid: np.ndarray, values: np.ndarray,
               inclusive: bool) -> np.ndarray:
@@ -241,8 +241,8 @@ class Step:
                 # other way, so widen by far more than a rounding error.
                 slack = 1e-9 * (np.abs(start_from) + np.abs(end_by) + within)
                 start_from, end_by = start_from - slack, end_by + slack
-            low, high = _tighten(new, pid, low, high, Endpoint.TS, ">=", start_from)
-            low, high = _tighten(new, pid, low, high, Endpoint.TE, "<=", end_by)
+            low, high = _tighten(new, pid, low, high, Endpoint.ts, ">=", start_from)
+            low, high = _tighten(new, pid, low, high, Endpoint.te, "<=", end_by)
         return low, high
 
     def _followed_by_range(self, constraint: FollowedBy, symbols: Mapping[str, SymbolArrays],
@@ -254,17 +254,17 @@ class Step:
         if constraint.right == self.new:
             a, i = symbols[constraint.left], rows[constraint.left]
             a_te = a.te[i]
-            low = np.maximum(low, new.below(Endpoint.TS, pid, a_te, inclusive=True))
-            high = np.minimum(high, new.below(Endpoint.TE, pid, a_te, inclusive=True) + 1)
+            low = np.maximum(low, new.below(Endpoint.ts, pid, a_te, inclusive=True))
+            high = np.minimum(high, new.below(Endpoint.te, pid, a_te, inclusive=True) + 1)
             following, has = _neighbour(a, i, pid, +1)
-            cap = new.below(Endpoint.TS, pid, a.ts[following], inclusive=True)
+            cap = new.below(Endpoint.ts, pid, a.ts[following], inclusive=True)
             return low, np.where(has, np.minimum(high, cap), high)
         b, k = symbols[constraint.right], rows[constraint.right]
         b_ts = b.ts[k]
-        high = np.minimum(high, new.below(Endpoint.TE, pid, b_ts, inclusive=False))
-        low = np.maximum(low, new.below(Endpoint.TS, pid, b_ts, inclusive=False) - 1)
+        high = np.minimum(high, new.below(Endpoint.te, pid, b_ts, inclusive=False))
+        low = np.maximum(low, new.below(Endpoint.ts, pid, b_ts, inclusive=False) - 1)
         previous, has = _neighbour(b, k, pid, -1)
-        floor = new.below(Endpoint.TE, pid, b.te[previous], inclusive=False)
+        floor = new.below(Endpoint.te, pid, b.te[previous], inclusive=False)
         return np.where(has, np.maximum(low, floor), low), high
 
     def keep(self, symbols: Mapping[str, SymbolArrays], pid: np.ndarray,
@@ -285,7 +285,7 @@ class Step:
                     some |= holds(relation, a_ts, a_te, b_ts, b_te)
                 ok &= some
             else:
-                ok &= holds(AllenRelation.BEFORE, a_ts, a_te, b_ts, b_te)
+                ok &= holds(AllenRelation.before, a_ts, a_te, b_ts, b_te)
                 ok &= ~_meets_gap(symbols[constraint.left], rows[constraint.left], +1,
                                   pid, a_te, b_ts)
                 ok &= ~_meets_gap(symbols[constraint.right], rows[constraint.right], -1,

@@ -328,7 +328,7 @@ class _Builder:
                     if len(terms) > 1 or len(words) > 3:
                         raise self.error(f"{word} cannot be combined with other relations "
                                          "in a disjunction", _position(word))
-                    if relation is SuccessionRelation.FOLLOWS:
+                    if relation is SuccessionRelation.follows:
                         left, right = right, left
                     with self.blame(position):
                         return FollowedBy(left, right), position

@@ -11,7 +11,7 @@ one from query text; ``str(pattern)`` gives text that parses back to an equal pa
 ...     symbols=(SituationDefinition("A", Compare(Column("x"), ">", Literal(8)),
 ...                                  min_duration=Duration(5, "s")),
 ...              SituationDefinition("B", Compare(Column("y"), "<", Literal(0)))),
-...     constraints=(RelationConstraint("A", "B", frozenset({R.MEETS, R.OVERLAPS})),),
+...     constraints=(RelationConstraint("A", "B", frozenset({R.meets, R.overlaps})),),
 ...     within=Duration(2, "min"), partition_by=("car",),
 ...     returns=(ReturnItem("avg", "B", "y", "avg_y"),))
 >>> print(p)
@@ -223,7 +223,7 @@ class RelationConstraint:
     """``left r1; r2; ... right``: the pair is in at least one of ``relations`` (TPStream
     Definition 10). Hierarchy operators are stored as their sets of Allen relations.
 
-    >>> c = RelationConstraint("C", "B", frozenset({AllenRelation.DURING}))
+    >>> c = RelationConstraint("C", "B", frozenset({AllenRelation.during}))
     >>> str(c), str(c.inverted())
     ('C during B', 'B contains C')
     """
@@ -290,13 +290,13 @@ _CONSTRAINT_TYPES = (RelationConstraint, FollowedBy, EndpointRestriction)
 class Aggregate(ParamEnum):
     """Aggregates over a situation's point events (TPStream Definition 6)."""
 
-    FIRST = "first"
-    LAST = "last"
-    MIN = "min"
-    MAX = "max"
-    AVG = "avg"
-    SUM = "sum"
-    COUNT = "count"
+    first = "first"
+    last = "last"
+    min = "min"
+    max = "max"
+    avg = "avg"
+    sum = "sum"
+    count = "count"
 
 
 @dataclass(frozen=True)

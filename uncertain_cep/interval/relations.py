@@ -4,16 +4,16 @@ The parser, the brute-force matcher and the join engine read relations from here
 relation is defined once: by its endpoint restrictions (SEMANTICS B2; Li et al.'s ISEQ
 "TList", section 3), which :func:`holds` evaluates vectorised.
 
->>> str(AllenRelation.OVERLAPS), [str(r) for r in definition(AllenRelation.OVERLAPS)]
+>>> str(AllenRelation.overlaps), [str(r) for r in definition(AllenRelation.overlaps)]
 ('overlaps', ['A.ts < B.ts', 'B.ts < A.te', 'A.te < B.te'])
->>> inverse(AllenRelation.MEETS)
-<AllenRelation.MET_BY: 'met_by'>
+>>> inverse(AllenRelation.meets)
+<AllenRelation.met_by: 'met_by'>
 >>> allen_relation(1, 4, 4, 9)
-<AllenRelation.MEETS: 'meets'>
+<AllenRelation.meets: 'meets'>
 >>> sorted(str(r) for r in HierarchyOperator.SOSEQ.relations)
 ['meets', 'overlaps']
 >>> lookup_relation("Overlapped-By")
-<AllenRelation.OVERLAPPED_BY: 'overlapped_by'>
+<AllenRelation.overlapped_by: 'overlapped_by'>
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ __all__ = [
 class Endpoint(ParamEnum):
     """An interval's start ``ts`` (inclusive) or end ``te`` (exclusive)."""
 
-    TS = "ts"
-    TE = "te"
+    ts = "ts"
+    te = "te"
 
     def __str__(self) -> str:
         return self.value
@@ -103,8 +103,8 @@ class EndpointRestriction:
 
     def evaluate(self, endpoints: Mapping[str, tuple[ArrayLike, ArrayLike]]) -> np.ndarray:
         """Whether the restriction holds, elementwise; ``endpoints[s]`` is ``(ts, te)`` of s."""
-        left = np.asarray(endpoints[self.left][self.left_end is Endpoint.TE])
-        right = np.asarray(endpoints[self.right][self.right_end is Endpoint.TE])
+        left = np.asarray(endpoints[self.left][self.left_end is Endpoint.te])
+        right = np.asarray(endpoints[self.right][self.right_end is Endpoint.te])
         return np.asarray(_COMPARISONS[self.op](left, right), dtype=bool)
 
     def __str__(self) -> str:
@@ -123,19 +123,19 @@ def _restrictions(*texts: str) -> tuple[EndpointRestriction, ...]:
 class AllenRelation(ParamEnum):
     """Allen's 13 interval relations, read as ``A <relation> B`` (SEMANTICS B2)."""
 
-    BEFORE = "before"
-    MEETS = "meets"
-    OVERLAPS = "overlaps"
-    STARTS = "starts"
-    DURING = "during"
-    FINISHES = "finishes"
-    EQUALS = "equals"
-    AFTER = "after"
-    MET_BY = "met_by"
-    OVERLAPPED_BY = "overlapped_by"
-    STARTED_BY = "started_by"
-    CONTAINS = "contains"
-    FINISHED_BY = "finished_by"
+    before = "before"
+    meets = "meets"
+    overlaps = "overlaps"
+    starts = "starts"
+    during = "during"
+    finishes = "finishes"
+    equals = "equals"
+    after = "after"
+    met_by = "met_by"
+    overlapped_by = "overlapped_by"
+    started_by = "started_by"
+    contains = "contains"
+    finished_by = "finished_by"
 
     def __str__(self) -> str:
         return self.value
@@ -145,29 +145,29 @@ class AllenRelation(ParamEnum):
 ALLEN_RELATIONS: tuple[AllenRelation, ...] = tuple(AllenRelation)
 
 _DEFINITIONS: dict[AllenRelation, tuple[EndpointRestriction, ...]] = {
-    AllenRelation.BEFORE: _restrictions("A.te < B.ts"),
-    AllenRelation.MEETS: _restrictions("A.te = B.ts"),
-    AllenRelation.OVERLAPS: _restrictions("A.ts < B.ts", "B.ts < A.te", "A.te < B.te"),
-    AllenRelation.STARTS: _restrictions("A.ts = B.ts", "A.te < B.te"),
-    AllenRelation.DURING: _restrictions("B.ts < A.ts", "A.te < B.te"),
-    AllenRelation.FINISHES: _restrictions("B.ts < A.ts", "A.te = B.te"),
-    AllenRelation.EQUALS: _restrictions("A.ts = B.ts", "A.te = B.te"),
+    AllenRelation.before: _restrictions("A.te < B.ts"),
+    AllenRelation.meets: _restrictions("A.te = B.ts"),
+    AllenRelation.overlaps: _restrictions("A.ts < B.ts", "B.ts < A.te", "A.te < B.te"),
+    AllenRelation.starts: _restrictions("A.ts = B.ts", "A.te < B.te"),
+    AllenRelation.during: _restrictions("B.ts < A.ts", "A.te < B.te"),
+    AllenRelation.finishes: _restrictions("B.ts < A.ts", "A.te = B.te"),
+    AllenRelation.equals: _restrictions("A.ts = B.ts", "A.te = B.te"),
     # The inverses: the same formulas with A and B swapped.
-    AllenRelation.AFTER: _restrictions("B.te < A.ts"),
-    AllenRelation.MET_BY: _restrictions("B.te = A.ts"),
-    AllenRelation.OVERLAPPED_BY: _restrictions("B.ts < A.ts", "A.ts < B.te", "B.te < A.te"),
-    AllenRelation.STARTED_BY: _restrictions("B.ts = A.ts", "B.te < A.te"),
-    AllenRelation.CONTAINS: _restrictions("A.ts < B.ts", "B.te < A.te"),
-    AllenRelation.FINISHED_BY: _restrictions("A.ts < B.ts", "B.te = A.te"),
+    AllenRelation.after: _restrictions("B.te < A.ts"),
+    AllenRelation.met_by: _restrictions("B.te = A.ts"),
+    AllenRelation.overlapped_by: _restrictions("B.ts < A.ts", "A.ts < B.te", "B.te < A.te"),
+    AllenRelation.started_by: _restrictions("B.ts = A.ts", "B.te < A.te"),
+    AllenRelation.contains: _restrictions("A.ts < B.ts", "B.te < A.te"),
+    AllenRelation.finished_by: _restrictions("A.ts < B.ts", "B.te = A.te"),
 }
 
 _INVERSES: dict[AllenRelation, AllenRelation] = {}
-for _first, _second in zip(ALLEN_RELATIONS[:7], (AllenRelation.AFTER, AllenRelation.MET_BY,
-                                                 AllenRelation.OVERLAPPED_BY,
-                                                 AllenRelation.STARTED_BY,
-                                                 AllenRelation.CONTAINS,
-                                                 AllenRelation.FINISHED_BY,
-                                                 AllenRelation.EQUALS)):
+for _first, _second in zip(ALLEN_RELATIONS[:7], (AllenRelation.after, AllenRelation.met_by,
+                                                 AllenRelation.overlapped_by,
+                                                 AllenRelation.started_by,
+                                                 AllenRelation.contains,
+                                                 AllenRelation.finished_by,
+                                                 AllenRelation.equals)):
     _INVERSES[_first] = _second
     _INVERSES[_second] = _first
 
@@ -175,7 +175,7 @@ for _first, _second in zip(ALLEN_RELATIONS[:7], (AllenRelation.AFTER, AllenRelat
 def definition(relation: AllenRelation) -> tuple[EndpointRestriction, ...]:
     """The endpoint restrictions (a conjunction over placeholders A, B) defining ``relation``.
 
-    >>> [str(r) for r in definition(AllenRelation.DURING)]
+    >>> [str(r) for r in definition(AllenRelation.during)]
     ['B.ts < A.ts', 'A.te < B.te']
     """
     return _DEFINITIONS[AllenRelation(AllenRelation.get_value(relation))]
@@ -184,8 +184,8 @@ def definition(relation: AllenRelation) -> tuple[EndpointRestriction, ...]:
 def inverse(relation: AllenRelation) -> AllenRelation:
     """The relation ``r'`` with ``A r B`` iff ``B r' A``; ``equals`` is its own inverse.
 
-    >>> inverse(AllenRelation.EQUALS), inverse(AllenRelation.CONTAINS)
-    (<AllenRelation.EQUALS: 'equals'>, <AllenRelation.DURING: 'during'>)
+    >>> inverse(AllenRelation.equals), inverse(AllenRelation.contains)
+    (<AllenRelation.equals: 'equals'>, <AllenRelation.during: 'during'>)
     """
     return _INVERSES[AllenRelation(AllenRelation.get_value(relation))]
 
@@ -194,7 +194,7 @@ def holds(relation: AllenRelation, a_ts: ArrayLike, a_te: ArrayLike, b_ts: Array
           b_te: ArrayLike) -> np.ndarray:
     """Whether ``A relation B`` holds, elementwise over broadcast endpoint arrays.
 
-    >>> holds(AllenRelation.BEFORE, [0, 0], [2, 2], [3, 2], [5, 5]).tolist()
+    >>> holds(AllenRelation.before, [0, 0], [2, 2], [3, 2], [5, 5]).tolist()
     [True, False]
     """
     endpoints = {"A": (a_ts, a_te), "B": (b_ts, b_te)}
@@ -234,7 +234,7 @@ def allen_relation(a_ts: float, a_te: float, b_ts: float, b_te: float) -> AllenR
     """The one Allen relation ``r`` with ``[a_ts, a_te) r [b_ts, b_te)``.
 
     >>> allen_relation(2, 5, 0, 5), allen_relation(0, 1, 3, 4)
-    (<AllenRelation.FINISHES: 'finishes'>, <AllenRelation.BEFORE: 'before'>)
+    (<AllenRelation.finishes: 'finishes'>, <AllenRelation.before: 'before'>)
     """
     return ALLEN_RELATIONS[int(classify(a_ts, a_te, b_ts, b_te))]
 
@@ -247,8 +247,8 @@ class SuccessionRelation(ParamEnum):
     the data lives here and the matchers evaluate it.
     """
 
-    FOLLOWED_BY = "followed_by"
-    FOLLOWS = "follows"
+    followed_by = "followed_by"
+    follows = "follows"
 
     def __str__(self) -> str:
         return self.value
@@ -256,19 +256,19 @@ class SuccessionRelation(ParamEnum):
     @property
     def base(self) -> AllenRelation:
         """The Allen relation every pair in this relation is also in."""
-        if self is SuccessionRelation.FOLLOWED_BY:
-            return AllenRelation.BEFORE
-        return AllenRelation.AFTER
+        if self is SuccessionRelation.followed_by:
+            return AllenRelation.before
+        return AllenRelation.after
 
     @property
     def inverse(self) -> SuccessionRelation:
-        if self is SuccessionRelation.FOLLOWED_BY:
-            return SuccessionRelation.FOLLOWS
-        return SuccessionRelation.FOLLOWED_BY
+        if self is SuccessionRelation.followed_by:
+            return SuccessionRelation.follows
+        return SuccessionRelation.followed_by
 
 
 _R = AllenRelation
-_SEQ = frozenset({_R.BEFORE, _R.MEETS, _R.OVERLAPS, _R.STARTS, _R.DURING})
+_SEQ = frozenset({_R.before, _R.meets, _R.overlaps, _R.starts, _R.during})
 
 
 class HierarchyOperator(ParamEnum):
@@ -311,14 +311,14 @@ _HIERARCHY_SETS: dict[HierarchyOperator, frozenset[AllenRelation]] = {
     HierarchyOperator.AND: frozenset(ALLEN_RELATIONS),
     HierarchyOperator.SEQ: _SEQ,
     HierarchyOperator.ISEQ: frozenset(_INVERSES[r] for r in _SEQ),
-    HierarchyOperator.CAND: frozenset({_R.FINISHES, _R.EQUALS, _R.FINISHED_BY}),
-    HierarchyOperator.BEFORE: frozenset({_R.BEFORE}),
-    HierarchyOperator.OSEQ: frozenset({_R.MEETS, _R.OVERLAPS, _R.STARTS, _R.DURING}),
-    HierarchyOperator.SOSEQ: frozenset({_R.MEETS, _R.OVERLAPS}),
-    HierarchyOperator.WOSEQ: frozenset({_R.STARTS, _R.DURING}),
-    HierarchyOperator.ENDS: frozenset({_R.FINISHES}),
-    HierarchyOperator.IENDS: frozenset({_R.FINISHED_BY}),
-    HierarchyOperator.EQUALS: frozenset({_R.EQUALS}),
+    HierarchyOperator.CAND: frozenset({_R.finishes, _R.equals, _R.finished_by}),
+    HierarchyOperator.BEFORE: frozenset({_R.before}),
+    HierarchyOperator.OSEQ: frozenset({_R.meets, _R.overlaps, _R.starts, _R.during}),
+    HierarchyOperator.SOSEQ: frozenset({_R.meets, _R.overlaps}),
+    HierarchyOperator.WOSEQ: frozenset({_R.starts, _R.during}),
+    HierarchyOperator.ENDS: frozenset({_R.finishes}),
+    HierarchyOperator.IENDS: frozenset({_R.finished_by}),
+    HierarchyOperator.EQUALS: frozenset({_R.equals}),
 }
 
 # The TList forms. Table II's rows 6 and 8 swap the start comparison of ENDS and IENDS;
@@ -364,7 +364,7 @@ def lookup_relation(name: str) -> AllenRelation | SuccessionRelation | Hierarchy
         For an unknown name, listing every valid one.
 
     >>> lookup_relation("SEQ"), lookup_relation("followed-by")
-    (<HierarchyOperator.SEQ: 'SEQ'>, <SuccessionRelation.FOLLOWED_BY: 'followed_by'>)
+    (<HierarchyOperator.SEQ: 'SEQ'>, <SuccessionRelation.followed_by: 'followed_by'>)
     >>> lookup_relation("overlapping")
     Traceback (most recent call last):
     ...

@@ -172,7 +172,7 @@ def situations_from_intervals(intervals: pd.DataFrame, pattern: TemporalPattern,
             elif column in rows:
                 values = rows[column]
                 table[source] = (values.notna().astype(int).to_numpy()
-                                 if aggregate is Aggregate.COUNT else values.to_numpy())
+                                 if aggregate is Aggregate.count else values.to_numpy())
             else:
                 raise InputError(f"{aggregate.value}({name}.{column}): the interval events "
                                  f"have neither a column {source!r} nor {column!r}")
@@ -217,7 +217,7 @@ def _check_point_events(events: pd.DataFrame, time_column: str,
             raise InputError(f"row {nan[0]}, column {column!r}: missing value (NaN) in a "
                              "column a condition reads", row=int(nan[0]))
     for item in pattern.returns:
-        if item.aggregate in (Aggregate.AVG, Aggregate.SUM) and not \
+        if item.aggregate in (Aggregate.avg, Aggregate.sum) and not \
                 pd.api.types.is_numeric_dtype(events[item.column]):
             raise QueryError(f"{item}: column {item.column} is not numeric")
 
@@ -305,16 +305,16 @@ def _aggregate(values: pd.Series, ordered: Callable[[np.ndarray], np.ndarray],
     run boundaries. Missing values are skipped, as in SQL (and pandas): a run of only
     missing values has count 0, sum 0 and NaN for the others.
     """
-    if aggregate in (Aggregate.FIRST, Aggregate.LAST):
+    if aggregate in (Aggregate.first, Aggregate.last):
         array = values.to_numpy()
-        at = start_at if aggregate is Aggregate.FIRST else end_at
+        at = start_at if aggregate is Aggregate.first else end_at
         return ordered(array)[at] if len(at) else array[:0]
     if not plain_numbers(values):
         return _aggregate_by_pandas(ordered(values.to_numpy()), start_at, end_at,
                                     aggregate, column)
     array = ordered(values.to_numpy())
     if not len(start_at):
-        kind = {Aggregate.COUNT: np.int64, Aggregate.AVG: np.float64}.get(aggregate)
+        kind = {Aggregate.count: np.int64, Aggregate.avg: np.float64}.get(aggregate)
         return np.zeros(0, dtype=kind or array.dtype)
     # reduceat over [start, end + 1) pairs; the pairs' second halves are discarded.
     bounds = np.ravel(np.column_stack([start_at, end_at + 1]))
@@ -327,14 +327,14 @@ def _aggregate(values: pd.Series, ordered: Callable[[np.ndarray], np.ndarray],
 
     count = (per_run(np.add, present.astype(np.int64)) if present is not None
              else end_at - start_at + 1)
-    if aggregate is Aggregate.COUNT:
+    if aggregate is Aggregate.count:
         return np.asarray(count, dtype=np.int64)
-    if aggregate is Aggregate.MIN:
+    if aggregate is Aggregate.min:
         return per_run(np.fmin, array)
-    if aggregate is Aggregate.MAX:
+    if aggregate is Aggregate.max:
         return per_run(np.fmax, array)
     total = per_run(np.add, array if present is None else np.where(present, array, 0))
-    if aggregate is Aggregate.SUM:
+    if aggregate is Aggregate.sum:
         return total
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
@@ -347,8 +347,8 @@ def _aggregate_by_pandas(array: np.ndarray, start_at: np.ndarray, end_at: np.nda
     picked = np.concatenate([np.arange(s, e + 1) for s, e in zip(start_at, end_at)]) \
         if len(start_at) else np.zeros(0, dtype=np.intp)
     grouped = pd.Series(array[picked]).groupby(run, sort=True)
-    function = {Aggregate.MIN: "min", Aggregate.MAX: "max", Aggregate.AVG: "mean",
-                Aggregate.SUM: "sum", Aggregate.COUNT: "count"}[aggregate]
+    function = {Aggregate.min: "min", Aggregate.max: "max", Aggregate.avg: "mean",
+                Aggregate.sum: "sum", Aggregate.count: "count"}[aggregate]
     try:
         result = grouped.agg(function)
     except TypeError as error:

@@ -187,8 +187,8 @@ def detected_at(constraints: tuple[Constraint, ...],
     detected = functools.reduce(np.maximum, [ts for ts, _ in ends.values()])
     for constraint in constraints:
         if isinstance(constraint, EndpointRestriction):
-            left = ends[constraint.left][constraint.left_end is Endpoint.TE]
-            right = ends[constraint.right][constraint.right_end is Endpoint.TE]
+            left = ends[constraint.left][constraint.left_end is Endpoint.te]
+            right = ends[constraint.right][constraint.right_end is Endpoint.te]
             detected = np.maximum(detected, np.maximum(left, right))
         elif isinstance(constraint, (RelationConstraint, FollowedBy)):
             (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
