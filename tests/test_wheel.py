@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,9 +20,13 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
+    source = tmp_path_factory.mktemp("source") / "uncertain-cep"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "out", "__pycache__", ".hypothesis", "*.egg-info"))
     # No build isolation: the test group installs setuptools, so no download is needed.
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                           "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+                           "--no-build-isolation", "-q", "-w", str(out), str(source)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     (built,) = out.glob("uncertain_cep-*.whl")
