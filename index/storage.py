@@ -21,8 +21,18 @@ Layout of an index directory::
 
 A write goes to a temporary sibling directory; every file is flushed to disk and the
 manifest is written last; the directory is then renamed into place. An interrupted write
-therefore never leaves a directory that :func:`load_index` accepts, and a damaged or
-foreign one is refused with :class:`~uncertain_cep.errors.IndexFormatError`.
+therefore never leaves a directory that the reader accepts, and a damaged or foreign one
+is refused with :class:`~uncertain_cep.errors.IndexFormatError`.
+
+This module writes the layout and :mod:`uncertain_cep.index.reader` reads it; the manifest
+is a typed :class:`~uncertain_cep.index.manifest.Manifest`. No module outside
+``uncertain_cep.index`` names a file or an internal column of the layout:
+:data:`FORMAT_NAMES` lists them, and ``tests/index/test_storage_boundary.py`` checks.
+
+>>> sorted(FORMAT_NAMES.tables)
+['events', 'nodes', 'rejected_groups', 'rejected_rows', 'stats', 'trees']
+>>> "_uc_t_max" in FORMAT_NAMES.columns and "event_id" not in FORMAT_NAMES.columns
+True
 """
 
 from __future__ import annotations
@@ -33,8 +43,8 @@ import math
 import os
 import shutil
 import tempfile
-import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,25 +58,103 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_index import (
     BuildSettings,
     EventIndex,
-    EventLayout,
     event_boxes,
     rtree_properties,
 )
 from uncertain_cep.index.forest import GroupForest
+from uncertain_cep.index.manifest import (
+    FORMAT_VERSION,
+    AttributeNames,
+    BuildRecord,
+    IndexCounts,
+    Manifest,
+    RejectedCounts,
+    RTreeInfo,
+    StoredSettings,
+    StoredStatistics,
+    TimeDomain,
+)
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
-from uncertain_cep.index.tables import forest_from_frames, forest_tables, node_schema, tree_schema
-from uncertain_cep.model.events import Archive, read_archive
-from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
+from uncertain_cep.index.tables import (
+    NODE_COLUMNS,
+    TREE_COLUMNS,
+    forest_tables,
+    group_extents,
+    node_schema,
+    tree_schema,
+)
 
-__all__ = ["EVENT_COLUMNS", "FORMAT_VERSION", "IndexDraft", "finish_index", "load_index",
-           "load_index_and_manifest", "read_manifest", "read_statistics", "save_index",
-           "table_files"]
+__all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
+           "FormatNames", "IndexDraft", "PartitionWriter", "finish_index", "save_index"]
 
-FORMAT_VERSION = 3
+# ---------------------------------------------------------------- the layout's names
+# Public for the modules of index/ (the reader); nothing outside index/ uses them.
+
 MANIFEST = "manifest.json"
-# Internal per-event columns of the events table.
+EVENTS, NODES, TREES = "events", "nodes", "trees"
+REJECTED_ROWS, REJECTED_GROUPS = "rejected_rows", "rejected_groups"
+STATS = "stats"
+TIME_STATS = f"{STATS}/time.parquet"
+CELL_STATS = f"{STATS}/cells.parquet"
+CATEGORY_STATS = f"{STATS}/categories.parquet"
+RTREE = "rtree"                      # libspatialindex's base name of its two files
+RTREE_FILES = (f"{RTREE}.dat", f"{RTREE}.idx")
+PART = "part-{:05d}.parquet"         # one file per writer (a build task) and table
+# Internal per-event columns of the events table (the archive's own columns beside them).
+EVENT_COLUMN_PREFIX = "_uc_"
 EVENT_COLUMNS = ("_uc_pos", "_uc_t_min", "_uc_t_max", "_uc_code_lo", "_uc_code_hi")
+# stats/time.parquet: per bucket of earliest instants, its first instant, its events and
+# the latest instant of those events.
+TIME_STATS_COLUMNS = ("bucket", "t_lo", "events", "latest")
+# Columns of stats/cells.parquet and stats/categories.parquet
+# (EventStatistics.to_frames writes them).
+_STATISTICS_COLUMNS = ("interval", "cell", "events", "attribute", "value")
+REJECTED_ROW_SCHEMA = pa.schema([("event_id", pa.string()), ("group", pa.string()),
+                                 ("file", pa.string()), ("row", pa.int64()),
+                                 ("reason", pa.string())])
+REJECTED_GROUP_SCHEMA = pa.schema([("event_id", pa.string()), ("group", pa.string()),
+                                   ("reason", pa.string())])
+# The rejected-rows table's columns, for a writer outside this module (the Spark job writes
+# the rows of repeated event ids with Spark, into IndexDraft.staging).
+REJECTED_ROW_COLUMNS: tuple[str, ...] = tuple(REJECTED_ROW_SCHEMA.names)
 _TIME_BUCKETS = 1024
+
+
+@dataclass(frozen=True)
+class FormatNames:
+    """The names only the on-disk format uses.
+
+    Attributes
+    ----------
+    files
+        File names (and the prefix of the tables' part files).
+    tables
+        Table directories.
+    columns
+        Internal columns of the tables. Columns the format shares with the archive (event
+        id, group, ``t_lo``/``t_hi``) and words of the answers and the Spark job's own rows
+        (``events``, ``value``, ``file``, ``row``, ``reason``) are left out: a module naming
+        those means the archive or its answers. So is the prefix ``_uc_`` of the internal
+        event columns: the archive reader reserves it for the whole package
+        (:mod:`uncertain_cep.model.events`), whose Spark jobs use it for their own columns.
+    """
+
+    files: tuple[str, ...]
+    tables: tuple[str, ...]
+    columns: tuple[str, ...]
+
+
+_SHARED_NAMES = frozenset({"event_id", "group", "t_lo", "t_hi", "events", "value", "file",
+                           "row", "reason"})
+FORMAT_NAMES = FormatNames(
+    files=(MANIFEST, *RTREE_FILES, *(p.rpartition("/")[2] for p in
+                                     (TIME_STATS, CELL_STATS, CATEGORY_STATS)),
+           PART.partition("{")[0]),
+    tables=(EVENTS, NODES, TREES, STATS, REJECTED_ROWS, REJECTED_GROUPS),
+    columns=tuple(sorted({*EVENT_COLUMNS, *NODE_COLUMNS, *TREE_COLUMNS,
+                          *TIME_STATS_COLUMNS, *_STATISTICS_COLUMNS,
+                          *REJECTED_ROW_SCHEMA.names, *REJECTED_GROUP_SCHEMA.names}
+                         - _SHARED_NAMES)))
 
 
 # ---------------------------------------------------------------- writing
@@ -89,6 +177,102 @@ class IndexDraft:
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
+    def staging(self, name: str) -> Path:
+        """A scratch directory in the draft (not yet created) for another writer's files,
+        such as Spark's; :meth:`adopt_rejected_rows` moves them into place."""
+        # A leading underscore: readers of Parquet directories skip such paths.
+        return self.path / f"_{name}"
+
+    def adopt_rejected_rows(self, staging: Path, name: str) -> None:
+        """Move the Parquet part files a writer left in ``staging`` (columns
+        :data:`REJECTED_ROW_COLUMNS`) into the rejected-rows table as ``name-NNNNN``, and
+        remove ``staging``."""
+        target = self.path / REJECTED_ROWS
+        target.mkdir(exist_ok=True)
+        for k, part in enumerate(sorted(staging.glob("part-*.parquet"))):
+            os.replace(part, target / f"{name}-{k:05d}.parquet")
+        shutil.rmtree(staging)
+
+
+class PartitionWriter:
+    """What one build task writes into a draft: one Parquet file per table, under a
+    temporary name until :meth:`commit` renames it into place, so a retried task replaces
+    its own output.
+
+    Parameters
+    ----------
+    draft
+        The draft directory (:attr:`IndexDraft.path`).
+    partition, attempt
+        The task's partition (names its files) and attempt (names the temporary ones).
+    """
+
+    def __init__(self, draft: str | os.PathLike[str], partition: int, attempt: int) -> None:
+        self.root = Path(draft)
+        self.name = PART.format(partition)
+        self.attempt = attempt
+        self._writers: dict[str, tuple[pq.ParquetWriter, Path]] = {}
+
+    def add_group(self, events: pd.DataFrame, forest: GroupForest, label: object,
+                  group_by: str, codes: str) -> None:
+        """Append one indexed group: ``events`` are its archive rows
+        (:meth:`~uncertain_cep.model.events.Archive.to_frame`) in canonical order, so row
+        ``k`` is the event at position ``k`` of ``forest``."""
+        events = events.reset_index(drop=True)
+        events[EVENT_COLUMNS[0]] = np.arange(len(events), dtype=np.int64)
+        for column, values in zip(EVENT_COLUMNS[1:], group_extents(forest, codes)):
+            events[column] = values
+        table = pa.Table.from_pandas(events, preserve_index=False)
+        self._append(EVENTS, table)
+        nodes, trees = forest_tables(forest, label, table.schema.field(group_by).type)
+        self._append(NODES, nodes)
+        self._append(TREES, trees)
+
+    def add_rejected_rows(self, event_ids: Sequence[str], group: str | None,
+                          files: Sequence[str], rows: Sequence[int | None],
+                          reasons: Sequence[str]) -> None:
+        """Set rows of one group aside: per row its event id, input file, row in that file
+        (``None`` when unknown, as for CSV) and reason."""
+        self._append(REJECTED_ROWS, pa.table({
+            "event_id": list(event_ids), "group": [group] * len(event_ids),
+            "file": list(files), "row": pa.array(list(rows), pa.int64()),
+            "reason": list(reasons)}, schema=REJECTED_ROW_SCHEMA))
+
+    def add_rejected_group(self, event_ids: Sequence[str], group: str, reason: str) -> None:
+        """Set a group that cannot be indexed aside: its events, with the reason."""
+        self._append(REJECTED_GROUPS, pa.table({
+            "event_id": list(event_ids), "group": [group] * len(event_ids),
+            "reason": [reason] * len(event_ids)}, schema=REJECTED_GROUP_SCHEMA))
+
+    def _append(self, table_name: str, table: pa.Table) -> None:
+        entry = self._writers.get(table_name)
+        if entry is None:
+            folder = self.root / table_name
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{self.name}.attempt-{self.attempt}"
+            entry = (pq.ParquetWriter(tmp, table.schema), tmp)
+            self._writers[table_name] = entry
+        writer, _ = entry
+        if not table.schema.equals(writer.schema):
+            table = table.cast(writer.schema)
+        writer.write_table(table)
+
+    def commit(self) -> None:
+        """Close, flush and rename this task's files into place."""
+        for table_name, (writer, tmp) in list(self._writers.items()):
+            writer.close()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.root / table_name / self.name)
+        self._writers.clear()
+
+    def abort(self) -> None:
+        """Drop whatever was not committed (a no-op after :meth:`commit`)."""
+        for writer, tmp in self._writers.values():
+            writer.close()
+            tmp.unlink(missing_ok=True)
+        self._writers.clear()
+
 
 def save_index(index: EventIndex, path: str | os.PathLike[str], *,
                time_unit: object = None) -> None:
@@ -103,66 +287,67 @@ def save_index(index: EventIndex, path: str | os.PathLike[str], *,
                                                 lay.code_lo, lay.code_hi)):
             events[name] = values
         table = pa.Table.from_pandas(events, preserve_index=False)
-        _write(table, draft.path / "events" / "part-00000.parquet")
+        _write(table, draft.path / EVENTS / PART.format(0))
         group_type = table.schema.field(archive.group_by).type
         pairs = [forest_tables(f, _plain(archive.group_labels[g]), group_type)
                  for g, f in enumerate(index.forests)]
         _write(pa.concat_tables([n for n, _ in pairs]) if pairs
                else node_schema(group_type).empty_table(),
-               draft.path / "nodes" / "part-00000.parquet")
+               draft.path / NODES / PART.format(0))
         _write(pa.concat_tables([t for _, t in pairs]) if pairs
                else tree_schema(group_type).empty_table(),
-               draft.path / "trees" / "part-00000.parquet")
+               draft.path / TREES / PART.format(0))
         finish_index(draft, group_by=archive.group_by,
-                     attributes=(archive.numeric_names, archive.categorical_names),
+                     attributes=AttributeNames(archive.numeric_names,
+                                               archive.categorical_names),
                      settings=index.settings, time_unit=time_unit,
-                     counts={"groups": archive.n_groups,
-                             "trees": sum(f.n_trees for f in index.forests),
-                             "nodes": sum(f.n_nodes for f in index.forests)},
-                     input_fingerprint=None)
+                     groups=archive.n_groups, trees=sum(f.n_trees for f in index.forests),
+                     nodes=sum(f.n_nodes for f in index.forests), input_fingerprint=None)
     except BaseException:
         draft.discard()
         raise
 
 
-def finish_index(draft: IndexDraft, *, group_by: str,
-                 attributes: tuple[tuple[str, ...], tuple[str, ...]],
-                 settings: BuildSettings, time_unit: object, counts: dict[str, int],
-                 input_fingerprint: str | None, extra: dict[str, Any] | None = None) -> None:
+def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames,
+                 settings: BuildSettings, time_unit: object, groups: int, trees: int,
+                 nodes: int, input_fingerprint: str | None, build: BuildRecord | None = None,
+                 rejected: RejectedCounts | None = None) -> Manifest:
     """Complete a draft whose ``events``, ``nodes`` and ``trees`` tables are written: load
     the R*-tree file and the statistics from the events table (streamed, so memory does not
-    grow with the archive), write the manifest, and move the draft into place."""
+    grow with the archive), write the manifest, and move the draft into place.
+
+    Returns
+    -------
+    Manifest
+        What was written to ``manifest.json``.
+    """
     root = draft.path
-    numeric = attributes[0]
     n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
-        root, group_by, numeric, tuple(attributes[1]))
+        root, group_by, attributes.numeric, attributes.categorical)
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    checksums = {name: _sha256(root / name) for name in files}
-    manifest = {
-        "format": "uncertain-cep index",
-        "format_version": FORMAT_VERSION,
-        "group_by": group_by,
-        "attributes": {"numeric": list(numeric), "categorical": list(attributes[1])},
-        "schema": {f.name: str(f.type) for f in pq.read_schema(
-            root / table_files(root, "events")[0])} if n_events else {},
-        "settings": _settings_to_json(settings),
-        "time_unit": None if time_unit is None else str(time_unit),
-        "counts": {"events": n_events, **counts},
-        "time": time_domain,
-        "rtree": {"dimension": dimension, "entries": n_events},
-        "statistics": statistics.to_json(),
+    manifest = Manifest(
+        format_version=FORMAT_VERSION, group_by=group_by, attributes=attributes,
+        schema=tuple((f.name, str(f.type)) for f in pq.read_schema(
+            root / table_files(root, EVENTS)[0])) if n_events else (),
+        settings=StoredSettings.of(settings),
+        time_unit=None if time_unit is None else str(time_unit),
+        counts=IndexCounts(n_events, int(groups), int(trees), int(nodes)), time=time_domain,
+        rtree=RTreeInfo(dimension, n_events), statistics=StoredStatistics.of(statistics),
         # The archive as validated is what the index answers for; a build from files
         # also records the files it read (see the Spark job).
-        "input_fingerprint": input_fingerprint or _fingerprint(root, "events"),
-        "sha256": checksums,
-        **(extra or {}),
-    }
+        input_fingerprint=input_fingerprint or _fingerprint(root, EVENTS),
+        sha256=tuple((name, sha256_file(root / name)) for name in files),
+        build=build, rejected=rejected)
+    data = manifest.to_json()
+    # Never write a manifest the reader would refuse (a stray numpy scalar, say).
+    Manifest.from_json(data)
     with open(root / MANIFEST, "w") as fh:
-        json.dump(manifest, fh, indent=2, default=str)
+        json.dump(data, fh, indent=2)
         fh.flush()
         os.fsync(fh.fileno())
     _fsync_dir(root)
     _swap_into_place(root, draft.target)
+    return manifest
 
 
 def table_files(root: Path, table: str) -> list[str]:
@@ -178,23 +363,23 @@ def _write(table: pa.Table, path: Path) -> None:
 
 
 def _event_batches(root: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
-    for name in table_files(root, "events"):
+    for name in table_files(root, EVENTS):
         yield from pq.ParquetFile(root / name).iter_batches(batch_size=65536, columns=columns)
 
 
-def group_keys(root: Path) -> pd.Index:
+def _group_keys(root: Path) -> pd.Index:
     """Every group key of an index (from its trees table), sorted: position = group code."""
-    files = [str(root / f) for f in table_files(root, "trees")]
+    files = [str(root / f) for f in table_files(root, TREES)]
     keys = pq.ParquetDataset(files).read(columns=["group"]).column("group").unique()
     return pd.Index(keys.to_pandas()).sort_values()
 
 
 def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
                            categorical: tuple[str, ...]
-                           ) -> tuple[int, dict[str, int | None], int, EventStatistics]:
+                           ) -> tuple[int, TimeDomain, int, EventStatistics]:
     lo_hi = [c for a in numeric for c in (f"{a}_lo", f"{a}_hi")]
     columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi, *categorical]
-    keys = group_keys(root) if table_files(root, "trees") else pd.Index([])
+    keys = _group_keys(root) if table_files(root, TREES) else pd.Index([])
     n_rows, t0, t1 = _footer_summary(root)
     extents = {a: (_footer_extreme(root, f"{a}_lo", min), _footer_extreme(root, f"{a}_hi", max))
                for a in numeric}
@@ -239,22 +424,21 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
     props.overwrite = True
     # A bulk load needs at least one entry.
     source = (boxes(),) if n_rows else ()
-    tree = rtree_index.Index(str(root / "rtree"), *source, properties=props, interleaved=False)
+    tree = rtree_index.Index(str(root / RTREE), *source, properties=props, interleaved=False)
     tree.close()
-    for name in ("rtree.dat", "rtree.idx"):
+    for name in RTREE_FILES:
         with open(root / name, "rb+") as fh:
             os.fsync(fh.fileno())
-    stats = pa.table({"bucket": np.arange(n_buckets, dtype=np.int64),
-                      "t_lo": t0 + width * np.arange(n_buckets, dtype=np.int64)
-                      if t0 is not None else np.zeros(0, dtype=np.int64),
-                      "events": counts, "latest": latest})
-    _write(stats, root / "stats" / "time.parquet")
+    starts = (t0 + width * np.arange(n_buckets, dtype=np.int64) if t0 is not None
+              else np.zeros(0, dtype=np.int64))
+    stats = pa.table(dict(zip(TIME_STATS_COLUMNS, (np.arange(n_buckets, dtype=np.int64),
+                                                   starts, counts, latest))))
+    _write(stats, root / TIME_STATS)
     finished = statistics.finish()
     cells, cats = finished.to_frames()
-    _write(pa.Table.from_pandas(cells, preserve_index=False), root / "stats" / "cells.parquet")
-    _write(pa.Table.from_pandas(cats, preserve_index=False),
-           root / "stats" / "categories.parquet")
-    domain = {"t_min": t0, "t_max": t1, "bucket_width": width, "max_interval": max_width}
+    _write(pa.Table.from_pandas(cells, preserve_index=False), root / CELL_STATS)
+    _write(pa.Table.from_pandas(cats, preserve_index=False), root / CATEGORY_STATS)
+    domain = TimeDomain(t_min=t0, t_max=t1, bucket_width=int(width), max_interval=max_width)
     return seen, domain, 3 + len(numeric), finished
 
 
@@ -262,7 +446,7 @@ def _footer_extreme(root: Path, column: str, pick: Any) -> float | None:
     """The smallest (``pick=min``) or largest (``max``) value of a numeric column of the
     events table, from the Parquet footers where they have statistics."""
     found: list[float] = []
-    for name in table_files(root, "events"):
+    for name in table_files(root, EVENTS):
         meta = pq.ParquetFile(root / name).metadata
         i = meta.schema.to_arrow_schema().get_field_index(column)
         for rg in range(meta.num_row_groups):
@@ -279,32 +463,25 @@ def _footer_extreme(root: Path, column: str, pick: Any) -> float | None:
     return pick(found) if found else None
 
 
-def read_statistics(root: Path, manifest: dict[str, Any]) -> EventStatistics:
-    """The selectivity statistics stored with an index."""
-    return EventStatistics.from_frames(
-        manifest["statistics"],
-        pq.read_table(root / "stats" / "cells.parquet").to_pandas(),
-        pq.read_table(root / "stats" / "categories.parquet").to_pandas())
-
-
 def _footer_summary(root: Path) -> tuple[int, int | None, int | None]:
-    """Number of events, smallest ``_uc_t_min`` and largest ``_uc_t_max``, from the
+    """Number of events, smallest earliest instant and largest latest instant, from the
     Parquet footers of the events table."""
     n_rows = 0
     t0: int | None = None
     t1: int | None = None
-    for name in table_files(root, "events"):
+    t_min, t_max = EVENT_COLUMNS[1:3]
+    for name in table_files(root, EVENTS):
         meta = pq.ParquetFile(root / name).metadata
         n_rows += meta.num_rows
         schema = meta.schema.to_arrow_schema()
-        i0, i1 = schema.get_field_index("_uc_t_min"), schema.get_field_index("_uc_t_max")
+        i0, i1 = schema.get_field_index(t_min), schema.get_field_index(t_max)
         for rg in range(meta.num_row_groups):
             if meta.row_group(rg).num_rows == 0:
                 continue
             s0 = meta.row_group(rg).column(i0).statistics
             s1 = meta.row_group(rg).column(i1).statistics
             if s0 is None or s1 is None or not (s0.has_min_max and s1.has_min_max):
-                col = pq.read_table(root / name, columns=["_uc_t_min", "_uc_t_max"])
+                col = pq.read_table(root / name, columns=[t_min, t_max])
                 lo, hi = int(pa.compute.min(col[0]).as_py()), int(pa.compute.max(col[1]).as_py())
             else:
                 lo, hi = int(s0.min), int(s1.max)
@@ -313,7 +490,8 @@ def _footer_summary(root: Path) -> tuple[int, int | None, int | None]:
     return n_rows, t0, t1
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, as the manifest records it."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -324,7 +502,7 @@ def _sha256(path: Path) -> str:
 def _fingerprint(root: Path, table: str) -> str:
     h = hashlib.sha256()
     for name in table_files(root, table):
-        h.update(_sha256(root / name).encode())
+        h.update(sha256_file(root / name).encode())
     return h.hexdigest()
 
 
@@ -353,145 +531,5 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _settings_to_json(settings: BuildSettings) -> dict[str, Any]:
-    c2 = settings.condition2
-    if isinstance(c2, MaxSpeed):
-        cond: dict[str, Any] | None = {"kind": "max_speed", "v_max": c2.v_max,
-                                       "coordinates": list(c2.coordinates)}
-    elif c2 is not None:
-        cond = {"kind": "user_predicate"}
-    else:
-        cond = None
-    return {"condition2": cond, "multi_tree": settings.multi_tree, "codes": settings.codes,
-            "node_budget": settings.node_budget}
-
-
-# ---------------------------------------------------------------- reading
-
-def read_manifest(root: Path) -> dict[str, Any]:
-    """The manifest of an index directory, after checking its format version and every
-    file's checksum."""
-    if not root.is_dir():
-        raise IndexFormatError(f"{root} is not an index directory (it does not exist)")
-    try:
-        with open(root / MANIFEST) as fh:
-            manifest = json.load(fh)
-    except FileNotFoundError:
-        raise IndexFormatError(f"{root} has no manifest.json: not an index, or its write was "
-                               "interrupted; rebuild it") from None
-    except (OSError, ValueError) as e:
-        raise IndexFormatError(f"{root}/manifest.json is damaged: {e}") from e
-    if not isinstance(manifest, dict) or manifest.get("format") != "uncertain-cep index":
-        raise IndexFormatError(f"{root}/manifest.json does not describe an uncertain-cep index")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise IndexFormatError(f"{root} has index format version {version!r}; this version of "
-                               f"uncertain-cep reads version {FORMAT_VERSION}; rebuild the index")
-    checksums = manifest.get("sha256")
-    if not isinstance(checksums, dict) or not checksums:
-        raise IndexFormatError(f"{root}/manifest.json lists no files; rebuild the index")
-    for name in ("events", "nodes", "trees"):
-        if not any(k.startswith(f"{name}/") for k in checksums):
-            raise IndexFormatError(f"{root}/manifest.json lists no {name} table")
-    for name, digest in checksums.items():
-        if not (root / name).is_file():
-            raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
-        if _sha256(root / name) != digest:
-            raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum in "
-                                   "manifest.json; rebuild the index")
-    return manifest
-
-
-def load_index(path: str | os.PathLike[str],
-               pair_predicate: PairPredicate | None = None) -> EventIndex:
-    """Open an index directory written by :func:`save_index` or the Spark build."""
-    return load_index_and_manifest(path, pair_predicate)[0]
-
-
-def load_index_and_manifest(path: str | os.PathLike[str],
-                            pair_predicate: PairPredicate | None = None
-                            ) -> tuple[EventIndex, dict[str, Any]]:
-    """:func:`load_index`, and the checked manifest it was read by (its build records)."""
-    root = Path(path)
-    manifest = read_manifest(root)
-    try:
-        events = _read_table(root, "events")
-        settings = settings_from_json(manifest["settings"], pair_predicate)
-        archive, layout = archive_from_events(events, manifest["group_by"])
-        forests = forests_from_tables(_read_table(root, "trees"), _read_table(root, "nodes"),
-                                      archive.group_labels, settings.codes == "paper")
-        rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
-                 else None)
-        statistics = read_statistics(root, manifest)
-    except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
-        raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
-    return EventIndex(archive, settings, forests, layout=layout, rtree=rtree,
-                      statistics=statistics), manifest
-
-
-def _read_table(root: Path, table: str, **kwargs: Any) -> pd.DataFrame:
-    files = table_files(root, table)
-    if not files:
-        raise IndexFormatError(f"{root} is damaged: the {table} table has no files")
-    return pq.ParquetDataset([str(root / f) for f in files], **kwargs).read().to_pandas()
-
-
-def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
-    """Open a private copy of the R*-tree file: libspatialindex rewrites header pages of a
-    file it has opened, which would break the index's checksums (and race with other
-    readers); the copy is removed when the R*-tree is garbage-collected."""
-    private = Path(tempfile.mkdtemp(prefix="uncertain-cep-rtree-"))
-    try:
-        for name in ("rtree.dat", "rtree.idx"):
-            shutil.copyfile(root / name, private / name)
-        props = rtree_properties(n_attributes)
-        props.overwrite = False
-        tree = rtree_index.Index(str(private / "rtree"), properties=props, interleaved=False)
-    except BaseException:
-        shutil.rmtree(private, ignore_errors=True)
-        raise
-    weakref.finalize(tree, shutil.rmtree, private, True)
-    return tree
-
-
-def archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, EventLayout]:
-    """The archive and layout stored in an events table (whole, or a slice of it)."""
-    internal = {c: events[c].to_numpy() for c in EVENT_COLUMNS}
-    archive = read_archive(events.drop(columns=list(EVENT_COLUMNS)), group_by=group_by)
-    layout = EventLayout(positions=internal["_uc_pos"].astype(np.int64),
-                         t_min=internal["_uc_t_min"].astype(np.int64),
-                         t_max=internal["_uc_t_max"].astype(np.int64),
-                         code_lo=internal["_uc_code_lo"].astype(np.float64),
-                         code_hi=internal["_uc_code_hi"].astype(np.float64))
-    return archive, layout
-
-
-def forests_from_tables(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
-                        paper_codes: bool) -> list[GroupForest]:
-    """The forests of the groups ``labels`` (in that order) from their table rows."""
-    tree_groups = dict(iter(trees.groupby("group", sort=False)))
-    node_groups = dict(iter(nodes.groupby("group", sort=False)))
-    out = []
-    for label in labels:
-        if label not in tree_groups or label not in node_groups:
-            raise IndexFormatError(f"group {_plain(label)!r} has events but no OI-trees")
-        out.append(forest_from_frames(tree_groups[label], node_groups[label], paper_codes))
-    return out
-
-
 def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
-
-
-def settings_from_json(data: dict[str, Any], pair_predicate: PairPredicate | None
-                       ) -> BuildSettings:
-    cond = data.get("condition2")
-    condition2: MaxSpeed | PairPredicate | None = None
-    if cond is not None and cond["kind"] == "max_speed":
-        condition2 = MaxSpeed(cond["v_max"], tuple(cond["coordinates"]))
-    elif cond is not None:
-        # A user's function is not stored; the trees were built with it, and only the
-        # possible-worlds baseline needs it again.
-        condition2 = pair_predicate
-    return BuildSettings(condition2=condition2, multi_tree=data["multi_tree"],
-                         codes=data["codes"], node_budget=data["node_budget"])

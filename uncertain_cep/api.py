@@ -254,17 +254,10 @@ def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:
 
 
 def _stored_event_times(root: Path, ids: set[Any]) -> dict[Any, tuple[int, int]]:
-    """``(t_lo, t_hi)`` of the given events, read from a saved index's events table."""
-    if not ids:
-        return {}
-    import pyarrow.dataset as ds
+    """``(t_lo, t_hi)`` of the given events, read from a saved index (only their rows)."""
+    from uncertain_cep.index.reader import read_event_times
 
-    # Only the matched events' rows are read (the filter is pushed into the scan).
-    frame = ds.dataset(root / "events", format="parquet").to_table(
-        columns=["event_id", "t_lo", "t_hi"], filter=ds.field("event_id").isin(list(ids))
-    ).to_pandas()
-    return {_plain(e): (int(lo), int(hi))
-            for e, lo, hi in zip(frame["event_id"], frame["t_lo"], frame["t_hi"])}
+    return read_event_times(root, ids)
 
 
 class EngineName(ParamEnum):
@@ -319,12 +312,8 @@ def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "gr
 
 def open_index(path: str | os.PathLike[str]) -> UncertainIndex:
     """Open an index written by :meth:`UncertainIndex.save`."""
-    from uncertain_cep.index.storage import load_index_and_manifest
+    from uncertain_cep.index.reader import load_index_and_manifest
 
     index, manifest = load_index_and_manifest(path)
     # What describe() reports of where the index came from.
-    recorded = ("time_unit", "input_fingerprint", "build", "rejected")
-    provenance: dict[str, Any] = {"path": os.fspath(path),
-                                  "format_version": manifest.get("format_version"),
-                                  **{k: manifest[k] for k in recorded if k in manifest}}
-    return UncertainIndex(index, provenance)
+    return UncertainIndex(index, {"path": os.fspath(path), **manifest.provenance()})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from itertools import pairwise
 
 import pytest
@@ -12,6 +11,7 @@ from random_archives import archives, patterns
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError, PlanningError
+from uncertain_cep.index.reader import open_reader
 from uncertain_cep.pipeline.time_slices import evaluate_slice, plan_slices
 
 
@@ -29,14 +29,14 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, patte
         return
     root = tmp_path_factory.mktemp("slices") / "ix"
     idx.save(root)
-    manifest = json.loads((root / "manifest.json").read_text())
+    reader = open_reader(root)
     window = pattern.within if pattern.within is not None else float("inf")
-    plan = plan_slices(root, manifest, window, n_slices)
+    plan = plan_slices(reader, window, n_slices)
     assert plan == sorted(plan, key=lambda s: s.lo)
     assert all(a.hi <= b.lo for a, b in pairwise(plan))
     rows = []
     for piece in plan:
-        got, _ = evaluate_slice(root, manifest, piece, str(pattern))
+        got, _ = evaluate_slice(reader, piece, str(pattern))
         rows += got
     full = idx.query(pattern)
     expected = list(zip(full["events"], full["confidence"], full["t_first"], full["t_last"]))
@@ -49,8 +49,7 @@ def test_every_event_is_the_anchor_of_exactly_one_slice(tmp_path):
     df = generate_synthetic(400, groups=3, seed=4)
     idx = uc.build_index(df)
     idx.save(tmp_path / "ix")
-    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-    plan = plan_slices(tmp_path / "ix", manifest, 10, 6)
+    plan = plan_slices(open_reader(tmp_path / "ix"), 10, 6)
     t_min = idx._index.event_t_min
     owners = [sum(p.lo <= t < p.hi for p in plan) for t in t_min]
     assert set(owners) == {1}
@@ -61,8 +60,8 @@ def test_strategies_that_need_whole_groups_are_refused_per_slice(tmp_path):
     from uncertain_cep.datasets.synthetic import generate_synthetic
 
     uc.build_index(generate_synthetic(50, seed=1)).save(tmp_path / "ix")
-    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-    piece = plan_slices(tmp_path / "ix", manifest, 5, 1)[0]
+    reader = open_reader(tmp_path / "ix")
+    piece = plan_slices(reader, 5, 1)[0]
     with pytest.raises(PlanningError, match="needs the whole index"):
-        evaluate_slice(tmp_path / "ix", manifest, piece, "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, "
-                       "B AS a0 > 0", strategy="tree_traversal")
+        evaluate_slice(reader, piece, "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0",
+                       strategy="tree_traversal")

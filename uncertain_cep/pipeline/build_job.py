@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +31,8 @@ import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
 from uncertain_cep.index.event_index import BuildSettings
-from uncertain_cep.index.storage import IndexDraft, finish_index
+from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
+from uncertain_cep.index.storage import REJECTED_ROW_COLUMNS, IndexDraft, finish_index
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.pipeline.group_builder import (
@@ -124,7 +124,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     probe = _check_schema(frame, group_by, time_unit)
     draft = IndexDraft(out)
     try:
-        frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft.path, say)
+        frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft, say)
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups")
@@ -146,15 +146,14 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         mark = time.perf_counter()
         say("writing the R*-tree file and statistics")
         finish_index(draft, group_by=group_by,
-                     attributes=(probe.numeric_names, probe.categorical_names),
-                     settings=settings, time_unit=time_unit,
-                     counts={"groups": totals["groups"], "trees": totals["trees"],
-                             "nodes": totals["nodes"]},
+                     attributes=AttributeNames(probe.numeric_names, probe.categorical_names),
+                     settings=settings, time_unit=time_unit, groups=totals["groups"],
+                     trees=totals["trees"], nodes=totals["nodes"],
                      input_fingerprint=_fingerprint(files),
-                     extra={"build": {"engine": "spark", "master": spark.sparkContext.master,
-                                      "tasks": n_parts, "input": [str(f) for f in files]},
-                            "rejected": {"rows": totals["bad_rows"],
-                                         "groups": totals["bad_groups"]}})
+                     build=BuildRecord(engine="spark", master=spark.sparkContext.master,
+                                       tasks=n_parts, inputs=tuple(str(f) for f in files)),
+                     rejected=RejectedCounts(rows=totals["bad_rows"],
+                                             groups=totals["bad_groups"]))
         phases["rtree_stats_manifest"] = time.perf_counter() - mark
     except BaseException:
         draft.discard()
@@ -235,7 +234,7 @@ def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None
     return read_archive(pd.DataFrame(cols), group_by=group_by, time_unit=time_unit)
 
 
-def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Path,
+def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexDraft,
                      say: Callable[[str], None]) -> tuple[DataFrame, int]:
     """Fail on repeated event ids, or set their rows aside; returns the rest and how
     many rows were set aside."""
@@ -257,19 +256,16 @@ def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Path,
                          "or pass --on-bad-rows report to set them aside")
     say(f"setting aside the rows of {n_dups} repeated event ids")
     bad = frame.join(dups, "event_id")
-    staging = draft / "_duplicates"
-    (bad.select(F.col("event_id").cast("string").alias("event_id"),
-                F.col(group_by).cast("string").alias("group"),
-                F.col(FILE_COLUMN).alias("file"), F.col(ROW_COLUMN).alias("row"),
-                F.concat(F.lit("event_id "), F.col("event_id").cast("string"),
-                         F.lit(" appears "), F.col("n").cast("string"),
-                         F.lit(" times; event ids must be unique")).alias("reason"))
+    staging = draft.staging("duplicates")
+    # The rejected-rows table's columns, in its order: event id, group, file, row, reason.
+    values = (F.col("event_id").cast("string"), F.col(group_by).cast("string"),
+              F.col(FILE_COLUMN), F.col(ROW_COLUMN),
+              F.concat(F.lit("event_id "), F.col("event_id").cast("string"),
+                       F.lit(" appears "), F.col("n").cast("string"),
+                       F.lit(" times; event ids must be unique")))
+    (bad.select(*(v.alias(name) for v, name in zip(values, REJECTED_ROW_COLUMNS)))
      .coalesce(1).write.parquet(str(staging)))
-    target = draft / "rejected_rows"
-    target.mkdir(exist_ok=True)
-    for k, part in enumerate(sorted(staging.glob("part-*.parquet"))):
-        os.replace(part, target / f"duplicates-{k:05d}.parquet")
-    shutil.rmtree(staging)
+    draft.adopt_rejected_rows(staging, "duplicates")
     return frame.join(dups, "event_id", "left_anti"), n_rows
 
 

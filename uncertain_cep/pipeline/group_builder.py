@@ -11,30 +11,25 @@ so a task sees every group whole and one after another. For each group it
 3. appends the group's events (with their positions, feasible instants and code ranges),
    nodes and trees to this task's Parquet files in the draft index directory.
 
-Files are written under a temporary name and renamed when the task completes, so a
-retried task replaces its own output and a failed build leaves only a draft that
-:func:`uncertain_cep.index.storage.load_index` never accepts. No Spark import here: the module is
-plain
-Python and testable without a cluster.
+The index's own writer (:class:`~uncertain_cep.index.storage.PartitionWriter`) writes
+the files under a temporary name and renames them when the task completes, so a retried
+task replaces its own output and a failed build leaves only a draft that the reader
+(:mod:`uncertain_cep.index.reader`) never accepts. No Spark import here: the module is
+plain Python and testable without a cluster.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.event_index import BuildSettings, build_group_forest
-from uncertain_cep.index.storage import EVENT_COLUMNS
-from uncertain_cep.index.tables import forest_tables, group_extents
+from uncertain_cep.index.storage import PartitionWriter
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
 
 __all__ = ["FILE_COLUMN", "ROW_COLUMN", "SUMMARY_COLUMNS", "GroupJob", "build_partition"]
@@ -43,12 +38,6 @@ FILE_COLUMN, ROW_COLUMN = "_uc_file", "_uc_row"
 SUMMARY_COLUMNS = {"status": "string", "group": "string", "events": "bigint",
                    "nodes": "bigint", "trees": "bigint", "bad_rows": "bigint",
                    "reason": "string", "file": "string", "row": "bigint"}
-
-
-REJECTED_ROWS = pa.schema([("event_id", pa.string()), ("group", pa.string()),
-                           ("file", pa.string()), ("row", pa.int64()), ("reason", pa.string())])
-REJECTED_GROUPS = pa.schema([("event_id", pa.string()), ("group", pa.string()),
-                             ("reason", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -65,7 +54,7 @@ class GroupJob:
 def build_partition(job: GroupJob, partition: int, attempt: int,
                     batches: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """Index every group of one partition; return one summary row per group."""
-    out = _PartitionFiles(Path(job.draft), partition, attempt)
+    out = PartitionWriter(job.draft, partition, attempt)
     summaries: list[dict[str, Any]] = []
     try:
         for key, rows in _groups(batches, job.group_by):
@@ -126,7 +115,7 @@ def _summary(status: str, key: object, **counts: Any) -> dict[str, Any]:
 
 
 def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
-                 out: _PartitionFiles) -> dict[str, Any]:
+                 out: PartitionWriter) -> dict[str, Any]:
     data = rows.drop(columns=[FILE_COLUMN, ROW_COLUMN])
     if _missing(key):
         reasons = [f"event {_eid(data['event_id'].iloc[i])} ({_where(rows, i)}): column "
@@ -137,13 +126,13 @@ def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
     else:
         archive, bad, reasons = _validate(job, rows, data)
     if bad:
-        out.append("rejected_rows", pa.table({
-            "event_id": [str(data["event_id"].iloc[i]) for i in bad],
-            "group": [None if _missing(key) else str(key)] * len(bad),
-            "file": [str(rows[FILE_COLUMN].iloc[i]) for i in bad],
-            "row": pa.array([None if pd.isna(rows[ROW_COLUMN].iloc[i])
-                             else int(rows[ROW_COLUMN].iloc[i]) for i in bad], pa.int64()),
-            "reason": reasons}, schema=REJECTED_ROWS))
+        out.add_rejected_rows(
+            [str(data["event_id"].iloc[i]) for i in bad],
+            None if _missing(key) else str(key),
+            [str(rows[FILE_COLUMN].iloc[i]) for i in bad],
+            [None if pd.isna(rows[ROW_COLUMN].iloc[i]) else int(rows[ROW_COLUMN].iloc[i])
+             for i in bad],
+            reasons)
         first = {"reason": reasons[0], "file": str(rows[FILE_COLUMN].iloc[bad[0]]),
                  "row": None if pd.isna(rows[ROW_COLUMN].iloc[bad[0]])
                  else int(rows[ROW_COLUMN].iloc[bad[0]])}
@@ -178,7 +167,7 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
     return None, bad, reasons
 
 
-def _index_group(job: GroupJob, key: object, archive: Archive, out: _PartitionFiles,
+def _index_group(job: GroupJob, key: object, archive: Archive, out: PartitionWriter,
                  bad_rows: int) -> dict[str, Any]:
     order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
     c2 = job.settings.condition2
@@ -189,24 +178,11 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _PartitionFi
                                     archive.t_hi[order], check, job.settings)
     except (InputError, IndexBuildError) as e:
         status = "infeasible" if isinstance(e, InputError) else "too_large"
-        frame = archive.to_frame()
-        out.append("rejected_groups", pa.table({
-            "event_id": [str(x) for x in frame["event_id"]],
-            "group": [str(label)] * len(frame), "reason": [str(e)] * len(frame)},
-            schema=REJECTED_GROUPS))
+        out.add_rejected_group([str(x) for x in archive.event_ids], str(label), str(e))
         return _summary(status, key, events=archive.n_events, bad_rows=bad_rows,
                         reason=str(e))
-    events = archive.to_frame().iloc[order].reset_index(drop=True)
-    extents = group_extents(forest, job.settings.codes)
-    events[EVENT_COLUMNS[0]] = np.arange(archive.n_events, dtype=np.int64)
-    for name, values in zip(EVENT_COLUMNS[1:], extents):
-        events[name] = values
-    table = pa.Table.from_pandas(events, preserve_index=False)
-    group_type = table.schema.field(job.group_by).type
-    out.append("events", table)
-    nodes, trees = forest_tables(forest, label, group_type)
-    out.append("nodes", nodes)
-    out.append("trees", trees)
+    out.add_group(archive.to_frame().iloc[order], forest, label, job.group_by,
+                  job.settings.codes)
     return _summary("ok", key, events=archive.n_events, nodes=forest.n_nodes,
                     trees=forest.n_trees, bad_rows=bad_rows)
 
@@ -218,39 +194,3 @@ def _plain(x: object) -> object:
 def _eid(x: object) -> str:
     return repr(_plain(x))
 
-
-class _PartitionFiles:
-    """One Parquet file per table for this task, renamed into place on commit."""
-
-    def __init__(self, root: Path, partition: int, attempt: int) -> None:
-        self.root = root
-        self.name = f"part-{partition:05d}.parquet"
-        self.attempt = attempt
-        self.writers: dict[str, tuple[pq.ParquetWriter, Path]] = {}
-
-    def append(self, table_name: str, table: pa.Table) -> None:
-        entry = self.writers.get(table_name)
-        if entry is None:
-            folder = self.root / table_name
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".{self.name}.attempt-{self.attempt}"
-            entry = (pq.ParquetWriter(tmp, table.schema), tmp)
-            self.writers[table_name] = entry
-        writer, _ = entry
-        if not table.schema.equals(writer.schema):
-            table = table.cast(writer.schema)
-        writer.write_table(table)
-
-    def commit(self) -> None:
-        for table_name, (writer, tmp) in list(self.writers.items()):
-            writer.close()
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.root / table_name / self.name)
-        self.writers.clear()
-
-    def abort(self) -> None:
-        for writer, tmp in self.writers.values():
-            writer.close()
-            tmp.unlink(missing_ok=True)
-        self.writers.clear()

@@ -14,12 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow.parquet as pq
-
 from uncertain_cep.errors import PlanningError, UncertainCepError
-from uncertain_cep.index.storage import read_manifest, table_files
-from uncertain_cep.model.events import read_archive
+from uncertain_cep.index.reader import open_reader
 from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES, evaluate_slice, plan_slices
 from uncertain_cep.query.language import parse_query
 from uncertain_cep.query.stats import QueryStats
@@ -42,10 +38,10 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
         raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
                             "use --engine local, or with the Spark engine one of: "
                             f"{', '.join(map(repr, SLICE_STRATEGIES))}")
-    root = Path(path).resolve()
-    manifest = read_manifest(root)
+    # Checked once here; executors get the reader (the directory and its manifest).
+    reader = open_reader(Path(path).resolve())
     pattern = parse_query(query)
-    check_symbols(_empty_archive(root, manifest), pattern)
+    check_symbols(reader.empty_archive(), pattern)
     if spark is None:
         from uncertain_cep.pipeline.session import spark_session
 
@@ -54,16 +50,16 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
     # Enough slices to keep every core busy, and small enough that one slice's events and
     # trees stay a modest part of an executor's memory.
     n = slices or max(4 * sc.defaultParallelism,
-                      math.ceil(int(manifest["counts"]["events"]) / EVENTS_PER_SLICE))
+                      math.ceil(reader.manifest.counts.events / EVENTS_PER_SLICE))
     window = pattern.within if pattern.within is not None else math.inf
-    plan = plan_slices(root, manifest, window, n)
+    plan = plan_slices(reader, window, n)
     if not plan:
         return [], QueryStats(strategy=strategy, engine="spark", slices=0)
 
     def run(pieces: Any) -> Any:
         for piece in pieces:
             try:
-                rows, stats = evaluate_slice(root, manifest, piece, query, strategy)
+                rows, stats = evaluate_slice(reader, piece, query, strategy)
             except UncertainCepError as e:
                 # Surface our own message, not a JVM stack trace.
                 yield ("error", f"{type(e).__name__}: {e}")
@@ -81,9 +77,3 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
     return rows, QueryStats.merged(parts, engine="spark",
                                    seconds=time.perf_counter() - started)
 
-
-def _empty_archive(root: Path, manifest: dict[str, Any]) -> Any:
-    schema = pq.read_schema(root / table_files(root, "events")[0])
-    empty = schema.empty_table().to_pandas().drop(
-        columns=[c for c in schema.names if c.startswith("_uc_")])
-    return read_archive(pd.DataFrame(empty), group_by=manifest["group_by"])

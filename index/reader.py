@@ -1,0 +1,334 @@
+"""Reading an on-disk index: the one door to its files (written by
+:mod:`uncertain_cep.index.storage`).
+
+:func:`open_reader` checks an index directory (its manifest, format version and every
+file's checksum) and returns an :class:`IndexReader`: the typed
+:class:`~uncertain_cep.index.manifest.Manifest` and the reads the rest of the package
+needs, each with its filter pushed into the Parquet scan, so only the rows asked for are
+read:
+
+* :meth:`IndexReader.load`: the whole index, in memory (:func:`load_index`);
+* :meth:`IndexReader.read_slice`: the rows of one time range with its halo, as an
+  in-memory index (what a Spark executor answers a time slice from);
+* :meth:`IndexReader.time_buckets`: events per bucket of earliest instants (what time
+  slices are cut by);
+* :meth:`IndexReader.event_times`: ``(t_lo, t_hi)`` of given events;
+* :meth:`IndexReader.empty_archive`: the archive's columns, without rows.
+
+A reader holds only the directory and the manifest, so it pickles cheaply: the Spark
+query engine checks the index once on the driver and ships the reader to executors.
+
+>>> import tempfile
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     uc.build_index(pd.DataFrame({"event_id": ["a", "b", "c"], "group": [0, 0, 1],
+...         "t_lo": [1, 1, 7], "t_hi": [2, 2, 8]})).save(tmp + "/ix")
+...     reader = open_reader(tmp + "/ix")
+...     times = reader.event_times({"a", "c"})
+...     piece = reader.read_slice(5, 8)
+...     nothing = reader.read_slice(20, 30)
+>>> reader.manifest.counts.events, sorted(times.items())
+(3, [('a', (1, 2)), ('c', (7, 8))])
+>>> piece.archive.event_ids.tolist(), nothing is None
+(['c'], True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+from rtree import index as rtree_index
+
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.event_index import EventIndex, EventLayout, rtree_properties
+from uncertain_cep.index.forest import GroupForest
+from uncertain_cep.index.manifest import Manifest
+from uncertain_cep.index.statistics import EventStatistics
+from uncertain_cep.index.storage import (
+    CATEGORY_STATS,
+    CELL_STATS,
+    EVENT_COLUMN_PREFIX,
+    EVENT_COLUMNS,
+    EVENTS,
+    MANIFEST,
+    NODES,
+    RTREE,
+    RTREE_FILES,
+    TIME_STATS,
+    TREES,
+    sha256_file,
+    table_files,
+)
+from uncertain_cep.index.tables import forest_from_frames
+from uncertain_cep.model.events import Archive, read_archive
+from uncertain_cep.model.feasibility import PairPredicate
+
+__all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest",
+           "open_reader", "read_event_times", "read_manifest"]
+
+
+def read_manifest(root: str | os.PathLike[str]) -> Manifest:
+    """The manifest of an index directory, after checking its format version and every
+    file's checksum.
+
+    Raises
+    ------
+    IndexFormatError
+        When ``root`` is not an index, or an interrupted, damaged or foreign one.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise IndexFormatError(f"{root} is not an index directory (it does not exist)")
+    try:
+        with open(root / MANIFEST) as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise IndexFormatError(f"{root} has no {MANIFEST}: not an index, or its write was "
+                               "interrupted; rebuild it") from None
+    except (OSError, ValueError) as e:
+        raise IndexFormatError(f"{root}/{MANIFEST} is damaged: {e}") from e
+    try:
+        manifest = Manifest.from_json(data)
+    except IndexFormatError as e:
+        raise IndexFormatError(f"{root}/{MANIFEST}: {e}") from None
+    checksums = dict(manifest.sha256)
+    if not checksums:
+        raise IndexFormatError(f"{root}/{MANIFEST} lists no files; rebuild the index")
+    for table in (EVENTS, NODES, TREES):
+        if not any(k.startswith(f"{table}/") for k in checksums):
+            raise IndexFormatError(f"{root}/{MANIFEST} lists no {table} table")
+    for name, digest in checksums.items():
+        if not (root / name).is_file():
+            raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
+        if sha256_file(root / name) != digest:
+            raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum in "
+                                   f"{MANIFEST}; rebuild the index")
+    return manifest
+
+
+def open_reader(path: str | os.PathLike[str]) -> IndexReader:
+    """Check the index directory ``path`` (:func:`read_manifest`) and return its reader."""
+    root = Path(path)
+    return IndexReader(root, read_manifest(root))
+
+
+def load_index(path: str | os.PathLike[str],
+               pair_predicate: PairPredicate | None = None) -> EventIndex:
+    """Open an index directory written by :func:`~uncertain_cep.index.storage.save_index`
+    or the Spark build."""
+    return load_index_and_manifest(path, pair_predicate)[0]
+
+
+def load_index_and_manifest(path: str | os.PathLike[str],
+                            pair_predicate: PairPredicate | None = None
+                            ) -> tuple[EventIndex, Manifest]:
+    """:func:`load_index`, and the checked manifest it was read by (its build records)."""
+    reader = open_reader(path)
+    return reader.load(pair_predicate), reader.manifest
+
+
+@dataclass(frozen=True)
+class TimeBuckets:
+    """The events of an index per bucket of earliest feasible instants: the buckets holding
+    events, in time order.
+
+    Attributes
+    ----------
+    width
+        Instants per bucket.
+    starts
+        First instant of each bucket.
+    events
+        Events whose earliest instant is in the bucket.
+    latest
+        The latest feasible instant of those events.
+    """
+
+    width: int
+    starts: np.ndarray
+    events: np.ndarray
+    latest: np.ndarray
+
+
+@dataclass(frozen=True)
+class IndexReader:
+    """Reads of one checked index directory (build one with :func:`open_reader`).
+
+    Attributes
+    ----------
+    root
+        The index directory.
+    manifest
+        Its manifest, as checked when the reader was opened.
+    """
+
+    root: Path
+    manifest: Manifest
+
+    def load(self, pair_predicate: PairPredicate | None = None) -> EventIndex:
+        """The whole index in memory, its R*-tree file opened (a private copy).
+
+        ``pair_predicate`` is Condition 2 when the index was built with a user's predicate
+        (code is not stored; only the possible-worlds baseline needs it again)."""
+        root = self.root
+        try:
+            events = self._read_table(EVENTS)
+            settings = self.manifest.settings.build_settings(pair_predicate)
+            archive, layout = _archive_from_events(events, self.manifest.group_by)
+            forests = _forests(self._read_table(TREES), self._read_table(NODES),
+                               archive.group_labels, settings.codes == "paper")
+            rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
+                     else None)
+            statistics = self.statistics()
+        except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
+            raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
+        return EventIndex(archive, settings, forests, layout=layout, rtree=rtree,
+                          statistics=statistics)
+
+    def statistics(self) -> EventStatistics:
+        """The selectivity statistics stored with the index."""
+        return EventStatistics.from_frames(
+            self.manifest.statistics.to_json(),
+            pq.read_table(self.root / CELL_STATS).to_pandas(),
+            pq.read_table(self.root / CATEGORY_STATS).to_pandas())
+
+    def empty_archive(self) -> Archive:
+        """The archive's columns and types, without rows (to check a query's symbols
+        before any work); reads one Parquet footer."""
+        schema = pq.read_schema(self.root / table_files(self.root, EVENTS)[0])
+        empty = schema.empty_table().to_pandas().drop(
+            columns=[c for c in schema.names if c.startswith(EVENT_COLUMN_PREFIX)])
+        return read_archive(pd.DataFrame(empty), group_by=self.manifest.group_by)
+
+    def time_buckets(self) -> TimeBuckets:
+        """Events and latest instant per bucket of earliest instants, for the buckets that
+        hold events (the time statistics written with the index)."""
+        stats = pq.read_table(self.root / TIME_STATS).to_pandas()
+        stats = stats[stats["events"] > 0]
+        return TimeBuckets(width=self.manifest.time.bucket_width,
+                           starts=stats["t_lo"].to_numpy(dtype=np.int64),
+                           events=stats["events"].to_numpy(dtype=np.int64),
+                           latest=stats["latest"].to_numpy(dtype=np.int64))
+
+    def read_slice(self, t_from: int, t_to: float, halo: float = 0.0) -> EventIndex | None:
+        """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
+        after it, as an in-memory index (no R*-tree file: one is built for the slice), or
+        ``None`` when no event meets it.
+
+        It holds the events with a feasible instant in ``[t_from, t_to + halo]`` (latest
+        instant ``>= t_from``, earliest ``<= t_to + halo``); of their groups, every tree's
+        tree-level row, and the nodes of the trees whose interval meets the span of those
+        events. A parent tree's interval contains its children's, so the trees with nodes
+        are closed under parent trees (:func:`~uncertain_cep.index.tables.forest_from_frames`).
+        Each filter is pushed into the Parquet scan. ``halo`` may be infinite.
+        """
+        t_min, t_max = EVENT_COLUMNS[1:3]
+        events = self._scan(EVENTS, (pads.field(t_max) >= t_from)
+                            & (pads.field(t_min) <= _bound(t_to + halo)))
+        if events.empty:
+            return None
+        settings = self.manifest.settings.build_settings(None)
+        archive, layout = _archive_from_events(events, self.manifest.group_by)
+        labels = list(archive.group_labels)
+        span = (int(layout.t_min.min()), int(layout.t_max.max()))
+        trees = self._scan(TREES, pads.field("group").isin(labels))
+        nodes = self._scan(NODES, pads.field("group").isin(labels)
+                           & (pads.field("tree_hi") >= span[0])
+                           & (pads.field("tree_lo") <= span[1]))
+        forests = _forests(trees, nodes, archive.group_labels, settings.codes == "paper")
+        return EventIndex(archive, settings, forests, layout=layout,
+                          statistics=self.statistics())
+
+    def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
+        """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""
+        return read_event_times(self.root, ids)
+
+    def _read_table(self, table: str) -> pd.DataFrame:
+        files = table_files(self.root, table)
+        if not files:
+            raise IndexFormatError(f"{self.root} is damaged: the {table} table has no files")
+        return pq.ParquetDataset([str(self.root / f) for f in files]).read().to_pandas()
+
+    def _scan(self, table: str, condition: pads.Expression) -> pd.DataFrame:
+        files = [str(self.root / f) for f in table_files(self.root, table)]
+        return pads.dataset(files, format="parquet").to_table(filter=condition).to_pandas()
+
+
+def read_event_times(root: str | os.PathLike[str], ids: Collection[Any]
+                     ) -> dict[Any, tuple[int, int]]:
+    """``(t_lo, t_hi)`` of the events ``ids`` of the index at ``root`` (ids it does not
+    hold are left out). Reads only those events' rows (the filter is pushed into the scan)
+    and does not check the index: for a caller that already has (a query engine's answer
+    rows, say)."""
+    if not ids:
+        return {}
+    frame = pads.dataset(Path(root) / EVENTS, format="parquet").to_table(
+        columns=["event_id", "t_lo", "t_hi"], filter=pads.field("event_id").isin(list(ids))
+    ).to_pandas()
+    return {_plain(e): (int(lo), int(hi))
+            for e, lo, hi in zip(frame["event_id"], frame["t_lo"], frame["t_hi"])}
+
+
+def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
+    """Open a private copy of the R*-tree file: libspatialindex rewrites header pages of a
+    file it has opened, which would break the index's checksums (and race with other
+    readers); the copy is removed when the R*-tree is garbage-collected."""
+    private = Path(tempfile.mkdtemp(prefix="uncertain-cep-rtree-"))
+    try:
+        for name in RTREE_FILES:
+            shutil.copyfile(root / name, private / name)
+        props = rtree_properties(n_attributes)
+        props.overwrite = False
+        tree = rtree_index.Index(str(private / RTREE), properties=props, interleaved=False)
+    except BaseException:
+        shutil.rmtree(private, ignore_errors=True)
+        raise
+    weakref.finalize(tree, shutil.rmtree, private, True)
+    return tree
+
+
+def _archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, EventLayout]:
+    """The archive and layout stored in an events table (whole, or a slice of it)."""
+    internal = {c: events[c].to_numpy() for c in EVENT_COLUMNS}
+    archive = read_archive(events.drop(columns=list(EVENT_COLUMNS)), group_by=group_by)
+    pos, t_min, t_max, code_lo, code_hi = (internal[c] for c in EVENT_COLUMNS)
+    layout = EventLayout(positions=pos.astype(np.int64), t_min=t_min.astype(np.int64),
+                         t_max=t_max.astype(np.int64), code_lo=code_lo.astype(np.float64),
+                         code_hi=code_hi.astype(np.float64))
+    return archive, layout
+
+
+def _forests(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
+             paper_codes: bool) -> list[GroupForest]:
+    """The forests of the groups ``labels`` (in that order) from their table rows."""
+    tree_groups = dict(iter(trees.groupby("group", sort=False)))
+    node_groups = dict(iter(nodes.groupby("group", sort=False)))
+    out = []
+    for label in labels:
+        if label not in tree_groups or label not in node_groups:
+            raise IndexFormatError(f"group {_plain(label)!r} has events but no OI-trees")
+        out.append(forest_from_frames(tree_groups[label], node_groups[label], paper_codes))
+    return out
+
+
+def _bound(x: float) -> int:
+    # An infinite halo (a query without WITHIN) bounds nothing.
+    return int(min(x, np.iinfo(np.int64).max))
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
