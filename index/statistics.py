@@ -183,7 +183,12 @@ class EventStatistics:
             return np.full(g.bins, 1.0 if lo <= low <= hi else 0.0)
         edges = np.linspace(low, high, g.bins + 1)
         inside = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0, None)
-        cover = inside / np.diff(edges)
+        widths = np.diff(edges)
+        # A domain narrower than float resolution collapses bins to width 0: such a bin is
+        # covered when the range reaches its edge.
+        collapsed = widths <= 0
+        cover = np.where(collapsed, ((lo <= edges[:-1]) & (edges[:-1] <= hi)).astype(float),
+                         inside / np.where(collapsed, 1.0, widths))
         # Centres outside the domain were counted in the edge bins.
         if lo <= low:
             cover[0] = max(cover[0], 1.0 if hi >= low else 0.0)
@@ -201,6 +206,24 @@ class EventStatistics:
         half = self.mean_instants / 2
         return max(0.0, self._cumulative(profile, hi + 1 + half)
                    - self._cumulative(profile, lo - half))
+
+    def expected_many(self, profile: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                      ) -> np.ndarray:
+        """:meth:`expected` for many windows at once (the same numbers)."""
+        lo = np.asarray(lo, dtype=np.float64)
+        hi = np.asarray(hi, dtype=np.float64)
+        g = self.grid
+        if g.n_intervals == 0:
+            return np.zeros(len(lo))
+        half = self.mean_instants / 2
+
+        def cumulative(t: np.ndarray) -> np.ndarray:
+            x = np.clip((t - g.t0) / g.width, 0.0, float(g.n_intervals))
+            k = np.minimum(x.astype(np.int64), g.n_intervals - 1)
+            return profile[k] + (x - k) * (profile[k + 1] - profile[k])
+
+        out = np.maximum(0.0, cumulative(hi + 1 + half) - cumulative(lo - half))
+        return np.where(lo > hi, 0.0, out)
 
     def _cumulative(self, profile: np.ndarray, t: float) -> float:
         g = self.grid

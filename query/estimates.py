@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.symbols import symbol_box
 
@@ -44,3 +46,10 @@ class ItemEstimates:
         lo = grid.t0 if lo == -math.inf else lo
         hi = grid.t0 + grid.width * grid.n_intervals if hi == math.inf else hi
         return self._stats.expected(self._profiles[item], lo, hi)
+
+    def expected_many(self, item: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """:meth:`expected` for many windows of one item (infinite bounds allowed)."""
+        grid = self._stats.grid
+        lo = np.where(np.isneginf(lo), grid.t0, lo)
+        hi = np.where(np.isposinf(hi), grid.t0 + grid.width * grid.n_intervals, hi)
+        return self._stats.expected_many(self._profiles[item], lo, hi)

@@ -64,9 +64,12 @@ class Explanation:
                          "estimated": s.estimated, "candidates": s.candidates,
                          "created": s.created, "kept": s.kept,
                          "range queries": s.range_queries,
-                         "ms": round(1000 * s.seconds, 3)})
-        return pd.DataFrame(rows, columns=["step", "items", "estimated", "candidates",
-                                           "created", "kept", "range queries", "ms"])
+                         "ms": round(1000 * s.seconds, 3), "access path": s.access})
+        columns = ["step", "items", "estimated", "candidates", "created", "kept",
+                   "range queries", "ms"]
+        if any(s.access for s in self.steps):
+            columns.append("access path")
+        return pd.DataFrame(rows, columns=columns)
 
     def summary(self) -> str:
         t = self.stats

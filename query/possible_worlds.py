@@ -36,6 +36,7 @@ import numpy as np
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
+from uncertain_cep.query.answer import Answer
 from uncertain_cep.query.evaluation import TOLERANCE, Match, QueryContext
 from uncertain_cep.query.patterns import SequencePattern
 from uncertain_cep.query.symbols import check_symbols, symbol_probability
@@ -74,14 +75,14 @@ def enumerate_order_instances(t_lo: Sequence[int], t_hi: Sequence[int],
     return worlds
 
 
-def possible_worlds(ctx: QueryContext) -> list[Match]:
+def possible_worlds(ctx: QueryContext) -> Answer:
     """The baseline as a strategy: :func:`possible_worlds_answer` on the context's archive,
     pattern and Condition 2 (the index itself is not used)."""
     started = time.perf_counter()
     matches = possible_worlds_answer(ctx.index.archive, ctx.pattern,
                                      ctx.index.settings.condition2)
     ctx.stats.seconds = time.perf_counter() - started
-    return matches
+    return Answer.from_matches(matches, len(ctx.positive))
 
 
 def possible_worlds_answer(archive: Archive, pattern: SequencePattern,

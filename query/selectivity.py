@@ -20,6 +20,11 @@ and each node is checked against both exactly. Inserting node ``n`` between ``N+
 Pruning is the same exact bound as in sequential evaluation (the summed probability of a
 partial tuple), and a negation's factor joins the bound in the step that matches the
 second of its two neighbours; complete entries get every negation exactly.
+
+Patterns without negation run on the batch engine (:mod:`uncertain_cep.query.batch_engine`:
+partial matches as columns, each tuple's next item chosen from its windows over all its
+entries at once); with negation, entry by entry as objects, until the negation factor
+runs on batches too.
 """
 
 from __future__ import annotations
@@ -27,7 +32,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import numpy as np
+
 from uncertain_cep.index.codes import merge_ranges
+from uncertain_cep.query.answer import Answer
+from uncertain_cep.query.batch_engine import BatchEngine, tuple_item_windows
+from uncertain_cep.query.batches import Batch
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
 
@@ -36,9 +46,37 @@ __all__ = ["selectivity"]
 _Key = tuple[int, int, int]   # (group, node before or -1, node after or -1)
 
 
-def selectivity(ctx: QueryContext) -> list[Match]:
+def selectivity(ctx: QueryContext) -> Answer:
     """Evaluate ``ctx.pattern`` on ``ctx.index`` rarest item first; see the module
     docstring."""
+    if not ctx.negations:
+        return BatchEngine(ctx).run(_cheapest_item)
+    return Answer.from_matches(_selectivity_entries(ctx), len(ctx.positive))
+
+
+def _cheapest_item(engine: BatchEngine, batch: Batch, depth: int
+                   ) -> tuple[np.ndarray, float | None]:
+    """Per tuple, its unmatched item with the fewest expected candidates in its window
+    (the first item: over the whole time domain); ties go to the earlier item."""
+    estimates, k = engine.estimates, engine.k
+    if depth == 0:
+        guesses = [estimates.expected(i, -math.inf, math.inf) for i in range(k)]
+        first = min(range(k), key=lambda i: (guesses[i], i))
+        return np.full(len(batch), first, dtype=np.int64), guesses[first]
+    starts, matched, lo, hi = tuple_item_windows(engine, batch)
+    guess = np.full((len(starts), k), np.inf)
+    for i in range(k):
+        todo = ~matched[:, i]
+        if todo.any():
+            guess[todo, i] = estimates.expected_many(i, lo[todo, i], hi[todo, i])
+    choice = np.argmin(guess, axis=1)
+    sizes = np.diff(np.concatenate([starts, [len(batch)]]))
+    return (np.repeat(choice, sizes).astype(np.int64),
+            float(guess[np.arange(len(starts)), choice].sum()))
+
+
+def _selectivity_entries(ctx: QueryContext) -> list[Match]:
+    """The entry-by-entry evaluation (one object per entry)."""
     n = len(ctx.positive)
     estimates = ItemEstimates(ctx)
     state = _State(ctx, estimates)

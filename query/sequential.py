@@ -11,6 +11,10 @@ Algorithm 2 of the paper with three corrections (SEMANTICS A4):
 
 Entries with the same tuple, first instant, last node and last node per group have the
 same future, so without negation they are merged (their probabilities add up).
+
+Patterns without negation run on the batch engine (:mod:`uncertain_cep.query.batch_engine`:
+partial matches as columns); with negation, entry by entry as objects, until the negation
+factor runs on batches too.
 """
 
 from __future__ import annotations
@@ -19,14 +23,31 @@ from collections import defaultdict
 
 import numpy as np
 
+from uncertain_cep.query.answer import Answer
+from uncertain_cep.query.batch_engine import BatchEngine, estimate_candidates
+from uncertain_cep.query.batches import Batch
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
 
 __all__ = ["sequential"]
 
 
-def sequential(ctx: QueryContext) -> list[Match]:
+def sequential(ctx: QueryContext) -> Answer:
     """Evaluate ``ctx.pattern`` on ``ctx.index`` item by item; see the module docstring."""
+    if not ctx.negations:
+        return BatchEngine(ctx).run(_in_pattern_order)
+    return Answer.from_matches(_sequential_entries(ctx), len(ctx.positive))
+
+
+def _in_pattern_order(engine: BatchEngine, batch: Batch, depth: int
+                      ) -> tuple[np.ndarray, float | None]:
+    """Item ``depth`` next, for every entry; estimated only for EXPLAIN."""
+    guess = estimate_candidates(engine, batch, depth) if engine.ctx.explain else None
+    return np.full(len(batch), depth, dtype=np.int64), guess
+
+
+def _sequential_entries(ctx: QueryContext) -> list[Match]:
+    """The entry-by-entry evaluation (one object per entry)."""
     index = ctx.index
     estimates = ItemEstimates(ctx) if ctx.explain else None
     timer = StepTimer(ctx)

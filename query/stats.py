@@ -27,7 +27,7 @@ class StepStats:
     """One step of a strategy: the items it matched (item label -> how many partial
     tuples matched it there), estimated and actual candidates (distinct pairs of a partial
     tuple and an event matching its item in its window), entries created and kept after
-    pruning, range queries issued and seconds."""
+    pruning, range queries issued, seconds, and the access path that found them."""
 
     step: int
     items: dict[str, int]
@@ -37,6 +37,7 @@ class StepStats:
     kept: int
     range_queries: int
     seconds: float
+    access: str = ""   # how the step found its candidates
 
 
 @dataclass

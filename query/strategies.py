@@ -1,6 +1,7 @@
 """Evaluation strategies, one module each, behind one protocol (sqlglot's one rule per
 module), in one registry. Every strategy takes a
-:class:`~uncertain_cep.query.evaluation.QueryContext` and returns the answer rows; they
+:class:`~uncertain_cep.query.evaluation.QueryContext` and returns the answer rows
+(:class:`~uncertain_cep.query.answer.Answer`); they
 differ only in how they search, never in the answer (SEMANTICS A4).
 
 * ``selectivity`` (:mod:`~uncertain_cep.query.selectivity`, Zhou et al. 5.2): the rarest
@@ -26,7 +27,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from uncertain_cep.errors import ParamEnum
-from uncertain_cep.query.evaluation import Match, QueryContext
+from uncertain_cep.query.answer import Answer
+from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.possible_worlds import possible_worlds
 from uncertain_cep.query.selectivity import selectivity
 from uncertain_cep.query.sequential import sequential
@@ -36,11 +38,11 @@ __all__ = ["STRATEGIES", "Strategy", "StrategyName", "get_strategy"]
 
 
 class Strategy(Protocol):
-    """An evaluation strategy: the answer rows of a query context."""
+    """An evaluation strategy: the answer rows of a query context, as columns."""
 
     __name__: str
 
-    def __call__(self, ctx: QueryContext) -> list[Match]: ...
+    def __call__(self, ctx: QueryContext) -> Answer: ...
 
 
 class StrategyName(ParamEnum):

@@ -16,13 +16,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from uncertain_cep.index.forest import REAL, VIRTUAL, GroupForest
+from uncertain_cep.query.answer import Answer
 from uncertain_cep.query.chains import extension_factor
-from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer
+from uncertain_cep.query.evaluation import Entry, QueryContext, StepTimer
 
 __all__ = ["tree_traversal"]
 
 
-def tree_traversal(ctx: QueryContext) -> list[Match]:
+def tree_traversal(ctx: QueryContext) -> Answer:
     """Evaluate ``ctx.pattern`` by walking the OI-trees; see the module docstring."""
     index = ctx.index
     everything = (-np.inf, np.inf)
@@ -43,7 +44,7 @@ def tree_traversal(ctx: QueryContext) -> list[Match]:
         made = _extend(ctx, entries, symbol)
         entries = ctx.prune(made, ctx.closed_by([j]))
         timer.done({ctx.label(j): tuples}, None, len({e.events for e in made}), len(entries))
-    return ctx.finish(entries)
+    return Answer.from_matches(ctx.finish(entries), len(ctx.positive))
 
 
 def _extend(ctx: QueryContext, entries: list[Entry], symbol: str) -> list[Entry]:

@@ -27,8 +27,9 @@ from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.query.answer import RESULT_COLUMNS, answer_table
 from uncertain_cep.query.chains import order_instance_fraction
-from uncertain_cep.query.evaluation import Match, QueryContext
+from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.explain import Explanation
 from uncertain_cep.query.language import parse_query
 from uncertain_cep.query.patterns import SequencePattern
@@ -37,9 +38,6 @@ from uncertain_cep.results import QueryResult
 
 __all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index",
            "query_index"]
-
-RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
-
 
 class UncertainIndex:
     """An archive of uncertain events with its OI-tree forests and R*-tree.
@@ -170,20 +168,14 @@ class UncertainIndex:
         name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
         ctx.stats.strategy = name.value
-        matches = get_strategy(name)(ctx)
-        frame = self._frame(matches)
-        rows = {r for m in matches for r in m.events}
-        times = {_plain(self.archive.event_ids[r]): (int(self.archive.t_lo[r]),
-                                                     int(self.archive.t_hi[r]))
-                 for r in rows}
+        answer = get_strategy(name)(ctx)
+        frame = answer_table(answer, self.archive.event_ids)
+        rows = np.unique(answer.events)
+        times = dict(zip(self.archive.event_ids[rows].tolist(),
+                         zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
         return QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
                               items=_item_symbols(pattern), event_times=times,
                               stats=ctx.stats)
-
-    def _frame(self, matches: Sequence[Match]) -> pd.DataFrame:
-        ids = self.archive.event_ids
-        return answer_frame([(tuple(_plain(ids[r]) for r in m.events), m.confidence,
-                              m.t_first, m.t_last) for m in matches])
 
     def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
         """Fraction of a group's order instances placing each given event at its instant.

@@ -99,7 +99,7 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
     ctx = QueryContext(index, parse_query(query))
     ctx.stats.strategy = strategy
     ctx.first_rows = (layout.t_min >= piece.lo) & (layout.t_min < piece.hi)
-    matches = get_strategy(strategy)(ctx)
+    matches = get_strategy(strategy)(ctx).matches()
     ids = index.archive.event_ids
     rows = [(tuple(_plain(ids[r]) for r in m.events), m.confidence, m.t_first, m.t_last)
             for m in matches if piece.lo <= layout.t_min[m.events[0]] < piece.hi]

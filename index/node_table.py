@@ -1,0 +1,126 @@
+"""Every OI-tree node of an index as flat arrays: the columnar view the batch engine reads.
+
+Node ids are global: group ``g``'s nodes are ``group_start[g]`` to ``group_start[g+1]-1``
+in its forest's own order, trees likewise (``tree_start``). Per node: its group, archive
+row (-1 for roots, virtual nodes and events outside a time slice), instant, tree,
+``poi`` (the fraction of the group's OIs through it, Zhou et al. 4.1) and its compact
+code and subtree end (4.2); per tree: its parent tree, nesting level, the virtual node
+standing for it and the last compact code inside it.
+
+That is all a chain of nodes needs (:mod:`uncertain_cep.query.chains` as arrays):
+
+* ``b`` descends from ``a`` (an OI passes ``a`` and later ``b``) iff ``b``'s code lies in
+  ``a``'s subtree ``(code[a], code_end[a]]``, or, for a tree ``T`` enclosing ``a``, after
+  ``T`` inside its virtual node ``v``: ``(tree_last_code[T], code_end[v]]``;
+* extending a chain ending at ``a`` by ``b`` multiplies its probability by
+  ``poi[b] / poi[x]``, ``x`` being ``a``'s context node (``a`` or a virtual node enclosing
+  it) in the deepest tree that encloses both ``a`` and ``b``: the trees they share count
+  once.
+
+>>> import pandas as pd
+>>> from uncertain_cep.index.event_index import BuildSettings, EventIndex
+>>> from uncertain_cep.model.events import read_archive
+>>> archive = read_archive(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
+...                                      "t_lo": [1, 1, 0], "t_hi": [2, 2, 0]}))
+>>> table = node_table(EventIndex(archive, BuildSettings()))
+>>> table.n_nodes, table.group_start.tolist(), table.row[table.row >= 0].tolist()
+(7, [0, 5, 7], [0, 1, 1, 0, 2])
+>>> table.poi[table.row == 0].tolist()
+[0.5, 0.5]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from uncertain_cep.index.forest import REAL
+
+if TYPE_CHECKING:
+    from uncertain_cep.index.event_index import EventIndex
+
+__all__ = ["NodeTable", "node_table"]
+
+
+@dataclass(frozen=True, eq=False)
+class NodeTable:
+    """Flat node and tree arrays of a whole index (see the module docstring)."""
+
+    group_start: np.ndarray     # (groups + 1,) first global node id of each group
+    tree_start: np.ndarray      # (groups + 1,) first global tree id of each group
+    group: np.ndarray           # per node
+    row: np.ndarray             # per node: archive row, -1 if none
+    instant: np.ndarray         # per node: -1 for roots and virtual nodes
+    tree: np.ndarray            # per node: global tree id
+    poi: np.ndarray             # per node: fraction of the group's OIs through it
+    code: np.ndarray            # per node: compact code (local to the group)
+    code_end: np.ndarray        # per node: last compact code in its subtree
+    tree_parent: np.ndarray     # per tree: global parent tree, -1 for a group's top tree
+    tree_level: np.ndarray      # per tree: nesting depth (a group's top tree is 0)
+    tree_virtual: np.ndarray    # per tree: global virtual node standing for it, -1 at top
+    tree_last_code: np.ndarray  # per tree: last compact code inside it
+    row_nodes_start: np.ndarray  # (rows + 1,) CSR of each archive row's real nodes
+    row_nodes: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.group)
+
+    def nodes_of_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The real nodes of ``rows``: ``(which row of rows, node)`` pairs, rows in order."""
+        starts = self.row_nodes_start[rows]
+        counts = self.row_nodes_start[rows + 1] - starts
+        owner = np.repeat(np.arange(len(rows)), counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return owner, self.row_nodes[np.repeat(starts, counts) + offsets]
+
+
+def node_table(index: EventIndex) -> NodeTable:
+    """The :class:`NodeTable` of an index: its forests' arrays, offset and concatenated."""
+    forests = index.forests
+    sizes = np.array([f.n_nodes for f in forests], dtype=np.int64)
+    trees = np.array([f.n_trees for f in forests], dtype=np.int64)
+    group_start = np.concatenate([[0], np.cumsum(sizes)])
+    tree_start = np.concatenate([[0], np.cumsum(trees)])
+
+    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    row, tree, tparent, tvirtual = [], [], [], []
+    for g, f in enumerate(forests):
+        members = index.members[g]
+        real = f.kind == REAL
+        r = np.full(f.n_nodes, -1, dtype=np.int64)
+        r[real] = members[f.event[real]]
+        row.append(r)
+        tree.append(f.tree + tree_start[g])
+        tparent.append(np.where(f.tree_parent >= 0, f.tree_parent + tree_start[g], -1))
+        tvirtual.append(np.where(f.tree_virtual >= 0, f.tree_virtual + group_start[g], -1))
+    tree_parent = cat(tparent, np.int64)
+    # Nesting levels, one gather per level of nesting (it is shallow).
+    level = np.zeros(len(tree_parent), dtype=np.int64)
+    up = tree_parent.copy()
+    while (inner := up >= 0).any():
+        level[inner] += 1
+        up[inner] = tree_parent[up[inner]]
+    rows = cat(row, np.int64)
+    real_nodes = np.flatnonzero(rows >= 0)
+    order = real_nodes[np.argsort(rows[real_nodes], kind="stable")]
+    counts = np.bincount(rows[order], minlength=index.archive.n_events)
+    return NodeTable(
+        group_start=group_start, tree_start=tree_start,
+        group=np.repeat(np.arange(len(forests), dtype=np.int64), sizes),
+        row=rows,
+        instant=cat([f.instant for f in forests], np.int64),
+        tree=cat(tree, np.int64),
+        poi=cat([f.poi for f in forests], np.float64),
+        code=cat([f.compact_code for f in forests], np.int64),
+        code_end=cat([f.compact_end for f in forests], np.int64),
+        tree_parent=tree_parent,
+        tree_level=level,
+        tree_virtual=cat(tvirtual, np.int64),
+        tree_last_code=cat([f.tree_compact_range[:, 1] for f in forests], np.int64),
+        row_nodes_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        row_nodes=order.astype(np.int64))

@@ -1,0 +1,105 @@
+"""A query's answer as columns: one row per tuple (SEMANTICS A4).
+
+Every strategy returns an :class:`Answer`: the tuples' archive rows (one column per
+positive item), their confidences, and the earliest and latest instant of each match.
+The answer table users see (:func:`answer_table`) is built from it without a Python loop
+over rows, apart from making each row's tuple of event ids.
+
+>>> a = Answer.from_matches([Match((0, 2), 0.25, 1, 4), Match((1, 2), 0.5, 2, 4)], 2)
+>>> answer_table(a, np.array(["x", "y", "z"], dtype=object))
+   events  confidence  t_first  t_last
+0  (y, z)        0.50        2       4
+1  (x, z)        0.25        1       4
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from uncertain_cep.query.evaluation import Match
+
+__all__ = ["RESULT_COLUMNS", "Answer", "answer_table"]
+
+RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Answer rows as columns: ``events`` (n x k archive rows), ``confidence``,
+    ``t_first``, ``t_last``; in no particular order."""
+
+    events: np.ndarray
+    confidence: np.ndarray
+    t_first: np.ndarray
+    t_last: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.confidence)
+
+    @classmethod
+    def from_matches(cls, matches: Sequence[Match], k: int) -> Answer:
+        """From answer rows as :class:`~uncertain_cep.query.evaluation.Match` objects."""
+        events = np.array([m.events for m in matches], dtype=np.int64).reshape(-1, k)
+        return cls(events, np.array([m.confidence for m in matches], dtype=np.float64),
+                   np.array([m.t_first for m in matches], dtype=np.int64),
+                   np.array([m.t_last for m in matches], dtype=np.int64))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Answer], k: int) -> Answer:
+        if not parts:
+            return cls(np.zeros((0, k), np.int64), np.zeros(0), np.zeros(0, np.int64),
+                       np.zeros(0, np.int64))
+        return cls(np.concatenate([p.events for p in parts]),
+                   np.concatenate([p.confidence for p in parts]),
+                   np.concatenate([p.t_first for p in parts]),
+                   np.concatenate([p.t_last for p in parts]))
+
+    def take(self, rows: np.ndarray) -> Answer:
+        return Answer(self.events[rows], self.confidence[rows], self.t_first[rows],
+                      self.t_last[rows])
+
+    def matches(self) -> list[Match]:
+        """The rows as :class:`~uncertain_cep.query.evaluation.Match` objects."""
+        return [Match(tuple(ev), float(c), int(a), int(b))
+                for ev, c, a, b in zip(self.events.tolist(), self.confidence.tolist(),
+                                       self.t_first.tolist(), self.t_last.tolist())]
+
+
+def answer_table(answer: Answer, event_ids: np.ndarray) -> pd.DataFrame:
+    """The answer table: ``events`` (a tuple of event ids per row, in pattern order),
+    ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then by
+    the event ids."""
+    conf = _significant(answer.confidence, 15)
+    ids = [event_ids[answer.events[:, c]] for c in range(answer.events.shape[1])]
+    # Confidences equal up to rounding noise must not reorder rows between strategies.
+    keys = [_ranks(col) for col in reversed(ids)] + [-np.round(conf, 12)]
+    order = np.lexsort(keys) if len(conf) else np.zeros(0, dtype=np.int64)
+    columns = [col[order].tolist() for col in ids]
+    events = list(zip(*columns)) if columns else [() for _ in range(len(order))]
+    return pd.DataFrame({"events": pd.Series(events, dtype=object),
+                         "confidence": conf[order].astype(np.float64),
+                         "t_first": answer.t_first[order].astype(np.int64),
+                         "t_last": answer.t_last[order].astype(np.int64)},
+                        columns=RESULT_COLUMNS)
+
+
+def _significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits: drops the last-bit noise of
+    summing paths (0.9999999999999999 is reported as 1.0), far inside the 1e-9 the
+    contract allows."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return values
+    strings = np.char.mod(f"%.{digits}g", values)
+    return strings.astype(np.float64)
+
+
+def _ranks(ids: np.ndarray) -> np.ndarray:
+    """Sort keys of event ids (numbers as they are; strings by their order)."""
+    if ids.dtype.kind in "iuf":
+        return ids
+    return np.unique(ids, return_inverse=True)[1]

@@ -1,0 +1,248 @@
+"""The batch engine: a strategy's search run on columns, depth first, in bounded batches.
+
+A strategy only decides, per partial tuple, which positive item to match next
+(:data:`ItemChooser`); the engine does the rest on whole batches
+(:mod:`uncertain_cep.query.batches`): windows, candidates, chain factors, merging, the
+exact pruning bound, and the answer rows. Batches are cut between tuples to at most
+``limit`` entries (or candidate pairs), and the deepest batch is extended first, so memory
+stays bounded on broad queries while every tuple's entries stay together.
+
+Access paths: an item's candidates come from one R*-tree search over its symbol's
+attribute box (bulk ``intersection_v``), kept as the item's nodes sorted by instant; each
+partial match then finds the nodes in its window by binary search, whatever the number of
+groups. EXPLAIN reports them per step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from functools import cached_property
+
+import numpy as np
+
+from uncertain_cep.index.node_table import NodeTable, node_table
+from uncertain_cep.query.answer import Answer
+from uncertain_cep.query.batches import (
+    NO_TIME,
+    Batch,
+    CandidateNodes,
+    extend,
+    item_windows,
+    merge,
+    prune_bounds,
+    split_by_tuples,
+    tuple_starts,
+    windows_from_instants,
+)
+from uncertain_cep.query.estimates import ItemEstimates
+from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
+from uncertain_cep.query.stats import StepStats
+
+__all__ = ["BATCH_LIMIT", "BatchEngine", "ItemChooser", "estimate_candidates",
+           "tuple_item_windows"]
+
+# Entries (or candidate pairs) per batch: about 100 MB of columns for a 5-item pattern.
+BATCH_LIMIT = 1 << 20
+
+# Given the engine, a batch in tuple order and its depth: the item each entry matches
+# next, the same for all entries of a tuple; and the estimated candidates (or None).
+ItemChooser = Callable[["BatchEngine", Batch, int], tuple[np.ndarray, float | None]]
+
+ACCESS_PATH = "R*-tree search of {symbol}'s box, then its nodes by instant"
+
+
+class BatchEngine:
+    """One query's evaluation state: the node table, per-item candidates, counters."""
+
+    def __init__(self, ctx: QueryContext, limit: int = BATCH_LIMIT) -> None:
+        self.ctx = ctx
+        self.limit = max(int(limit), 1)
+        self.k = len(ctx.positive)
+        self._candidates: dict[int, CandidateNodes] = {}
+        self._steps: dict[int, StepStats] = {}
+        self._answers: list[Answer] = []
+
+    @cached_property
+    def table(self) -> NodeTable:
+        return node_table(self.ctx.index)
+
+    @cached_property
+    def estimates(self) -> ItemEstimates:
+        return ItemEstimates(self.ctx)
+
+    def candidates(self, item: int) -> CandidateNodes:
+        """The nodes item ``item`` may take, sorted by instant (one R*-tree search)."""
+        found = self._candidates.get(item)
+        if found is None:
+            ctx = self.ctx
+            rows = ctx.search(ctx.positive[item], None, (-math.inf, math.inf))
+            if item == 0:
+                rows = ctx.first_item_rows(rows)
+            found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)
+        return found
+
+    def attribute(self, batch: Batch) -> np.ndarray:
+        """Per entry, the product of its matched events' Pr(S | e)."""
+        out = np.ones(len(batch))
+        for c, symbol in enumerate(self.ctx.positive):
+            matched = batch.events[:, c] >= 0
+            out[matched] *= self.ctx.pr(symbol)[batch.events[matched, c]]
+        return out
+
+    # ------------------------------------------------------------ the search
+    def run(self, choose: ItemChooser) -> Answer:
+        """Evaluate the pattern, matching items in the order ``choose`` picks."""
+        k = self.k
+        start = Batch(np.full((1, k), -1, dtype=np.int64), np.full((1, k), -1, np.int64),
+                      np.ones(1))
+        stack: list[tuple[Batch, int]] = [(start, 0)]
+        while stack:
+            batch, depth = stack.pop()
+            if depth == k:
+                self._finish(batch)
+                continue
+            items, estimated = choose(self, batch, depth)
+            for item in np.unique(items):
+                part = batch if bool(np.all(items == item)) else batch.take(items == item)
+                self._step(part, int(item), depth, estimated, stack)
+                estimated = None   # counted once per step
+        return self._matches()
+
+    def _step(self, batch: Batch, item: int, depth: int, estimated: float | None,
+              stack: list[tuple[Batch, int]]) -> None:
+        ctx, table = self.ctx, self.table
+        started = time.perf_counter()
+        queries_before = ctx.stats.range_queries
+        candidates = self.candidates(item)
+        lo, hi = item_windows(table, batch, item, ctx.window)
+        start = np.searchsorted(candidates.instants, lo, side="left")
+        stop = np.searchsorted(candidates.instants, hi, side="right")
+        weights = np.maximum(stop - start, 0)
+        ctx.stats.range_queries += len(batch)
+        ctx.stats.candidates += int(weights.sum())
+        tuples = len(tuple_starts(batch.events))
+        created = kept = found = 0
+        for grown in self._grown(batch, item, depth, weights, candidates):
+            created += len(grown)
+            grown = merge(table, grown) if not ctx.negations else grown.in_tuple_order()
+            starts, bound = prune_bounds(grown, self.attribute(grown))
+            found += len(starts)
+            grown = self._keep(grown, starts, bound)
+            kept += len(grown)
+            if len(grown):
+                for chunk in split_by_tuples(grown, np.ones(len(grown), np.int64),
+                                             self.limit):
+                    stack.append((chunk, depth + 1))
+        ctx.stats.entries_created += created
+        step = self._steps.get(depth)
+        if step is None:
+            step = self._steps[depth] = StepStats(depth + 1, {}, None, 0, 0, 0, 0, 0.0)
+        label = ctx.label(item)
+        step.items[label] = step.items.get(label, 0) + tuples
+        if estimated is not None:
+            step.estimated = round((step.estimated or 0.0) + estimated, 3)
+        step.candidates += found
+        step.created += created
+        step.kept += kept
+        step.range_queries += ctx.stats.range_queries - queries_before
+        step.seconds += time.perf_counter() - started
+        step.access = ACCESS_PATH.format(symbol=ctx.positive[item])
+
+    def _grown(self, batch: Batch, item: int, depth: int, weights: np.ndarray,
+               candidates: CandidateNodes) -> Iterator[Batch]:
+        """The batch extended by ``item``, in pieces of bounded size."""
+        table = self.table
+        if depth == 0:
+            # From nothing: one entry per candidate node, cut between events.
+            nodes = candidates.nodes[np.argsort(table.row[candidates.nodes], kind="stable")]
+            rows = table.row[nodes]
+            event_starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
+            lo = 0
+            while lo < len(nodes):
+                if lo + self.limit >= len(nodes):
+                    hi = len(nodes)
+                else:
+                    # The last event start within the limit; one event may exceed it.
+                    j = int(np.searchsorted(event_starts, lo + self.limit, side="right")) - 1
+                    hi = int(event_starts[j])
+                    if hi <= lo:
+                        hi = (int(event_starts[j + 1]) if j + 1 < len(event_starts)
+                              else len(nodes))
+                yield self._from_nodes(nodes[lo:hi], item)
+                lo = hi
+            return
+        for piece in split_by_tuples(batch, weights, self.limit):
+            w_lo, w_hi = item_windows(table, piece, item, self.ctx.window)
+            grown, _ = extend(table, piece, item, candidates, w_lo, w_hi)
+            yield grown
+
+    def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
+        table = self.table
+        events = np.full((len(nodes), self.k), -1, dtype=np.int64)
+        chosen = np.full((len(nodes), self.k), -1, dtype=np.int64)
+        events[:, item] = table.row[nodes]
+        chosen[:, item] = nodes
+        return Batch(events, chosen, table.poi[nodes].copy())
+
+    def _keep(self, batch: Batch, starts: np.ndarray, bound: np.ndarray) -> Batch:
+        """The entries of the tuples whose bound reaches the threshold."""
+        theta = self.ctx.theta
+        if theta <= TOLERANCE or len(batch) == 0:
+            return batch
+        passing = bound >= theta - TOLERANCE
+        self.ctx.stats.tuples_pruned += int((~passing).sum())
+        sizes = np.diff(np.concatenate([starts, [len(batch)]]))
+        return batch.take(np.repeat(passing, sizes))
+
+    # ------------------------------------------------------------ answers
+    def _finish(self, batch: Batch) -> None:
+        """Complete entries into per-tuple sums, first and last instants."""
+        if len(batch) == 0:
+            return
+        batch = batch.in_tuple_order()
+        starts = tuple_starts(batch.events)
+        table = self.table
+        total = np.add.reduceat(batch.prob, starts)
+        first = np.minimum.reduceat(table.instant[batch.nodes[:, 0]], starts)
+        last = np.maximum.reduceat(table.instant[batch.nodes[:, -1]], starts)
+        conf = total * self.attribute(batch)[starts]
+        passing = (conf >= self.ctx.theta - TOLERANCE) & (conf > 0)
+        self._answers.append(Answer(batch.events[starts][passing],
+                                    np.minimum(conf[passing], 1.0), first[passing],
+                                    last[passing]))
+
+    def _matches(self) -> Answer:
+        ctx = self.ctx
+        ctx.stats.steps.extend(self._steps[d] for d in sorted(self._steps))
+        ctx.stats.seconds = time.perf_counter() - ctx._started
+        return Answer.concat(self._answers, self.k)
+
+
+def tuple_item_windows(engine: BatchEngine, batch: Batch
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per tuple of a batch in tuple order: its first entry, whether each item is matched,
+    and each item's window over all the tuple's entries (from the earliest instants of
+    its matched items to the latest), with infinities for "no bound"."""
+    table = engine.table
+    starts = tuple_starts(batch.events)
+    matched = batch.nodes[starts] >= 0
+    instants = np.where(batch.nodes >= 0, table.instant[np.maximum(batch.nodes, 0)], 0)
+    earliest = np.minimum.reduceat(instants, starts, axis=0)
+    latest = np.maximum.reduceat(instants, starts, axis=0)
+    k = engine.k
+    lo = np.full((len(starts), k), np.inf)
+    hi = np.full((len(starts), k), -np.inf)
+    for item in range(k):
+        a, _ = windows_from_instants(earliest, matched, item, engine.ctx.window)
+        _, b = windows_from_instants(latest, matched, item, engine.ctx.window)
+        lo[:, item] = np.where(a <= -NO_TIME, -np.inf, a)
+        hi[:, item] = np.where(b >= NO_TIME, np.inf, b)
+    return starts, matched, lo, hi
+
+
+def estimate_candidates(engine: BatchEngine, batch: Batch, item: int) -> float:
+    """Expected candidates of ``item`` summed over the batch's tuples (for EXPLAIN)."""
+    _, _, lo, hi = tuple_item_windows(engine, batch)
+    return float(engine.estimates.expected_many(item, lo[:, item], hi[:, item]).sum())

@@ -1,0 +1,250 @@
+"""Partial matches as columns: batches of entries, extended, merged and pruned whole.
+
+A :class:`Batch` holds ``n`` entries of a pattern with ``k`` positive items: an events
+matrix (``n x k`` archive rows, -1 where the item is not matched yet), a nodes matrix
+(global node ids of :class:`~uncertain_cep.index.node_table.NodeTable`, -1 likewise) and
+a probability vector (the fraction of the groups' OIs through those nodes, Zhou et al.
+4.1). Every operation below works on the whole batch with numpy gathers, searchsorted,
+repeat and sorts, and :mod:`~uncertain_cep.query.chain_kernels` for the chain factors; no
+Python loop runs over entries, only over pattern items.
+
+Batches are kept in tuple order: the entries of one tuple of events are contiguous, so a
+batch can be cut between tuples and pruning (which sums a tuple's entries, SEMANTICS A4)
+never sees half a tuple.
+
+>>> b = Batch(np.array([[3, -1], [1, -1], [3, -1]]), np.array([[7, -1], [2, -1], [8, -1]]),
+...           np.array([0.25, 1.0, 0.5]))
+>>> b = b.in_tuple_order(); sorted(b.events[tuple_starts(b.events), 0].tolist())
+[1, 3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.query.chain_kernels import extension_candidates
+from uncertain_cep.query.grouping_kernels import group_rows, order_by_group
+
+__all__ = [
+    "NO_TIME",
+    "Batch",
+    "CandidateNodes",
+    "extend",
+    "grouping_order",
+    "item_windows",
+    "merge",
+    "prune_bounds",
+    "split_by_tuples",
+    "tuple_starts",
+    "windows_from_instants",
+]
+
+# Instants are int64; these stand for "no bound" without overflowing sums.
+NO_TIME = 1 << 60
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Entries as columns (see the module docstring)."""
+
+    events: np.ndarray  # (n, k) int64
+    nodes: np.ndarray   # (n, k) int64
+    prob: np.ndarray    # (n,) float64
+
+    def __len__(self) -> int:
+        return len(self.prob)
+
+    def take(self, rows: np.ndarray | slice) -> Batch:
+        return Batch(self.events[rows], self.nodes[rows], self.prob[rows])
+
+    def in_tuple_order(self) -> Batch:
+        """The entries of each tuple made contiguous (tuples in no particular order)."""
+        if len(self) < 2:
+            return self
+        return self.take(grouping_order(self.events))
+
+
+@dataclass(frozen=True)
+class CandidateNodes:
+    """The nodes an item may take, sorted by instant: every real node of every event
+    with a positive Pr(symbol | e), found by one R*-tree search over the symbol's
+    attribute box (the access path "nodes by instant")."""
+
+    nodes: np.ndarray
+    instants: np.ndarray
+
+    @classmethod
+    def of_rows(cls, table: NodeTable, rows: np.ndarray) -> CandidateNodes:
+        _, nodes = table.nodes_of_rows(np.asarray(rows, dtype=np.int64))
+        instants = table.instant[nodes]
+        order = np.argsort(instants, kind="stable")
+        return cls(nodes[order], instants[order])
+
+
+def tuple_starts(events: np.ndarray) -> np.ndarray:
+    """First entry of each tuple in a batch in tuple order."""
+    if len(events) == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.any(events[1:] != events[:-1], axis=1)
+    return np.flatnonzero(np.concatenate([[True], change]))
+
+
+def split_by_tuples(batch: Batch, weights: np.ndarray, limit: int) -> Iterator[Batch]:
+    """Cut a batch in tuple order into pieces whose summed ``weights`` (per entry) stay
+    within ``limit``, never inside a tuple (a tuple heavier than the limit is one piece)."""
+    if len(batch) == 0:
+        return
+    total = int(weights.sum())
+    if total <= limit:
+        yield batch
+        return
+    starts = tuple_starts(batch.events)
+    per_tuple = np.add.reduceat(weights, starts)
+    ends = np.concatenate([starts[1:], [len(batch)]])
+    cum = np.cumsum(per_tuple)
+    first = 0
+    while first < len(starts):
+        base = cum[first - 1] if first else 0
+        last = int(np.searchsorted(cum, base + limit, side="right")) - 1
+        last = max(last, first)
+        yield batch.take(slice(int(starts[first]), int(ends[last])))
+        first = last + 1
+
+
+def item_windows(table: NodeTable, batch: Batch, item: int, window: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The instants positive item ``item`` can take in each entry: strictly after the
+    matched items before it and before those after it, with room for the items between,
+    and within the pattern's window of the matched items (SEMANTICS A4 conditions 1-2;
+    the columnar form of :meth:`~uncertain_cep.query.evaluation.QueryContext.item_window`).
+    Empty windows have ``lo > hi``."""
+    matched = batch.nodes >= 0
+    instants = np.where(matched, table.instant[np.maximum(batch.nodes, 0)], 0)
+    return windows_from_instants(instants, matched, item, window)
+
+
+def windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
+                          window: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`item_windows` from an instants matrix and its matched mask."""
+    n, k = matched.shape
+    lo = np.full(n, -NO_TIME, dtype=np.int64)
+    hi = np.full(n, NO_TIME, dtype=np.int64)
+    for c in range(k):
+        m = matched[:, c]
+        if c < item:
+            lo = np.where(m, np.maximum(lo, instants[:, c] + (item - c)), lo)
+        elif c > item:
+            hi = np.where(m, np.minimum(hi, instants[:, c] - (c - item)), hi)
+    some = matched.any(axis=1)
+    if window != np.inf and k and some.any():
+        first = np.argmax(matched, axis=1)
+        last = k - 1 - np.argmax(matched[:, ::-1], axis=1)
+        rows = np.arange(n)
+        length = int(window)
+        lo = np.where(some, np.maximum(lo, instants[rows, last] + (k - 1 - last) - length
+                                       + item), lo)
+        hi = np.where(some, np.minimum(hi, instants[rows, first] - first + length
+                                       - (k - 1 - item)), hi)
+    return lo, hi
+
+
+def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,
+           lo: np.ndarray, hi: np.ndarray) -> tuple[Batch, np.ndarray]:
+    """Every entry extended by every candidate node of ``item`` in its window ``[lo, hi]``
+    that an OI of its group can pass between the entry's nodes around it in that group
+    (its probability multiplied by the chain factor). Also returns, per input entry, how
+    many nodes its window held (the searched candidates)."""
+    start = np.searchsorted(candidates.instants, lo, side="left")
+    stop = np.searchsorted(candidates.instants, hi, side="right")
+    counts = np.maximum(stop - start, 0)
+    owner, node, factor = extension_candidates(table, batch.nodes, item, start, stop,
+                                               candidates.nodes)
+    events = batch.events[owner]
+    nodes = batch.nodes[owner]
+    events[:, item] = table.row[node]
+    nodes[:, item] = node
+    return Batch(events, nodes, batch.prob[owner] * factor), counts
+
+
+def merge(table: NodeTable, batch: Batch) -> Batch:
+    """Add up entries whose futures coincide, in tuple order. Two entries of one tuple
+    extend and finish alike when they agree on every node a later item can be inserted
+    next to (per group, the matched nodes with an unmatched item between them and the
+    group's next or previous matched node) and on every instant a later window or the
+    answer reads (the first and last matched items and the neighbours of unmatched ones).
+    Only valid without negation: a negation's factor reads every node's instant."""
+    if len(batch) < 2:
+        return batch.in_tuple_order()
+    key = _merge_keys(batch.events, batch.nodes, table.group, table.instant)
+    ids, first_of = group_rows(key)
+    prob = np.bincount(ids, weights=batch.prob, minlength=len(first_of))
+    return Batch(batch.events[first_of], batch.nodes[first_of], prob).in_tuple_order()
+
+
+def grouping_order(events: np.ndarray) -> np.ndarray:
+    """An order of the rows that makes equal ``events`` rows contiguous (groups in order
+    of first appearance; linear time, :mod:`~uncertain_cep.query.grouping_kernels`)."""
+    ids, first = group_rows(events)
+    return order_by_group(ids, len(first))
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
+                node_instant: np.ndarray) -> np.ndarray:
+    """Per entry: its events, then the nodes that matter (else -1), then the instants
+    that matter (else a sentinel); see :func:`merge`."""
+    n, k = events.shape
+    key = np.empty((n, 3 * k), dtype=np.int64)
+    for r in range(n):
+        first, last = -1, -1
+        for c in range(k):
+            key[r, c] = events[r, c]
+            key[r, k + c] = -1
+            key[r, 2 * k + c] = -NO_TIME
+            if nodes[r, c] >= 0:
+                if first < 0:
+                    first = c
+                last = c
+        for c in range(k):
+            m = nodes[r, c]
+            if m < 0:
+                continue
+            g = node_group[m]
+            # An unmatched item between this node and its group's nearest matched node
+            # (or the pattern's end) on either side: a later item may sit next to it.
+            need = False
+            d = c - 1
+            while d >= 0 and not need:
+                if nodes[r, d] < 0:
+                    need = True
+                elif node_group[nodes[r, d]] == g:
+                    break
+                d -= 1
+            d = c + 1
+            while d < k and not need:
+                if nodes[r, d] < 0:
+                    need = True
+                elif node_group[nodes[r, d]] == g:
+                    break
+                d += 1
+            if need:
+                key[r, k + c] = m
+            edge = c in (first, last)
+            if edge or (c > 0 and nodes[r, c - 1] < 0) or (c + 1 < k and nodes[r, c + 1] < 0):
+                key[r, 2 * k + c] = node_instant[m]
+    return key
+
+
+def prune_bounds(batch: Batch, attribute: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per tuple of a batch in tuple order: its first entry and the sum of its entries'
+    probabilities times ``attribute`` (the product of its matched events' Pr(S | e)), an
+    upper bound of the confidence of every tuple extending it (SEMANTICS A4)."""
+    starts = tuple_starts(batch.events)
+    if len(starts) == 0:
+        return starts, np.zeros(0)
+    return starts, np.add.reduceat(batch.prob, starts) * attribute[starts]

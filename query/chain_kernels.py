@@ -1,0 +1,173 @@
+"""Compiled kernels over node pairs: the descendant check and the chain factors of
+:mod:`uncertain_cep.query.chains`, on a :class:`~uncertain_cep.index.node_table.NodeTable`'s
+arrays, for whole batches at once.
+
+They walk up a node's enclosing trees (a few steps: nesting is shallow), which does not
+vectorise; numba compiles them (cached beside this file).
+
+>>> import pandas as pd
+>>> from uncertain_cep.index.event_index import BuildSettings, EventIndex
+>>> from uncertain_cep.index.node_table import node_table
+>>> from uncertain_cep.model.events import read_archive
+>>> archive = read_archive(pd.DataFrame({"event_id": [1, 2], "group": 0,
+...                                      "t_lo": [1, 1], "t_hi": [2, 2]}))
+>>> table = node_table(EventIndex(archive, BuildSettings()))
+>>> first, second = table.row_nodes[:2], table.row_nodes[2:]   # event 1's, event 2's
+>>> at = lambda nodes, t: int(nodes[table.instant[nodes] == t][0])
+>>> ok, factor = insertion_factors(table, np.array([at(first, 1)]),
+...                                np.array([at(second, 2)]), np.array([-1]))
+>>> ok.tolist(), factor.tolist()
+([True], [1.0])
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uncertain_cep.index.node_table import NodeTable
+
+__all__ = ["extension_candidates", "insertion_factors"]
+
+
+@numba.njit(cache=True, nogil=True)
+def _descends(a: int, b: int, code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
+              tree_virtual: np.ndarray, tree_last_code: np.ndarray) -> bool:
+    """Whether some OI passes node ``a`` and later node ``b`` (same group)."""
+    c = code[b]
+    if code[a] < c <= code_end[a]:
+        return True
+    t = tree[a]
+    while tree_virtual[t] >= 0:
+        v = tree_virtual[t]
+        if tree_last_code[t] < c <= code_end[v]:
+            return True
+        t = tree[v]
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _extension(a: int, b: int, poi: np.ndarray, tree: np.ndarray, tree_parent: np.ndarray,
+               tree_level: np.ndarray, tree_virtual: np.ndarray) -> float:
+    """P(chain + b) / P(chain) for a chain ending at ``a`` (-1: empty), ``b`` after it:
+    ``poi[b]`` over the ``poi`` of ``a``'s context node in the deepest shared tree."""
+    if a < 0:
+        return poi[b]
+    x = a
+    la = tree_level[tree[a]]
+    tb = tree[b]
+    lb = tree_level[tb]
+    while la > lb:
+        x = tree_virtual[tree[x]]
+        la -= 1
+    while lb > la:
+        tb = tree_parent[tb]
+        lb -= 1
+    while tree[x] != tb:
+        x = tree_virtual[tree[x]]
+        tb = tree_parent[tb]
+    return poi[b] / poi[x]
+
+
+@numba.njit(cache=True, nogil=True)
+def _insertion_factors(before: np.ndarray, node: np.ndarray, after: np.ndarray,
+                       poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
+                       tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
+                       tree_virtual: np.ndarray, tree_last_code: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    n = len(node)
+    ok = np.zeros(n, dtype=np.bool_)
+    factor = np.zeros(n)
+    for i in range(n):
+        b, m, a = before[i], node[i], after[i]
+        if b >= 0 and not _descends(b, m, code, code_end, tree, tree_virtual,
+                                    tree_last_code):
+            continue
+        if a >= 0 and not _descends(m, a, code, code_end, tree, tree_virtual,
+                                    tree_last_code):
+            continue
+        f = _extension(b, m, poi, tree, tree_parent, tree_level, tree_virtual)
+        if a >= 0:
+            f *= (_extension(m, a, poi, tree, tree_parent, tree_level, tree_virtual)
+                  / _extension(b, a, poi, tree, tree_parent, tree_level, tree_virtual))
+        ok[i] = True
+        factor[i] = f
+    return ok, factor
+
+
+def insertion_factors(table: NodeTable, before: np.ndarray, node: np.ndarray,
+                      after: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each triple, whether an OI of the group passes ``before``, ``node``, ``after``
+    in that order (-1: no node on that side), and what inserting ``node`` between the
+    two multiplies the chain's probability by (Zhou et al. 4.1-4.2;
+    ``ext(before, node) * ext(node, after) / ext(before, after)``).
+
+    ``before`` and ``after`` are nodes of ``node``'s group or -1.
+    """
+    return _insertion_factors(
+        np.ascontiguousarray(before, dtype=np.int64), np.ascontiguousarray(node, np.int64),
+        np.ascontiguousarray(after, dtype=np.int64), table.poi, table.code, table.code_end,
+        table.tree, table.tree_parent, table.tree_level, table.tree_virtual,
+        table.tree_last_code)
+
+
+@numba.njit(cache=True, nogil=True)
+def _extension_candidates(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndarray,
+                          candidates: np.ndarray, group: np.ndarray, poi: np.ndarray,
+                          code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
+                          tree_parent: np.ndarray, tree_level: np.ndarray,
+                          tree_virtual: np.ndarray, tree_last_code: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n, k = nodes.shape
+    total = 0
+    for r in range(n):
+        if stop[r] > start[r]:
+            total += stop[r] - start[r]
+    owner = np.empty(total, dtype=np.int64)
+    chosen = np.empty(total, dtype=np.int64)
+    factor = np.empty(total)
+    out = 0
+    for r in range(n):
+        for p in range(start[r], stop[r]):
+            m = candidates[p]
+            g = group[m]
+            b = -1
+            for c in range(item):
+                x = nodes[r, c]
+                if x >= 0 and group[x] == g:
+                    b = x
+            a = -1
+            for c in range(k - 1, item, -1):
+                x = nodes[r, c]
+                if x >= 0 and group[x] == g:
+                    a = x
+            if b >= 0 and not _descends(b, m, code, code_end, tree, tree_virtual,
+                                        tree_last_code):
+                continue
+            if a >= 0 and not _descends(m, a, code, code_end, tree, tree_virtual,
+                                        tree_last_code):
+                continue
+            f = _extension(b, m, poi, tree, tree_parent, tree_level, tree_virtual)
+            if a >= 0:
+                f *= (_extension(m, a, poi, tree, tree_parent, tree_level, tree_virtual)
+                      / _extension(b, a, poi, tree, tree_parent, tree_level, tree_virtual))
+            if f > 0:
+                owner[out] = r
+                chosen[out] = m
+                factor[out] = f
+                out += 1
+    return owner[:out], chosen[:out], factor[:out]
+
+
+def extension_candidates(table: NodeTable, nodes: np.ndarray, item: int, start: np.ndarray,
+                         stop: np.ndarray, candidates: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every valid extension of entries by item ``item``: entry ``r`` may take the
+    candidate nodes ``candidates[start[r]:stop[r]]``; each is kept when an OI of its group
+    passes the entry's nearest matched nodes of that group before and after the item and
+    it in between (:func:`insertion_factors`). Returns ``(entry, node, factor)`` arrays."""
+    return _extension_candidates(
+        np.ascontiguousarray(nodes, dtype=np.int64), int(item),
+        np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
+        candidates, table.group, table.poi, table.code, table.code_end, table.tree,
+        table.tree_parent, table.tree_level, table.tree_virtual, table.tree_last_code)
