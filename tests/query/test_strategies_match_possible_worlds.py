@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pandas as pd
 import pytest
 from hypothesis import event, given, note
@@ -20,7 +22,7 @@ def assert_same_answer(got: pd.DataFrame, want: pd.DataFrame) -> None:
     was added up in."""
     for frame in (got, want):
         conf = list(frame["confidence"])
-        assert all(a >= b - TOL for a, b in zip(conf, conf[1:])), frame
+        assert all(a >= b - TOL for a, b in pairwise(conf)), frame
     a = got.sort_values("events", key=lambda s: s.map(str)).reset_index(drop=True)
     b = want.sort_values("events", key=lambda s: s.map(str)).reset_index(drop=True)
     assert list(a["events"]) == list(b["events"]), (got, want)
