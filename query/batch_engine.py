@@ -56,9 +56,9 @@ ACCESS_PATH = "R*-tree search of {symbol}'s box, then its nodes by instant"
 class BatchEngine:
     """One query's evaluation state: the node table, per-item candidates, counters."""
 
-    def __init__(self, ctx: QueryContext, limit: int = BATCH_LIMIT) -> None:
+    def __init__(self, ctx: QueryContext, limit: int | None = None) -> None:
         self.ctx = ctx
-        self.limit = max(int(limit), 1)
+        self.limit = max(int(limit if limit is not None else BATCH_LIMIT), 1)
         self.k = len(ctx.positive)
         self._candidates: dict[int, CandidateNodes] = {}
         self._steps: dict[int, StepStats] = {}

@@ -1,0 +1,88 @@
+"""The batch engine: answers independent of how batches are cut, exact grouping, the
+node table against the forests, and EXPLAIN's access paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from random_archives import archives, patterns
+from test_strategies_match_possible_worlds import assert_same_answer
+
+import uncertain_cep as uc
+from uncertain_cep.index.node_table import node_table
+from uncertain_cep.query import batch_engine
+from uncertain_cep.query.chain_kernels import insertion_factors
+from uncertain_cep.query.chains import extension_factor
+from uncertain_cep.query.grouping_kernels import group_rows, order_by_group
+
+QUERY = "PATTERN SEQ(A, B, C) DEFINE A AS x < 5, B AS x >= 1, C AS tag = 'a' WITHIN 6"
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=40, deadline=None)
+@given(df=archives(), pattern=patterns(("x",)), limit=st.integers(1, 4))
+def test_answers_do_not_depend_on_where_batches_are_cut(strategy, df, pattern, limit):
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    idx = uc.build_index(df)
+    want = idx.query(pattern, strategy="possible_worlds")
+    saved = batch_engine.BATCH_LIMIT
+    batch_engine.BATCH_LIMIT = limit
+    try:
+        got = idx.query(pattern, strategy=strategy)
+    finally:
+        batch_engine.BATCH_LIMIT = saved
+    assert_same_answer(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(-3, 3), min_size=3, max_size=3), max_size=40))
+def test_group_rows_numbers_distinct_rows_like_a_sort(rows):
+    matrix = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    ids, first = group_rows(matrix)
+    distinct = {tuple(r) for r in matrix.tolist()}
+    assert len(first) == len(distinct)
+    for i, row in enumerate(matrix.tolist()):
+        assert matrix[first[ids[i]]].tolist() == row
+    order = order_by_group(ids, len(first))
+    assert sorted(order.tolist()) == list(range(len(matrix)))
+    assert list(ids[order]) == sorted(ids.tolist())
+
+
+def test_node_table_factors_equal_the_forest_walk():
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.integers(0, 40, 30))
+    df = pd.DataFrame({"event_id": range(30), "group": np.arange(30) % 2, "t_lo": t,
+                       "t_hi": t + rng.integers(0, 3, 30)})
+    idx = uc.build_index(df)
+    ei = idx.event_index
+    table = node_table(ei)
+    pairs = before_after = 0
+    for g, forest in enumerate(ei.forests):
+        base = int(table.group_start[g])
+        for a in range(forest.n_nodes):
+            for b in range(forest.n_nodes):
+                if forest.instant[a] < 0 or forest.instant[b] < 0:
+                    continue
+                ok, factor = insertion_factors(table, np.array([base + a]),
+                                               np.array([base + b]), np.array([-1]))
+                assert bool(ok[0]) == forest.precedes(a, b)
+                if ok[0]:
+                    assert factor[0] == pytest.approx(extension_factor(forest, a, b),
+                                                      rel=1e-12)
+                    pairs += 1
+                before_after += 1
+    assert pairs > 50 and before_after > pairs
+
+
+def test_explain_names_the_access_path_of_each_step():
+    idx = uc.build_index(pd.DataFrame({
+        "event_id": range(6), "group": [0, 0, 1, 1, 2, 2], "t_lo": [0, 2, 1, 3, 0, 4],
+        "t_hi": [1, 3, 2, 4, 1, 5], "x": [0.0, 2.0, 1.0, 3.0, 4.0, 6.0],
+        "tag": ["a", "b", "a", "b", "a", "a"]}))
+    ex = idx.explain(QUERY)
+    assert len(ex.steps) == 3
+    assert all("R*-tree" in s.access and "by instant" in s.access for s in ex.steps)
+    assert "access path" in str(ex)
