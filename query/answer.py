@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from uncertain_cep.query.evaluation import Match
 
-__all__ = ["RESULT_COLUMNS", "Answer", "answer_table"]
+__all__ = ["RESULT_COLUMNS", "Answer", "answer_table", "significant", "table_from_rows"]
 
 RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
 
@@ -73,29 +74,53 @@ def answer_table(answer: Answer, event_ids: np.ndarray) -> pd.DataFrame:
     """The answer table: ``events`` (a tuple of event ids per row, in pattern order),
     ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then by
     the event ids."""
-    conf = _significant(answer.confidence, 15)
     ids = [event_ids[answer.events[:, c]] for c in range(answer.events.shape[1])]
+    return _table(ids, answer.confidence, answer.t_first, answer.t_last)
+
+
+def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]
+                    ) -> pd.DataFrame:
+    """:func:`answer_table` from ``(event ids, confidence, t_first, t_last)`` rows (as
+    time slices return them)."""
+    k = len(rows[0][0]) if rows else 0
+    ids = [np.array([r[0][c] for r in rows], dtype=object) for c in range(k)]
+    ids = [col.astype(np.int64) if all(isinstance(v, int) for v in col) else col
+           for col in ids]
+    return _table(ids, np.array([r[1] for r in rows], dtype=np.float64),
+                  np.array([r[2] for r in rows], dtype=np.int64),
+                  np.array([r[3] for r in rows], dtype=np.int64))
+
+
+def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
+           t_last: np.ndarray) -> pd.DataFrame:
+    conf = significant(confidence, 15)
     # Confidences equal up to rounding noise must not reorder rows between strategies.
     keys = [_ranks(col) for col in reversed(ids)] + [-np.round(conf, 12)]
     order = np.lexsort(keys) if len(conf) else np.zeros(0, dtype=np.int64)
     columns = [col[order].tolist() for col in ids]
     events = list(zip(*columns)) if columns else [() for _ in range(len(order))]
     return pd.DataFrame({"events": pd.Series(events, dtype=object),
-                         "confidence": conf[order].astype(np.float64),
-                         "t_first": answer.t_first[order].astype(np.int64),
-                         "t_last": answer.t_last[order].astype(np.int64)},
+                         "confidence": conf[order],
+                         "t_first": t_first[order].astype(np.int64),
+                         "t_last": t_last[order].astype(np.int64)},
                         columns=RESULT_COLUMNS)
 
 
-def _significant(values: np.ndarray, digits: int) -> np.ndarray:
+def significant(values: np.ndarray, digits: int = 15) -> np.ndarray:
     """``values`` rounded to ``digits`` significant digits: drops the last-bit noise of
     summing paths (0.9999999999999999 is reported as 1.0), far inside the 1e-9 the
-    contract allows."""
+    contract allows.
+
+    >>> significant(np.array([0.9999999999999999, 0.25, 1 / 3, 0.0])).tolist()
+    [1.0, 0.25, 0.333333333333333, 0.0]
+    """
     values = np.asarray(values, dtype=np.float64)
-    if len(values) == 0:
-        return values
-    strings = np.char.mod(f"%.{digits}g", values)
-    return strings.astype(np.float64)
+    out = values.copy()
+    finite = np.isfinite(values) & (values != 0)
+    x = values[finite]
+    scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.abs(x))))
+    out[finite] = np.round(x * scale) / scale
+    return out
 
 
 def _ranks(ids: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
-from uncertain_cep.query.answer import RESULT_COLUMNS, answer_table
+from uncertain_cep.query.answer import answer_table, table_from_rows
 from uncertain_cep.query.chains import order_instance_fraction
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.explain import Explanation
@@ -205,13 +205,7 @@ class UncertainIndex:
 
 def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
     """The answer table from ``(event ids, confidence, t_first, t_last)`` rows."""
-    # 15 significant digits drop the last-bit noise of summing paths (0.9999999999999999
-    # is reported as 1.0), far inside the 1e-9 the contract allows.
-    out = [(ev, float(f"{conf:.15g}"), t0, t1) for ev, conf, t0, t1 in rows]
-    # Confidences equal up to rounding noise must not reorder rows between strategies.
-    out.sort(key=lambda r: (-round(r[1], 12), r[0]))
-    frame = pd.DataFrame(out, columns=RESULT_COLUMNS)
-    return frame.astype({"confidence": float, "t_first": np.int64, "t_last": np.int64})
+    return table_from_rows(rows)
 
 
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
