@@ -85,7 +85,8 @@ from uncertain_cep.index.tables import (
 )
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
-           "FormatNames", "IndexDraft", "PartitionWriter", "finish_index", "save_index"]
+           "FormatNames", "IndexDraft", "PartitionWriter", "check_replaceable", "finish_index",
+           "save_index"]
 
 # ---------------------------------------------------------------- the layout's names
 # Public for the modules of index/ (the reader); nothing outside index/ uses them.
@@ -164,10 +165,11 @@ class IndexDraft:
 
     def __init__(self, target: str | os.PathLike[str]) -> None:
         target = Path(target)
+        # A link to an index directory: the directory is replaced, the link stays.
+        if target.is_symlink():
+            target = Path(os.path.realpath(target))
         self.target = target
-        if target.exists() and not (target / MANIFEST).exists() and any(target.iterdir()):
-            raise IndexFormatError(f"{target} exists and is not an index; refusing to "
-                                   "overwrite it (choose another --out or remove it)")
+        check_replaceable(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         # mkdtemp makes the directory private (0700); an index is as readable as any
@@ -520,7 +522,53 @@ def _umask() -> int:
     return mask
 
 
+def check_replaceable(target: Path) -> None:
+    """Refuse to write an index to ``target`` unless it is absent, empty, or an index this
+    project wrote holding nothing but its own files: replacing it must never delete
+    anything else (a web site with a ``manifest.json``, the input archive itself).
+
+    Raises
+    ------
+    IndexFormatError
+        Naming what is there and what to do.
+    """
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise IndexFormatError(f"{target} exists and is a file, not an index directory; "
+                               "choose another --out")
+    files = {p.relative_to(target).as_posix() for p in target.rglob("*")
+             if p.is_file() or p.is_symlink()}
+    if not files:
+        return
+    where = f"{target} exists and is not an uncertain-cep index"
+    advice = "choose another --out, or move its contents away first"
+    if MANIFEST not in files:
+        raise IndexFormatError(f"{where} (it holds {len(files)} file(s), e.g. "
+                               f"{sorted(files)[0]}); refusing to replace it: {advice}")
+    # Read leniently: an index of an older format version is still ours to replace.
+    try:
+        data = json.loads((target / MANIFEST).read_text())
+        listed = data["sha256"]
+        if not (isinstance(data.get("format_version"), int) and isinstance(listed, dict)
+                and all(isinstance(k, str) for k in listed)):
+            raise ValueError("no format_version and sha256 list")
+    except (ValueError, KeyError, TypeError, OSError) as e:
+        raise IndexFormatError(f"{where}: its manifest.json is not an index manifest "
+                               f"({e}); refusing to replace it: {advice}") from e
+    known = set(listed) | {MANIFEST}
+    foreign = sorted(files - known)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more"
+                                          if len(foreign) > 3 else "")
+        raise IndexFormatError(f"{target} is an index but also holds files that are not "
+                               f"part of it ({shown}); refusing to replace it and delete "
+                               f"them: {advice}")
+
+
 def _swap_into_place(tmp: Path, target: Path) -> None:
+    # Files may have appeared in the target while the index was being written.
+    check_replaceable(target)
     if not target.exists():
         os.replace(tmp, target)
         return

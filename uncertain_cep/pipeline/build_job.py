@@ -32,7 +32,12 @@ import pandas as pd
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
 from uncertain_cep.index.event_index import BuildSettings
 from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
-from uncertain_cep.index.storage import REJECTED_ROW_COLUMNS, IndexDraft, finish_index
+from uncertain_cep.index.storage import (
+    REJECTED_ROW_COLUMNS,
+    IndexDraft,
+    check_replaceable,
+    finish_index,
+)
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.pipeline.group_builder import (
@@ -114,6 +119,9 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     settings = BuildSettings(condition2=_condition2(max_speed, coordinates, pair_predicate),
                              multi_tree=multi_tree, codes=codes, node_budget=node_budget)
     fmt, files = input_files(source)
+    # Before Spark starts: an --out that is not an index (the input itself, say) is
+    # refused at once, and nothing is ever deleted.
+    check_replaceable(Path(out))
     if spark is None:
         from uncertain_cep.pipeline.session import spark_session
 
