@@ -42,6 +42,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ from uncertain_cep.index.tables import (
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
            "FormatNames", "IndexDraft", "PartitionWriter", "check_replaceable", "finish_index",
-           "save_index"]
+           "remove_abandoned_drafts", "save_index"]
 
 # ---------------------------------------------------------------- the layout's names
 # Public for the modules of index/ (the reader); nothing outside index/ uses them.
@@ -171,7 +172,9 @@ class IndexDraft:
         self.target = target
         check_replaceable(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        remove_abandoned_drafts(target)
+        self.path = Path(tempfile.mkdtemp(prefix=_draft_prefix(target, "tmp"),
+                                          dir=target.parent))
         # mkdtemp makes the directory private (0700); an index is as readable as any
         # directory made under the user's umask.
         os.chmod(self.path, 0o777 & ~_umask())
@@ -522,6 +525,43 @@ def _umask() -> int:
     return mask
 
 
+def _host() -> str:
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+
+
+def _draft_prefix(target: Path, kind: str) -> str:
+    """``.NAME.tmp-HOST-PID-`` (or ``old``): whose draft it is, so that a later build can
+    tell one abandoned by a killed process from one still being written."""
+    return f".{target.name}.{kind}-{_host()}-{os.getpid()}-"
+
+
+def remove_abandoned_drafts(target: Path) -> list[Path]:
+    """Remove the drafts (and half-swapped old indexes) of ``target`` left by processes of
+    this host that no longer run (a build killed by SIGKILL cannot clean up after itself).
+    Drafts of running processes and of other hosts are left alone. Returns what was
+    removed."""
+    removed = []
+    host = _host()
+    for kind in ("tmp", "old"):
+        for path in target.parent.glob(f".{target.name}.{kind}-{host}-*"):
+            pid_text = path.name[len(f".{target.name}.{kind}-{host}-"):].split("-")[0]
+            if not pid_text.isdigit() or _alive(int(pid_text)):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def check_replaceable(target: Path) -> None:
     """Refuse to write an index to ``target`` unless it is absent, empty, or an index this
     project wrote holding nothing but its own files: replacing it must never delete
@@ -572,7 +612,7 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
     if not target.exists():
         os.replace(tmp, target)
         return
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    old = Path(tempfile.mkdtemp(prefix=_draft_prefix(target, "old"), dir=target.parent))
     old.rmdir()
     os.replace(target, old)
     os.replace(tmp, target)

@@ -100,3 +100,28 @@ def test_the_spark_build_refuses_its_input_as_output_before_starting_spark(tmp_p
     with pytest.raises(uc.IndexFormatError, match="refusing to replace"):
         uc.build_index_spark(lake, lake)
     assert (lake / "part-0.parquet").is_file()
+
+
+def test_a_draft_left_by_a_killed_build_is_removed_by_the_next_build(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "ix"
+    code = ("import os, sys; from uncertain_cep.index.storage import IndexDraft; "
+            "d = IndexDraft(sys.argv[1]); (d.path / 'events').mkdir(); os._exit(9)")
+    subprocess.run([sys.executable, "-c", code, str(out)], timeout=120)
+    assert len(_leftovers(tmp_path)) == 1
+    uc.build_index(_archive()).save(out)
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_draft_of_a_running_build_is_left_alone(tmp_path):
+    from uncertain_cep.index.storage import IndexDraft
+
+    out = tmp_path / "ix"
+    running = IndexDraft(out)
+    try:
+        uc.build_index(_archive()).save(out)
+        assert running.path.is_dir()
+    finally:
+        running.discard()
