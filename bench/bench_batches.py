@@ -12,8 +12,7 @@ Workloads, each answered by every engine in the same run (answers checked equal)
   ``SEQ(A, B)`` with ``a0 < -3`` and ``a0 > 2.3``, WITHIN 50, CONFIDENCE 0.1.
 
 Each engine runs in a forked child capped at ``--cap`` seconds (a capped run is recorded
-as such). Patterns with negation still run entry by entry in both strategies, so none is
-measured here. Writes ``bench/results/batches.json`` and the ``batches`` section of
+as such). Writes ``bench/results/batches.json`` and the ``batches`` section of
 ``docs/benchmarks.md``. Run: ``.venv/bin/python bench/bench_batches.py [--quick]``.
 """
 

@@ -63,6 +63,15 @@ class NodeTable:
     tree_last_code: np.ndarray  # per tree: last compact code inside it
     row_nodes_start: np.ndarray  # (rows + 1,) CSR of each archive row's real nodes
     row_nodes: np.ndarray
+    # What the weighted sum over OIs (negation, query/negation_kernels.py) walks:
+    kind: np.ndarray            # per node: ROOT / REAL / VIRTUAL
+    parent: np.ndarray          # per node: global parent in its tree, -1 for a root
+    cond: np.ndarray            # per node: P(an OI through its parent goes on to it)
+    depth: np.ndarray           # per node: depth counting the trees above it
+    child_start: np.ndarray     # (nodes + 1,) CSR of each node's children
+    child_list: np.ndarray
+    child_root: np.ndarray      # per node: root of the tree a virtual node stands for, else -1
+    tree_root: np.ndarray       # per tree: global root node
 
     @property
     def n_nodes(self) -> int:
@@ -88,7 +97,7 @@ def node_table(index: EventIndex) -> NodeTable:
     def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
-    row, tree, tparent, tvirtual = [], [], [], []
+    row, tree, tparent, tvirtual, parent, child_root, tree_root = [], [], [], [], [], [], []
     for g, f in enumerate(forests):
         members = index.members[g]
         real = f.kind == REAL
@@ -98,6 +107,11 @@ def node_table(index: EventIndex) -> NodeTable:
         tree.append(f.tree + tree_start[g])
         tparent.append(np.where(f.tree_parent >= 0, f.tree_parent + tree_start[g], -1))
         tvirtual.append(np.where(f.tree_virtual >= 0, f.tree_virtual + group_start[g], -1))
+        parent.append(np.where(f.parent >= 0, f.parent + group_start[g], -1))
+        child_root.append(np.where(f.child_tree >= 0,
+                                   f.tree_root[np.maximum(f.child_tree, 0)] + group_start[g],
+                                   -1))
+        tree_root.append(f.tree_root + group_start[g])
     tree_parent = cat(tparent, np.int64)
     # Nesting levels, one gather per level of nesting (it is shallow).
     level = np.zeros(len(tree_parent), dtype=np.int64)
@@ -123,4 +137,14 @@ def node_table(index: EventIndex) -> NodeTable:
         tree_virtual=cat(tvirtual, np.int64),
         tree_last_code=cat([f.tree_compact_range[:, 1] for f in forests], np.int64),
         row_nodes_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        row_nodes=order.astype(np.int64))
+        row_nodes=order.astype(np.int64),
+        kind=cat([f.kind for f in forests], np.int8),
+        parent=cat(parent, np.int64),
+        cond=cat([f.cond for f in forests], np.float64),
+        depth=cat([f.global_depth for f in forests], np.int64),
+        child_start=np.concatenate([[0], np.cumsum(cat(
+            [np.diff(f.child_start) for f in forests], np.int64))]).astype(np.int64),
+        child_list=cat([f.child_list + group_start[g] for g, f in enumerate(forests)],
+                       np.int64),
+        child_root=cat(child_root, np.int64),
+        tree_root=cat(tree_root, np.int64))

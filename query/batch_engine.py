@@ -38,6 +38,7 @@ from uncertain_cep.query.batches import (
 )
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
+from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 
 __all__ = ["BATCH_LIMIT", "BatchEngine", "ItemChooser", "estimate_candidates",
@@ -67,6 +68,20 @@ class BatchEngine:
     @cached_property
     def table(self) -> NodeTable:
         return node_table(self.ctx.index)
+
+    @cached_property
+    def negated(self) -> NegatedNodes:
+        """Per NOT item, the nodes that may weigh its gap (one R*-tree search each)."""
+        ctx, table = self.ctx, self.table
+        columns, nodes, instants, weights = [], [], [], []
+        for k, _, symbol in ctx.negations:
+            found = CandidateNodes.of_rows(
+                table, ctx.search(symbol, None, (-math.inf, math.inf)))
+            columns.append(k)
+            nodes.append(found.nodes)
+            instants.append(found.instants)
+            weights.append(1.0 - ctx.pr(symbol)[table.row[found.nodes]])
+        return NegatedNodes(columns, nodes, instants, weights)
 
     @cached_property
     def estimates(self) -> ItemEstimates:
@@ -201,9 +216,16 @@ class BatchEngine:
         """Complete entries into per-tuple sums, first and last instants."""
         if len(batch) == 0:
             return
+        table = self.table
+        if self.ctx.negations:
+            prob = batch.prob * negation_factors(table, batch.events, batch.nodes,
+                                                 self.negated)
+            # An entry whose weighted sum is 0 holds in no world: it sets no instants.
+            batch = Batch(batch.events, batch.nodes, prob).take(prob > 0)
+            if len(batch) == 0:
+                return
         batch = batch.in_tuple_order()
         starts = tuple_starts(batch.events)
-        table = self.table
         total = np.add.reduceat(batch.prob, starts)
         first = np.minimum.reduceat(table.instant[batch.nodes[:, 0]], starts)
         last = np.maximum.reduceat(table.instant[batch.nodes[:, -1]], starts)

@@ -21,10 +21,11 @@ Pruning is the same exact bound as in sequential evaluation (the summed probabil
 partial tuple), and a negation's factor joins the bound in the step that matches the
 second of its two neighbours; complete entries get every negation exactly.
 
-Patterns without negation run on the batch engine (:mod:`uncertain_cep.query.batch_engine`:
-partial matches as columns, each tuple's next item chosen from its windows over all its
-entries at once); with negation, entry by entry as objects, until the negation factor
-runs on batches too.
+Runs on the batch engine (:mod:`uncertain_cep.query.batch_engine`: partial matches as
+columns, each tuple's next item chosen from its windows over all its entries at once;
+negation by :mod:`~uncertain_cep.query.negation_kernels`). The entry-by-entry evaluation
+below (one object per entry) is the engine it replaced, kept only for
+bench/bench_batches.py's side-by-side ratios.
 """
 
 from __future__ import annotations
@@ -49,9 +50,8 @@ _Key = tuple[int, int, int]   # (group, node before or -1, node after or -1)
 def selectivity(ctx: QueryContext) -> Answer:
     """Evaluate ``ctx.pattern`` on ``ctx.index`` rarest item first; see the module
     docstring."""
-    if not ctx.negations:
-        return BatchEngine(ctx).run(_cheapest_item)
-    return Answer.from_matches(_selectivity_entries(ctx), len(ctx.positive))
+    return BatchEngine(ctx).run(_cheapest_item)
+
 
 
 def _cheapest_item(engine: BatchEngine, batch: Batch, depth: int

@@ -12,9 +12,10 @@ Algorithm 2 of the paper with three corrections (SEMANTICS A4):
 Entries with the same tuple, first instant, last node and last node per group have the
 same future, so without negation they are merged (their probabilities add up).
 
-Patterns without negation run on the batch engine (:mod:`uncertain_cep.query.batch_engine`:
-partial matches as columns); with negation, entry by entry as objects, until the negation
-factor runs on batches too.
+Runs on the batch engine (:mod:`uncertain_cep.query.batch_engine`: partial matches as
+columns, negation by :mod:`~uncertain_cep.query.negation_kernels`). The entry-by-entry
+evaluation below (one object per entry) is the engine it replaced, kept only for
+bench/bench_batches.py's side-by-side ratios.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ __all__ = ["sequential"]
 
 def sequential(ctx: QueryContext) -> Answer:
     """Evaluate ``ctx.pattern`` on ``ctx.index`` item by item; see the module docstring."""
-    if not ctx.negations:
-        return BatchEngine(ctx).run(_in_pattern_order)
-    return Answer.from_matches(_sequential_entries(ctx), len(ctx.positive))
+    return BatchEngine(ctx).run(_in_pattern_order)
+
 
 
 def _in_pattern_order(engine: BatchEngine, batch: Batch, depth: int

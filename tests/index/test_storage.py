@@ -43,7 +43,7 @@ def test_saving_over_an_index_replaces_it(tmp_path):
 def test_a_directory_that_is_not_an_index_is_not_overwritten(tmp_path):
     (tmp_path / "ix").mkdir()
     (tmp_path / "ix" / "notes.txt").write_text("mine")
-    with pytest.raises(IndexFormatError, match="not an index"):
+    with pytest.raises(IndexFormatError, match="not an uncertain-cep index"):
         _example().save(tmp_path / "ix")
     assert (tmp_path / "ix" / "notes.txt").read_text() == "mine"
 
