@@ -20,7 +20,7 @@ from uncertain_cep.query.patterns import (
     Symbol,
 )
 
-__all__ = ["archives", "patterns", "single_groups"]
+__all__ = ["archives", "patterns", "single_groups", "symbols"]
 
 
 @st.composite

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from random_archives import archives, patterns
+from random_archives import archives, patterns, symbols
 from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
@@ -17,6 +17,7 @@ from uncertain_cep.query import batch_engine
 from uncertain_cep.query.chain_kernels import insertion_factors
 from uncertain_cep.query.chains import extension_factor
 from uncertain_cep.query.grouping_kernels import group_rows, order_by_group
+from uncertain_cep.query.patterns import PatternItem, SequencePattern
 
 QUERY = "PATTERN SEQ(A, B, C) DEFINE A AS x < 5, B AS x >= 1, C AS tag = 'a' WITHIN 6"
 
@@ -86,3 +87,25 @@ def test_explain_names_the_access_path_of_each_step():
     assert len(ex.steps) == 3
     assert all("R*-tree" in s.access and "by instant" in s.access for s in ex.steps)
     assert "access path" in str(ex)
+
+
+@st.composite
+def two_negations_in_one_gap(draw: st.DrawFn) -> SequencePattern:
+    """SEQ(S0, NOT S1, NOT S2, S3): two NOT items sharing the gap between S0 and S3."""
+    names = ["S0", "S1", "S2", "S3"]
+    if draw(st.booleans()):
+        names[2] = "S1"   # the same symbol negated twice
+    items = tuple(PatternItem(n, n2 in (1, 2)) for n2, n in enumerate(names))
+    defined = tuple(draw(symbols(n, ("x",))) for n in dict.fromkeys(names))
+    return SequencePattern(items, defined, draw(st.one_of(st.none(), st.integers(0, 10))),
+                           draw(st.sampled_from([None, 0.01, 0.1, 0.3])))
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=60, deadline=None)
+@given(df=archives(max_groups=3), pattern=two_negations_in_one_gap())
+def test_several_negations_in_one_gap_equal_possible_worlds(strategy, df, pattern):
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    idx = uc.build_index(df)
+    assert_same_answer(idx.query(pattern, strategy=strategy),
+                       idx.query(pattern, strategy="possible_worlds"))
