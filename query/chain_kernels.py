@@ -70,6 +70,24 @@ def _extension(a: int, b: int, poi: np.ndarray, tree: np.ndarray, tree_parent: n
 
 
 @numba.njit(cache=True, nogil=True)
+def _insertion(b: int, m: int, a: int, poi: np.ndarray, code: np.ndarray,
+               code_end: np.ndarray, tree: np.ndarray, tree_parent: np.ndarray,
+               tree_level: np.ndarray, tree_virtual: np.ndarray, tree_last_code: np.ndarray
+               ) -> float:
+    """The factor of inserting ``m`` between ``b`` and ``a`` (-1: none), or -1.0 when no
+    OI passes the three in order."""
+    if b >= 0 and not _descends(b, m, code, code_end, tree, tree_virtual, tree_last_code):
+        return -1.0
+    if a >= 0 and not _descends(m, a, code, code_end, tree, tree_virtual, tree_last_code):
+        return -1.0
+    f = _extension(b, m, poi, tree, tree_parent, tree_level, tree_virtual)
+    if a >= 0:
+        f *= (_extension(m, a, poi, tree, tree_parent, tree_level, tree_virtual)
+              / _extension(b, a, poi, tree, tree_parent, tree_level, tree_virtual))
+    return f
+
+
+@numba.njit(cache=True, nogil=True)
 def _insertion_factors(before: np.ndarray, node: np.ndarray, after: np.ndarray,
                        poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
                        tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
@@ -79,19 +97,11 @@ def _insertion_factors(before: np.ndarray, node: np.ndarray, after: np.ndarray,
     ok = np.zeros(n, dtype=np.bool_)
     factor = np.zeros(n)
     for i in range(n):
-        b, m, a = before[i], node[i], after[i]
-        if b >= 0 and not _descends(b, m, code, code_end, tree, tree_virtual,
-                                    tree_last_code):
-            continue
-        if a >= 0 and not _descends(m, a, code, code_end, tree, tree_virtual,
-                                    tree_last_code):
-            continue
-        f = _extension(b, m, poi, tree, tree_parent, tree_level, tree_virtual)
-        if a >= 0:
-            f *= (_extension(m, a, poi, tree, tree_parent, tree_level, tree_virtual)
-                  / _extension(b, a, poi, tree, tree_parent, tree_level, tree_virtual))
-        ok[i] = True
-        factor[i] = f
+        f = _insertion(before[i], node[i], after[i], poi, code, code_end, tree,
+                       tree_parent, tree_level, tree_virtual, tree_last_code)
+        if f >= 0:
+            ok[i] = True
+            factor[i] = f
     return ok, factor
 
 
@@ -141,16 +151,8 @@ def _extension_candidates(nodes: np.ndarray, item: int, start: np.ndarray, stop:
                 x = nodes[r, c]
                 if x >= 0 and group[x] == g:
                     a = x
-            if b >= 0 and not _descends(b, m, code, code_end, tree, tree_virtual,
-                                        tree_last_code):
-                continue
-            if a >= 0 and not _descends(m, a, code, code_end, tree, tree_virtual,
-                                        tree_last_code):
-                continue
-            f = _extension(b, m, poi, tree, tree_parent, tree_level, tree_virtual)
-            if a >= 0:
-                f *= (_extension(m, a, poi, tree, tree_parent, tree_level, tree_virtual)
-                      / _extension(b, a, poi, tree, tree_parent, tree_level, tree_virtual))
+            f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
+                           tree_virtual, tree_last_code)
             if f > 0:
                 owner[out] = r
                 chosen[out] = m
