@@ -108,10 +108,11 @@ def node_table(index: EventIndex) -> NodeTable:
         tparent.append(np.where(f.tree_parent >= 0, f.tree_parent + tree_start[g], -1))
         tvirtual.append(np.where(f.tree_virtual >= 0, f.tree_virtual + group_start[g], -1))
         parent.append(np.where(f.parent >= 0, f.parent + group_start[g], -1))
-        child_root.append(np.where(f.child_tree >= 0,
-                                   f.tree_root[np.maximum(f.child_tree, 0)] + group_start[g],
-                                   -1))
-        tree_root.append(f.tree_root + group_start[g])
+        # A time slice keeps only some trees of a group: a tree it left out has no root
+        # (-1), and a virtual node standing for it has no child root.
+        roots = np.where(f.tree_root >= 0, f.tree_root + group_start[g], -1)
+        child_root.append(np.where(f.child_tree >= 0, roots[np.maximum(f.child_tree, 0)], -1))
+        tree_root.append(roots)
     tree_parent = cat(tparent, np.int64)
     # Nesting levels, one gather per level of nesting (it is shallow).
     level = np.zeros(len(tree_parent), dtype=np.int64)

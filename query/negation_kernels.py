@@ -139,7 +139,7 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, columns: np.ndarray
             x = touched[i]
             if kind[x] == VIRTUAL:
                 cr = child_root[x]
-                own = value[cr] if relevant[cr] else 1.0
+                own = value[cr] if cr >= 0 and relevant[cr] else 1.0
             else:
                 own = weight[x]
             s, e = child_start[x], child_start[x + 1]
@@ -172,7 +172,10 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     """P(no negated event in its gap | the entry's nodes) for every complete entry."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
-    group_root = table.tree_root[table.tree_start[:-1]]
+    has_trees = table.tree_start[1:] > table.tree_start[:-1]
+    group_root = np.where(has_trees, table.tree_root[np.minimum(
+        table.tree_start[:-1], max(len(table.tree_root) - 1, 0))] if len(table.tree_root)
+        else -1, -1)
     return _negation_factors(
         np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
         negated.columns, negated.offsets, negated.nodes, negated.instants, negated.weights,
