@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from rtree import index as rtree_index
@@ -28,6 +29,7 @@ from uncertain_cep.index.codes import CodeScheme, code_scheme
 from uncertain_cep.index.forest import REAL, GroupForest
 from uncertain_cep.index.forest_builder import build_forest
 from uncertain_cep.index.isolation import hall_violation
+from uncertain_cep.index.node_table import NodeTable, node_table
 from uncertain_cep.index.oi_tree import GroupInfeasible, plan_group
 from uncertain_cep.index.rounding import float_down, float_up
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
@@ -211,6 +213,11 @@ class EventIndex:
         self._statistics = statistics
         # Query boxes are appended here when a list is set (node-read counting replays them).
         self.search_log: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    @cached_property
+    def node_table(self) -> NodeTable:
+        """Every node in flat arrays, built on first use (what the batch engine reads)."""
+        return node_table(self.forests, self.members, self.archive.n_events)
 
     @property
     def statistics(self) -> EventStatistics:

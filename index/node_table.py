@@ -22,7 +22,7 @@ That is all a chain of nodes needs (:mod:`uncertain_cep.query.chains` as arrays)
 >>> from uncertain_cep.model.events import read_archive
 >>> archive = read_archive(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
 ...                                      "t_lo": [1, 1, 0], "t_hi": [2, 2, 0]}))
->>> table = node_table(EventIndex(archive, BuildSettings()))
+>>> table = EventIndex(archive, BuildSettings()).node_table
 >>> table.n_nodes, table.group_start.tolist(), table.row[table.row >= 0].tolist()
 (7, [0, 5, 7], [0, 1, 1, 0, 2])
 >>> table.poi[table.row == 0].tolist()
@@ -31,15 +31,12 @@ That is all a chain of nodes needs (:mod:`uncertain_cep.query.chains` as arrays)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from uncertain_cep.index.forest import REAL
-
-if TYPE_CHECKING:
-    from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.forest import REAL, GroupForest
 
 __all__ = ["NodeTable", "node_table"]
 
@@ -86,9 +83,10 @@ class NodeTable:
         return owner, self.row_nodes[np.repeat(starts, counts) + offsets]
 
 
-def node_table(index: EventIndex) -> NodeTable:
-    """The :class:`NodeTable` of an index: its forests' arrays, offset and concatenated."""
-    forests = index.forests
+def node_table(forests: Sequence[GroupForest], members: Sequence[np.ndarray],
+               n_rows: int) -> NodeTable:
+    """The :class:`NodeTable` of an index's forests (``members[g]``: the archive row of
+    each event position of group ``g``, -1 where absent), offset and concatenated."""
     sizes = np.array([f.n_nodes for f in forests], dtype=np.int64)
     trees = np.array([f.n_trees for f in forests], dtype=np.int64)
     group_start = np.concatenate([[0], np.cumsum(sizes)])
@@ -99,10 +97,9 @@ def node_table(index: EventIndex) -> NodeTable:
 
     row, tree, tparent, tvirtual, parent, child_root, tree_root = [], [], [], [], [], [], []
     for g, f in enumerate(forests):
-        members = index.members[g]
         real = f.kind == REAL
         r = np.full(f.n_nodes, -1, dtype=np.int64)
-        r[real] = members[f.event[real]]
+        r[real] = members[g][f.event[real]]
         row.append(r)
         tree.append(f.tree + tree_start[g])
         tparent.append(np.where(f.tree_parent >= 0, f.tree_parent + tree_start[g], -1))
@@ -123,7 +120,7 @@ def node_table(index: EventIndex) -> NodeTable:
     rows = cat(row, np.int64)
     real_nodes = np.flatnonzero(rows >= 0)
     order = real_nodes[np.argsort(rows[real_nodes], kind="stable")]
-    counts = np.bincount(rows[order], minlength=index.archive.n_events)
+    counts = np.bincount(rows[order], minlength=n_rows)
     return NodeTable(
         group_start=group_start, tree_start=tree_start,
         group=np.repeat(np.arange(len(forests), dtype=np.int64), sizes),

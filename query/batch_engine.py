@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from uncertain_cep.index.node_table import NodeTable, node_table
+from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.answer import Answer
 from uncertain_cep.query.batches import (
     NO_TIME,
@@ -67,7 +67,7 @@ class BatchEngine:
 
     @cached_property
     def table(self) -> NodeTable:
-        return node_table(self.ctx.index)
+        return self.ctx.index.node_table
 
     @cached_property
     def negated(self) -> NegatedNodes:

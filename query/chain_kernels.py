@@ -7,11 +7,10 @@ vectorise; numba compiles them (cached beside this file).
 
 >>> import pandas as pd
 >>> from uncertain_cep.index.event_index import BuildSettings, EventIndex
->>> from uncertain_cep.index.node_table import node_table
 >>> from uncertain_cep.model.events import read_archive
 >>> archive = read_archive(pd.DataFrame({"event_id": [1, 2], "group": 0,
 ...                                      "t_lo": [1, 1], "t_hi": [2, 2]}))
->>> table = node_table(EventIndex(archive, BuildSettings()))
+>>> table = EventIndex(archive, BuildSettings()).node_table
 >>> first, second = table.row_nodes[:2], table.row_nodes[2:]   # event 1's, event 2's
 >>> at = lambda nodes, t: int(nodes[table.instant[nodes] == t][0])
 >>> ok, factor = insertion_factors(table, np.array([at(first, 1)]),

@@ -12,7 +12,6 @@ from random_archives import archives, patterns, symbols
 from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
-from uncertain_cep.index.node_table import node_table
 from uncertain_cep.query import batch_engine
 from uncertain_cep.query.chain_kernels import insertion_factors
 from uncertain_cep.query.chains import extension_factor
@@ -59,7 +58,7 @@ def test_node_table_factors_equal_the_forest_walk():
                        "t_hi": t + rng.integers(0, 3, 30)})
     idx = uc.build_index(df)
     ei = idx.event_index
-    table = node_table(ei)
+    table = ei.node_table
     pairs = before_after = 0
     for g, forest in enumerate(ei.forests):
         base = int(table.group_start[g])
