@@ -21,6 +21,7 @@ import numpy as np
 from uncertain_cep.index.forest import VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.chain_kernels import _extension
+from uncertain_cep.query.grouping_kernels import group_rows
 
 __all__ = ["NegatedNodes", "negation_factors"]
 
@@ -51,88 +52,67 @@ def _up(x: int, parent: np.ndarray, tree: np.ndarray, tree_virtual: np.ndarray) 
 
 
 @numba.njit(cache=True, nogil=True)
-def _negation_factors(events: np.ndarray, nodes: np.ndarray, columns: np.ndarray,
-                      offsets: np.ndarray, neg_nodes: np.ndarray, neg_instants: np.ndarray,
-                      neg_weights: np.ndarray, group: np.ndarray, row: np.ndarray,
-                      instant: np.ndarray, kind: np.ndarray, parent: np.ndarray,
-                      cond: np.ndarray, depth: np.ndarray, child_start: np.ndarray,
-                      child_list: np.ndarray, child_root: np.ndarray, tree: np.ndarray,
-                      tree_virtual: np.ndarray, group_root: np.ndarray, poi: np.ndarray,
-                      tree_parent: np.ndarray, tree_level: np.ndarray) -> np.ndarray:
-    n, k = events.shape
-    n_nodes = len(group)
-    weight = np.ones(n_nodes)
-    value = np.zeros(n_nodes)
-    relevant = np.zeros(n_nodes, dtype=np.bool_)
-    required = np.zeros(n_nodes, dtype=np.bool_)
-    touched = np.empty(n_nodes, dtype=np.int64)
-    weighted_group = np.zeros(len(group_root), dtype=np.bool_)
-    groups = np.empty(len(group_root), dtype=np.int64)
-    out = np.ones(n)
-    for r in range(n):
-        n_touched = 0
-        n_groups = 0
-        # The weighted nodes: per NOT item, nodes strictly inside its gap.
-        for j in range(len(columns)):
-            c = columns[j]
-            a = instant[nodes[r, c]] + 1
-            b = instant[nodes[r, c + 1]] - 1
-            if a > b:
-                continue
-            lo = offsets[j] + np.searchsorted(neg_instants[offsets[j]:offsets[j + 1]], a)
-            hi = offsets[j] + np.searchsorted(neg_instants[offsets[j]:offsets[j + 1]], b,
-                                              side="right")
-            for p in range(lo, hi):
-                m = neg_nodes[p]
-                x = row[m]
-                mine = False
-                for cc in range(k):
-                    if events[r, cc] == x:
-                        mine = True
-                        break
-                if mine:
-                    continue
-                if not relevant[m]:
-                    relevant[m] = True
-                    touched[n_touched] = m
-                    n_touched += 1
-                weight[m] *= neg_weights[p]
-                g = group[m]
-                if not weighted_group[g]:
-                    weighted_group[g] = True
-                    groups[n_groups] = g
-                    n_groups += 1
-        if n_groups == 0:
+def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
+                   only_group: int, chain: np.ndarray, neg: tuple, t: tuple,
+                   scratch: tuple, out_groups: np.ndarray,
+                   out_values: np.ndarray) -> int:
+    """Per group holding weighted nodes (only ``only_group`` if >= 0): the weighted sum
+    over its OIs (through ``chain``, nodes of ``only_group`` in time order). Nodes of the
+    rows in ``exclude`` carry no weight. Writes ``out_groups``/``out_values``, returns
+    how many."""
+    _, offsets, neg_nodes, neg_instants, neg_weights = neg
+    (group, row, kind, parent, cond, depth, child_start, child_list, child_root, tree,
+     tree_virtual, group_root) = t
+    weight, value, relevant, required, touched, weighted_group = scratch
+    n_touched = 0
+    n_groups = 0
+    for j in range(len(gap_a)):
+        a, b = gap_a[j], gap_b[j]
+        if a > b:
             continue
-        # Everything above the weighted nodes is relevant...
-        first_weighted = n_touched
-        for i in range(first_weighted):
+        lo = offsets[j] + np.searchsorted(neg_instants[offsets[j]:offsets[j + 1]], a)
+        hi = offsets[j] + np.searchsorted(neg_instants[offsets[j]:offsets[j + 1]], b,
+                                          side="right")
+        for p in range(lo, hi):
+            m = neg_nodes[p]
+            g = group[m]
+            if only_group >= 0 and g != only_group:
+                continue
+            mine = False
+            for x in exclude:
+                if row[m] == x:
+                    mine = True
+                    break
+            if mine:
+                continue
+            if not relevant[m]:
+                relevant[m] = True
+                touched[n_touched] = m
+                n_touched += 1
+            weight[m] *= neg_weights[p]
+            if not weighted_group[g]:
+                weighted_group[g] = True
+                out_groups[n_groups] = g
+                n_groups += 1
+    if n_groups > 0:
+        # Everything above the weighted nodes is relevant; the chain and everything above
+        # it is required.
+        for i in range(n_touched):
             x = _up(touched[i], parent, tree, tree_virtual)
             while x >= 0 and not relevant[x]:
                 relevant[x] = True
                 touched[n_touched] = x
                 n_touched += 1
                 x = _up(x, parent, tree, tree_virtual)
-        # ... and the chain in those groups, with everything above it, is required.
-        chain_prob = 1.0
-        for gi in range(n_groups):
-            g = groups[gi]
-            last = -1
-            for c in range(k):
-                m = nodes[r, c]
-                if group[m] != g:
-                    continue
-                chain_prob *= _extension(last, m, poi, tree, tree_parent, tree_level,
-                                         tree_virtual)
-                last = m
-                x = m
-                while x >= 0 and not required[x]:
-                    required[x] = True
-                    if not relevant[x]:
-                        relevant[x] = True
-                        touched[n_touched] = x
-                        n_touched += 1
-                    x = _up(x, parent, tree, tree_virtual)
+        for m in chain:
+            x = m
+            while x >= 0 and not required[x]:
+                required[x] = True
+                if not relevant[x]:
+                    relevant[x] = True
+                    touched[n_touched] = x
+                    n_touched += 1
+                x = _up(x, parent, tree, tree_virtual)
         # Bottom-up over the relevant nodes, deepest first.
         order = np.argsort(depth[touched[:n_touched]])[::-1]
         for i in order:
@@ -152,33 +132,127 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, columns: np.ndarray
                 # Summed in full: a weight of 0 on every branch must give exactly 0.
                 below += cond[ch] * (value[ch] if relevant[ch] else 1.0)
             value[x] = own * below
+        for gi in range(n_groups):
+            out_values[gi] = value[group_root[out_groups[gi]]]
+    for i in range(n_touched):
+        x = touched[i]
+        relevant[x] = False
+        required[x] = False
+        weight[x] = 1.0
+        value[x] = 0.0
+    for gi in range(n_groups):
+        weighted_group[out_groups[gi]] = False
+    return n_groups
+
+
+@numba.njit(cache=True, nogil=True)
+def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
+                      gaps: np.ndarray, neg: tuple, t: tuple,
+                      poi: np.ndarray, instant: np.ndarray, tree_parent: np.ndarray,
+                      tree_level: np.ndarray) -> np.ndarray:
+    n, k = events.shape
+    group, tree, tree_virtual, group_root = t[0], t[9], t[10], t[11]
+    n_nodes, n_all_groups = len(group), len(group_root)
+    scratch = (np.ones(n_nodes), np.zeros(n_nodes), np.zeros(n_nodes, dtype=np.bool_),
+               np.zeros(n_nodes, dtype=np.bool_), np.empty(n_nodes, dtype=np.int64),
+               np.zeros(n_all_groups, dtype=np.bool_))
+    found_groups = np.empty(n_all_groups, dtype=np.int64)
+    found_values = np.empty(n_all_groups)
+    n_gaps, width = gaps.shape
+    half = width // 2
+    no_rows = np.empty(0, dtype=np.int64)
+    no_chain = np.empty(0, dtype=np.int64)
+    # Once per distinct set of gaps: every group's weighted sum without a chain (what a
+    # group outside the tuple contributes), sorted by group.
+    start = np.zeros(n_gaps + 1, dtype=np.int64)
+    free_groups = np.empty(n_gaps * 4 + 16, dtype=np.int64)
+    free_values = np.empty(n_gaps * 4 + 16)
+    product = np.ones(n_gaps)
+    zeros = np.zeros(n_gaps, dtype=np.int64)
+    for u in range(n_gaps):
+        m = _weighted_sums(gaps[u, :half], gaps[u, half:], no_rows, -1, no_chain, neg, t,
+                           scratch, found_groups, found_values)
+        while start[u] + m > len(free_groups):
+            free_groups = np.concatenate((free_groups, np.empty(len(free_groups),
+                                                                dtype=np.int64)))
+            free_values = np.concatenate((free_values, np.empty(len(free_values))))
+        order = np.argsort(found_groups[:m])
+        for i in range(m):
+            free_groups[start[u] + i] = found_groups[order[i]]
+            v = found_values[order[i]]
+            free_values[start[u] + i] = v
+            if v == 0.0:
+                zeros[u] += 1
+            else:
+                product[u] *= v
+        start[u + 1] = start[u] + m
+    out = np.ones(n)
+    chain = np.empty(k, dtype=np.int64)
+    for r in range(n):
+        u = gap_id[r]
+        rest, rest_zeros = product[u], zeros[u]
         factor = 1.0
-        for gi in range(n_groups):
-            factor *= value[group_root[groups[gi]]]
-        out[r] = factor / chain_prob
-        for i in range(n_touched):
-            x = touched[i]
-            relevant[x] = False
-            required[x] = False
-            weight[x] = 1.0
-            value[x] = 0.0
-        for gi in range(n_groups):
-            weighted_group[groups[gi]] = False
+        for c in range(k):
+            g = group[nodes[r, c]]
+            seen = False
+            for d in range(c):
+                if group[nodes[r, d]] == g:
+                    seen = True
+                    break
+            if seen:
+                continue
+            lo, hi = start[u], start[u + 1]
+            i = lo + np.searchsorted(free_groups[lo:hi], g)
+            if i >= hi or free_groups[i] != g:
+                continue   # no weighted node in this group
+            # The group's own factor replaces its chain-free one.
+            if free_values[i] == 0.0:
+                rest_zeros -= 1
+            else:
+                rest /= free_values[i]
+            size = 0
+            prob = 1.0
+            last = -1
+            for d in range(c, k):
+                x = nodes[r, d]
+                if group[x] == g:
+                    chain[size] = x
+                    size += 1
+                    prob *= _extension(last, x, poi, tree, tree_parent, tree_level,
+                                       tree_virtual)
+                    last = x
+            got = _weighted_sums(gaps[u, :half], gaps[u, half:], events[r], g,
+                                 chain[:size], neg, t, scratch, found_groups, found_values)
+            if got:
+                factor *= found_values[0] / prob
+        out[r] = factor * (0.0 if rest_zeros > 0 else rest)
     return out
 
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
                      negated: NegatedNodes) -> np.ndarray:
-    """P(no negated event in its gap | the entry's nodes) for every complete entry."""
+    """P(no negated event in its gap | the entry's nodes) for every complete entry.
+
+    Groups outside an entry's tuple contribute a weighted sum that depends only on the
+    gaps: it is computed once per distinct set of gaps and shared by every entry with
+    those gaps; only the tuple's own groups are summed per entry."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
+    events = np.ascontiguousarray(events, dtype=np.int64)
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    instants = table.instant[nodes]
+    gaps = np.concatenate([instants[:, negated.columns] + 1,
+                           instants[:, negated.columns + 1] - 1], axis=1)
+    gap_id, first = group_rows(gaps)
     has_trees = table.tree_start[1:] > table.tree_start[:-1]
-    group_root = np.where(has_trees, table.tree_root[np.minimum(
-        table.tree_start[:-1], max(len(table.tree_root) - 1, 0))] if len(table.tree_root)
-        else -1, -1)
-    return _negation_factors(
-        np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
-        negated.columns, negated.offsets, negated.nodes, negated.instants, negated.weights,
-        table.group, table.row, table.instant, table.kind, table.parent, table.cond,
-        table.depth, table.child_start, table.child_list, table.child_root, table.tree,
-        table.tree_virtual, group_root, table.poi, table.tree_parent, table.tree_level)
+    top = np.minimum(table.tree_start[:-1], max(len(table.tree_root) - 1, 0))
+    group_root = (np.where(has_trees, table.tree_root[top], -1) if len(table.tree_root)
+                  else np.full(len(has_trees), -1, dtype=np.int64))
+    neg = (negated.columns, negated.offsets, negated.nodes, negated.instants,
+           negated.weights)
+    t = (table.group, table.row, table.kind, table.parent, table.cond, table.depth,
+         table.child_start, table.child_list, table.child_root, table.tree,
+         table.tree_virtual, group_root)
+    return _negation_factors(events, nodes, gap_id, np.ascontiguousarray(gaps[first]), neg,
+                             t, table.poi, table.instant, table.tree_parent,
+                             table.tree_level)
