@@ -8,6 +8,8 @@ Workloads, each answered by every engine in the same run (answers checked equal)
   and a rare last one (2%), WITHIN 10, CONFIDENCE 0.3;
 * **broad**: 3,000 events in 60 groups, likewise; ``SEQ(A, B, C)`` on tags each held by
   30% of events, WITHIN 12, CONFIDENCE 0.2;
+* **broad + NOT**: the broad query with ``NOT D`` (a fourth tag, 10% of events) between
+  its first two items;
 * **selective**: the paper's synthetic generator, N events in N/1000 groups, d = 2;
   ``SEQ(A, B)`` with ``a0 < -3`` and ``a0 > 2.3``, WITHIN 50, CONFIDENCE 0.1.
 
@@ -49,6 +51,8 @@ SKEWED = ("PATTERN SEQ(A, B, C, D, E) DEFINE A AS x > -1, B AS x > -1, C AS x > 
           "D AS x > -1, E AS x > 2 WITHIN 10 CONFIDENCE 0.3")
 BROAD = ("PATTERN SEQ(A, B, C) DEFINE A AS tag = 'a', B AS tag = 'b', C AS tag = 'c' "
          "WITHIN 12 CONFIDENCE 0.2")
+BROAD_NOT = ("PATTERN SEQ(A, NOT D, B, C) DEFINE A AS tag = 'a', D AS tag = 'd', "
+             "B AS tag = 'b', C AS tag = 'c' WITHIN 12 CONFIDENCE 0.2")
 SELECTIVE = ("PATTERN SEQ(A, B) DEFINE A AS a0 < -3, B AS a0 > 2.3 WITHIN 50 "
              "CONFIDENCE 0.1")
 
@@ -180,6 +184,8 @@ def main() -> None:
     workloads = [
         workload("skewed", dense(500 if args.quick else 2_000, 8, 5), SKEWED, cap, engines),
         workload("broad", dense(1_000 if args.quick else 3_000, 60, 7), BROAD, cap, engines),
+        workload("broad + NOT", dense(1_000 if args.quick else 3_000, 60, 7), BROAD_NOT, cap,
+                 engines),
         workload("selective", generate_synthetic(n_selective, groups=n_selective // 1000,
                                                  d=2, seed=11), SELECTIVE, cap, engines),
     ]
