@@ -21,6 +21,7 @@ as such). Writes ``bench/results/batches.json`` and the ``batches`` section of
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import platform
@@ -175,20 +176,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, short caps")
     parser.add_argument("--cap", type=float, default=120.0)
+    parser.add_argument("--only", default=None,
+                        help="rerun one workload by name, keeping the others' results")
     args = parser.parse_args()
     cap = 20.0 if args.quick else args.cap
     engines = list(ENGINES)
     # Load the compiled kernels once, before the children fork (not timed).
     uc.build_index(dense(40, 2, 0)).query(BROAD)
     n_selective = 20_000 if args.quick else 200_000
-    workloads = [
-        workload("skewed", dense(500 if args.quick else 2_000, 8, 5), SKEWED, cap, engines),
-        workload("broad", dense(1_000 if args.quick else 3_000, 60, 7), BROAD, cap, engines),
-        workload("broad + NOT", dense(1_000 if args.quick else 3_000, 60, 7), BROAD_NOT, cap,
-                 engines),
-        workload("selective", generate_synthetic(n_selective, groups=n_selective // 1000,
-                                                 d=2, seed=11), SELECTIVE, cap, engines),
+    plans = [
+        ("skewed", lambda: dense(500 if args.quick else 2_000, 8, 5), SKEWED),
+        ("broad", lambda: dense(1_000 if args.quick else 3_000, 60, 7), BROAD),
+        ("broad + NOT", lambda: dense(1_000 if args.quick else 3_000, 60, 7), BROAD_NOT),
+        ("selective", lambda: generate_synthetic(n_selective, groups=n_selective // 1000,
+                                                 d=2, seed=11), SELECTIVE),
     ]
+    workloads = [workload(name, make(), query, cap, engines) for name, make, query in plans
+                 if args.only in (None, name)]
+    if args.only is not None:
+        kept = json.loads(RESULTS.read_text())["workloads"] if RESULTS.exists() else []
+        fresh = {w["name"]: w for w in workloads if w["name"] == args.only}
+        workloads = [fresh.pop(w["name"], w) for w in kept] + list(fresh.values())
     results = {"date": time.strftime("%Y-%m-%d"), "quick": args.quick,
                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                           f"{platform.python_version()}", "cap_seconds": cap,
