@@ -63,12 +63,6 @@ class Answer:
         return Answer(self.events[rows], self.confidence[rows], self.t_first[rows],
                       self.t_last[rows])
 
-    def matches(self) -> list[Match]:
-        """The rows as :class:`~uncertain_cep.query.evaluation.Match` objects."""
-        return [Match(tuple(ev), float(c), int(a), int(b))
-                for ev, c, a, b in zip(self.events.tolist(), self.confidence.tolist(),
-                                       self.t_first.tolist(), self.t_last.tolist())]
-
 
 def answer_table(answer: Answer, event_ids: np.ndarray) -> pd.DataFrame:
     """The answer table: ``events`` (a tuple of event ids per row, in pattern order),

@@ -34,6 +34,7 @@ from uncertain_cep.query.batches import (
     prune_bounds,
     split_by_tuples,
     tuple_starts,
+    window_bounds,
     windows_from_instants,
 )
 from uncertain_cep.query.estimates import ItemEstimates
@@ -131,15 +132,13 @@ class BatchEngine:
         started = time.perf_counter()
         queries_before = ctx.stats.range_queries
         candidates = self.candidates(item)
-        lo, hi = item_windows(table, batch, item, ctx.window)
-        start = np.searchsorted(candidates.instants, lo, side="left")
-        stop = np.searchsorted(candidates.instants, hi, side="right")
+        start, stop = window_bounds(candidates, *item_windows(table, batch, item, ctx.window))
         weights = np.maximum(stop - start, 0)
         ctx.stats.range_queries += len(batch)
         ctx.stats.candidates += int(weights.sum())
         tuples = len(tuple_starts(batch.events))
         created = kept = found = 0
-        for grown in self._grown(batch, item, depth, weights, candidates):
+        for grown in self._grown(batch, item, depth, start, stop, candidates):
             created += len(grown)
             grown = merge(table, grown) if not ctx.negations else grown.in_tuple_order()
             starts, bound = prune_bounds(grown, self.attribute(grown))
@@ -147,9 +146,9 @@ class BatchEngine:
             grown = self._keep(grown, starts, bound)
             kept += len(grown)
             if len(grown):
-                for chunk in split_by_tuples(grown, np.ones(len(grown), np.int64),
+                for piece in split_by_tuples(grown.events, np.ones(len(grown), np.int64),
                                              self.limit):
-                    stack.append((chunk, depth + 1))
+                    stack.append((grown.take(piece), depth + 1))
         ctx.stats.entries_created += created
         step = self._steps.get(depth)
         if step is None:
@@ -165,33 +164,21 @@ class BatchEngine:
         step.seconds += time.perf_counter() - started
         step.access = ACCESS_PATH.format(symbol=ctx.positive[item])
 
-    def _grown(self, batch: Batch, item: int, depth: int, weights: np.ndarray,
-               candidates: CandidateNodes) -> Iterator[Batch]:
+    def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+               stop: np.ndarray, candidates: CandidateNodes) -> Iterator[Batch]:
         """The batch extended by ``item``, in pieces of bounded size."""
         table = self.table
         if depth == 0:
             # From nothing: one entry per candidate node, cut between events.
             nodes = candidates.nodes[np.argsort(table.row[candidates.nodes], kind="stable")]
-            rows = table.row[nodes]
-            event_starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
-            lo = 0
-            while lo < len(nodes):
-                if lo + self.limit >= len(nodes):
-                    hi = len(nodes)
-                else:
-                    # The last event start within the limit; one event may exceed it.
-                    j = int(np.searchsorted(event_starts, lo + self.limit, side="right")) - 1
-                    hi = int(event_starts[j])
-                    if hi <= lo:
-                        hi = (int(event_starts[j + 1]) if j + 1 < len(event_starts)
-                              else len(nodes))
-                yield self._from_nodes(nodes[lo:hi], item)
-                lo = hi
+            rows = table.row[nodes][:, None]
+            for piece in split_by_tuples(rows, np.ones(len(nodes), np.int64), self.limit):
+                yield self._from_nodes(nodes[piece], item)
             return
-        for piece in split_by_tuples(batch, weights, self.limit):
-            w_lo, w_hi = item_windows(table, piece, item, self.ctx.window)
-            grown, _ = extend(table, piece, item, candidates, w_lo, w_hi)
-            yield grown
+        weights = np.maximum(stop - start, 0)
+        for piece in split_by_tuples(batch.events, weights, self.limit):
+            yield extend(table, batch.take(piece), item, candidates, start[piece],
+                         stop[piece])
 
     def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
         table = self.table

@@ -41,6 +41,7 @@ __all__ = [
     "prune_bounds",
     "split_by_tuples",
     "tuple_starts",
+    "window_bounds",
     "windows_from_instants",
 ]
 
@@ -94,25 +95,27 @@ def tuple_starts(events: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate([[True], change]))
 
 
-def split_by_tuples(batch: Batch, weights: np.ndarray, limit: int) -> Iterator[Batch]:
-    """Cut a batch in tuple order into pieces whose summed ``weights`` (per entry) stay
-    within ``limit``, never inside a tuple (a tuple heavier than the limit is one piece)."""
-    if len(batch) == 0:
+def split_by_tuples(events: np.ndarray, weights: np.ndarray, limit: int
+                    ) -> Iterator[slice]:
+    """Cut rows in tuple order (equal ``events`` rows contiguous) into slices whose summed
+    ``weights`` (per row) stay within ``limit``, never inside a tuple (a tuple heavier
+    than the limit is one slice)."""
+    n = len(events)
+    if n == 0:
         return
-    total = int(weights.sum())
-    if total <= limit:
-        yield batch
+    if int(weights.sum()) <= limit:
+        yield slice(0, n)
         return
-    starts = tuple_starts(batch.events)
+    starts = tuple_starts(events)
     per_tuple = np.add.reduceat(weights, starts)
-    ends = np.concatenate([starts[1:], [len(batch)]])
+    ends = np.concatenate([starts[1:], [n]])
     cum = np.cumsum(per_tuple)
     first = 0
     while first < len(starts):
         base = cum[first - 1] if first else 0
         last = int(np.searchsorted(cum, base + limit, side="right")) - 1
         last = max(last, first)
-        yield batch.take(slice(int(starts[first]), int(ends[last])))
+        yield slice(int(starts[first]), int(ends[last]))
         first = last + 1
 
 
@@ -153,22 +156,26 @@ def windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
     return lo, hi
 
 
+def window_bounds(candidates: CandidateNodes, lo: np.ndarray, hi: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry, the candidates in its window ``[lo, hi]``:
+    ``candidates.nodes[start:stop]`` (empty when ``stop <= start``)."""
+    return (np.searchsorted(candidates.instants, lo, side="left"),
+            np.searchsorted(candidates.instants, hi, side="right"))
+
+
 def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,
-           lo: np.ndarray, hi: np.ndarray) -> tuple[Batch, np.ndarray]:
-    """Every entry extended by every candidate node of ``item`` in its window ``[lo, hi]``
-    that an OI of its group can pass between the entry's nodes around it in that group
-    (its probability multiplied by the chain factor). Also returns, per input entry, how
-    many nodes its window held (the searched candidates)."""
-    start = np.searchsorted(candidates.instants, lo, side="left")
-    stop = np.searchsorted(candidates.instants, hi, side="right")
-    counts = np.maximum(stop - start, 0)
+           start: np.ndarray, stop: np.ndarray) -> Batch:
+    """Every entry extended by every candidate node of ``item`` in its window
+    (:func:`window_bounds`) that an OI of its group can pass between the entry's nodes
+    around it in that group (its probability multiplied by the chain factor)."""
     owner, node, factor = extension_candidates(table, batch.nodes, item, start, stop,
                                                candidates.nodes)
     events = batch.events[owner]
     nodes = batch.nodes[owner]
     events[:, item] = table.row[node]
     nodes[:, item] = node
-    return Batch(events, nodes, batch.prob[owner] * factor), counts
+    return Batch(events, nodes, batch.prob[owner] * factor)
 
 
 def merge(table: NodeTable, batch: Batch) -> Batch:

@@ -60,7 +60,7 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
     over its OIs (through ``chain``, nodes of ``only_group`` in time order). Nodes of the
     rows in ``exclude`` carry no weight. Writes ``out_groups``/``out_values``, returns
     how many."""
-    _, offsets, neg_nodes, neg_instants, neg_weights = neg
+    offsets, neg_nodes, neg_instants, neg_weights = neg
     (group, row, kind, parent, cond, depth, child_start, child_list, child_root, tree,
      tree_virtual, group_root) = t
     weight, value, relevant, required, touched, weighted_group = scratch
@@ -148,8 +148,8 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
 @numba.njit(cache=True, nogil=True)
 def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
                       gaps: np.ndarray, neg: tuple, t: tuple,
-                      poi: np.ndarray, instant: np.ndarray, tree_parent: np.ndarray,
-                      tree_level: np.ndarray) -> np.ndarray:
+                      poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray
+                      ) -> np.ndarray:
     n, k = events.shape
     group, tree, tree_virtual, group_root = t[0], t[9], t[10], t[11]
     n_nodes, n_all_groups = len(group), len(group_root)
@@ -248,11 +248,9 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     top = np.minimum(table.tree_start[:-1], max(len(table.tree_root) - 1, 0))
     group_root = (np.where(has_trees, table.tree_root[top], -1) if len(table.tree_root)
                   else np.full(len(has_trees), -1, dtype=np.int64))
-    neg = (negated.columns, negated.offsets, negated.nodes, negated.instants,
-           negated.weights)
+    neg = (negated.offsets, negated.nodes, negated.instants, negated.weights)
     t = (table.group, table.row, table.kind, table.parent, table.cond, table.depth,
          table.child_start, table.child_list, table.child_root, table.tree,
          table.tree_virtual, group_root)
     return _negation_factors(events, nodes, gap_id, np.ascontiguousarray(gaps[first]), neg,
-                             t, table.poi, table.instant, table.tree_parent,
-                             table.tree_level)
+                             t, table.poi, table.tree_parent, table.tree_level)

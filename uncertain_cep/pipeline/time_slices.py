@@ -24,8 +24,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from uncertain_cep.errors import PlanningError
 from uncertain_cep.index.reader import IndexReader
 from uncertain_cep.query.evaluation import QueryContext
@@ -99,12 +97,9 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
     ctx = QueryContext(index, parse_query(query))
     ctx.stats.strategy = strategy
     ctx.first_rows = (layout.t_min >= piece.lo) & (layout.t_min < piece.hi)
-    matches = get_strategy(strategy)(ctx).matches()
-    ids = index.archive.event_ids
-    rows = [(tuple(_plain(ids[r]) for r in m.events), m.confidence, m.t_first, m.t_last)
-            for m in matches if piece.lo <= layout.t_min[m.events[0]] < piece.hi]
+    # first_rows anchors every tuple's first event in this slice.
+    answer = get_strategy(strategy)(ctx)
+    ids = index.archive.event_ids[answer.events].tolist()
+    rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
+                    answer.t_last.tolist()))
     return rows, ctx.stats
-
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x
