@@ -200,16 +200,11 @@ class EventStatistics:
         """Expected candidates of a :meth:`profile` among events with a feasible instant in
         ``[lo, hi]`` (the window is widened by half the mean interval on each side, since
         events were counted at their centres)."""
-        g = self.grid
-        if g.n_intervals == 0 or lo > hi:
-            return 0.0
-        half = self.mean_instants / 2
-        return max(0.0, self._cumulative(profile, hi + 1 + half)
-                   - self._cumulative(profile, lo - half))
+        return float(self.expected_many(profile, np.array([lo]), np.array([hi]))[0])
 
     def expected_many(self, profile: np.ndarray, lo: np.ndarray, hi: np.ndarray
                       ) -> np.ndarray:
-        """:meth:`expected` for many windows at once (the same numbers)."""
+        """:meth:`expected` for many windows at once."""
         lo = np.asarray(lo, dtype=np.float64)
         hi = np.asarray(hi, dtype=np.float64)
         g = self.grid
@@ -224,12 +219,6 @@ class EventStatistics:
 
         out = np.maximum(0.0, cumulative(hi + 1 + half) - cumulative(lo - half))
         return np.where(lo > hi, 0.0, out)
-
-    def _cumulative(self, profile: np.ndarray, t: float) -> float:
-        g = self.grid
-        x = min(max((t - g.t0) / g.width, 0.0), float(g.n_intervals))
-        k = min(int(x), g.n_intervals - 1)
-        return float(profile[k] + (x - k) * (profile[k + 1] - profile[k]))
 
     # ------------------------------------------------------------ storage
     def to_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -17,8 +17,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from uncertain_cep.query.evaluation import QueryContext
@@ -42,10 +40,8 @@ class ItemEstimates:
 
     def expected(self, item: int, lo: float, hi: float) -> float:
         """Expected candidates of positive item ``item`` with an instant in ``[lo, hi]``."""
-        grid = self._stats.grid
-        lo = grid.t0 if lo == -math.inf else lo
-        hi = grid.t0 + grid.width * grid.n_intervals if hi == math.inf else hi
-        return self._stats.expected(self._profiles[item], lo, hi)
+        return float(self.expected_many(item, np.array([lo], dtype=np.float64),
+                                        np.array([hi], dtype=np.float64))[0])
 
     def expected_many(self, item: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """:meth:`expected` for many windows of one item (infinite bounds allowed)."""
