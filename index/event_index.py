@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -190,24 +190,31 @@ class EventIndex:
                  forests: Sequence[GroupForest] | None = None,
                  layout: EventLayout | None = None,
                  rtree: rtree_index.Index | None = None,
-                 statistics: EventStatistics | None = None) -> None:
+                 statistics: EventStatistics | None = None, *,
+                 node_table: NodeTable | None = None,
+                 load_forests: Callable[[], Sequence[GroupForest]] | None = None) -> None:
         self.archive = archive
         self.settings = settings
         self.scheme: CodeScheme = code_scheme(settings.codes)
         self.event_group = archive.group_of.astype(np.int64)
         members = None
-        if forests is None:
+        if forests is None and load_forests is None:
             members = archive.group_members()
             forests = [self._build_group(g, m) for g, m in enumerate(members)]
-        self.forests = list(forests)
+        if forests is not None:
+            self.__dict__["forests"] = list(forests)
+        elif layout is None or node_table is None:
+            raise ValueError("an index whose forests load lazily needs its layout and "
+                             "node table")
+        self._load_forests = load_forests
+        if node_table is not None:
+            self.__dict__["node_table"] = node_table
         if layout is None:
             layout = EventLayout.of(archive, self.forests, settings.codes, members)
         self.layout = layout
         self.event_pos = layout.positions
         self.event_t_min = layout.t_min
         self.event_t_max = layout.t_max
-        self.members = self._members()
-        self.event_nodes = self._map_nodes()
         self.attributes = archive.numeric_names
         self.rtree = rtree if rtree is not None else self._load_rtree()
         self._statistics = statistics
@@ -215,9 +222,37 @@ class EventIndex:
         self.search_log: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     @cached_property
+    def forests(self) -> list[GroupForest]:
+        """One forest per group code: what the baselines and the inspection API walk (an
+        index opened from disk reads them on first use; queries read the node table)."""
+        assert self._load_forests is not None
+        return list(self._load_forests())
+
+    @cached_property
+    def members(self) -> list[np.ndarray]:
+        return self._members()
+
+    @cached_property
+    def event_nodes(self) -> list[np.ndarray]:
+        return self._map_nodes()
+
+    @cached_property
     def node_table(self) -> NodeTable:
-        """Every node in flat arrays, built on first use (what the batch engine reads)."""
+        """Every node in flat arrays (stored with an index on disk, else built on first
+        use from the forests): what the batch engine reads."""
         return node_table(self.forests, self.members, self.archive.n_events)
+
+    @property
+    def n_trees(self) -> int:
+        if "forests" in self.__dict__:
+            return sum(f.n_trees for f in self.forests)
+        return int(self.node_table.tree_start[-1])
+
+    @property
+    def n_nodes(self) -> int:
+        if "forests" in self.__dict__:
+            return sum(f.n_nodes for f in self.forests)
+        return self.node_table.n_nodes
 
     @property
     def statistics(self) -> EventStatistics:

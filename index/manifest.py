@@ -43,7 +43,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "AttributeNames", "BuildRecord", "IndexCo
            "StoredStatistics", "TimeDomain"]
 
 FORMAT = "uncertain-cep index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _CONDITION2_KINDS = ("max_speed", "user_predicate")
 
 

@@ -42,6 +42,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,12 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_index import EventIndex, EventLayout, rtree_properties
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import Manifest
+from uncertain_cep.index.node_columns import open_node_columns
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.storage import (
     CATEGORY_STATS,
     CELL_STATS,
+    COLUMNS,
     EVENT_COLUMN_PREFIX,
     EVENT_COLUMNS,
     EVENTS,
@@ -111,12 +114,16 @@ def read_manifest(root: str | os.PathLike[str]) -> Manifest:
     for table in (EVENTS, NODES, TREES):
         if not any(k.startswith(f"{table}/") for k in checksums):
             raise IndexFormatError(f"{root}/{MANIFEST} lists no {table} table")
-    for name, digest in checksums.items():
+    for name in checksums:
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
-        if sha256_file(root / name) != digest:
-            raise IndexFormatError(f"{root} is damaged: {name} does not match its checksum in "
-                                   f"{MANIFEST}; rebuild the index")
+    # Hashing releases the GIL: a few threads check the files at disk speed.
+    names = sorted(checksums, key=lambda n: -(root / n).stat().st_size)
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        for name, digest in zip(names, pool.map(lambda n: sha256_file(root / n), names)):
+            if digest != checksums[name]:
+                raise IndexFormatError(f"{root} is damaged: {name} does not match its "
+                                       f"checksum in {MANIFEST}; rebuild the index")
     return manifest
 
 
@@ -189,15 +196,28 @@ class IndexReader:
             events = self._read_table(EVENTS)
             settings = self.manifest.settings.build_settings(pair_predicate)
             archive, layout = _archive_from_events(events, self.manifest.group_by)
-            forests = _forests(self._read_table(TREES), self._read_table(NODES),
-                               archive.group_labels, settings.codes == "paper")
+            table = open_node_columns(root / COLUMNS)
             rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                      else None)
             statistics = self.statistics()
         except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
             raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
-        return EventIndex(archive, settings, forests, layout=layout, rtree=rtree,
-                          statistics=statistics)
+        if table.n_nodes != self.manifest.counts.nodes or len(table.row_nodes_start) != \
+                archive.n_events + 1:
+            raise IndexFormatError(f"{root} is damaged: its node table does not match its "
+                                   "manifest; rebuild the index")
+        return EventIndex(archive, settings, layout=layout, rtree=rtree,
+                          statistics=statistics, node_table=table,
+                          load_forests=lambda: self._forests(archive.group_labels,
+                                                             settings.codes == "paper"))
+
+    def _forests(self, labels: np.ndarray, paper_codes: bool) -> list[GroupForest]:
+        """Every group's forest from the Parquet tables (what the baselines walk)."""
+        try:
+            return _forests(self._read_table(TREES), self._read_table(NODES), labels,
+                            paper_codes)
+        except (OSError, KeyError, ValueError, pa.ArrowException) as e:
+            raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
 
     def statistics(self) -> EventStatistics:
         """The selectivity statistics stored with the index."""
@@ -261,7 +281,8 @@ class IndexReader:
         files = table_files(self.root, table)
         if not files:
             raise IndexFormatError(f"{self.root} is damaged: the {table} table has no files")
-        return pq.ParquetDataset([str(self.root / f) for f in files]).read().to_pandas()
+        return pq.ParquetDataset([str(self.root / f) for f in files]).read().to_pandas(
+            split_blocks=True, self_destruct=True)
 
     def _scan(self, table: str, condition: pads.Expression) -> pd.DataFrame:
         files = [str(self.root / f) for f in table_files(self.root, table)]
@@ -304,7 +325,10 @@ def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
 def _archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, EventLayout]:
     """The archive and layout stored in an events table (whole, or a slice of it)."""
     internal = {c: events[c].to_numpy() for c in EVENT_COLUMNS}
-    archive = read_archive(events.drop(columns=list(EVENT_COLUMNS)), group_by=group_by)
+    # Columns side by side without copying them (drop() would copy the whole table).
+    archive = read_archive(pd.DataFrame({c: events[c] for c in events.columns
+                                         if c not in EVENT_COLUMNS}, copy=False),
+                           group_by=group_by)
     pos, t_min, t_max, code_lo, code_hi = (internal[c] for c in EVENT_COLUMNS)
     layout = EventLayout(positions=pos.astype(np.int64), t_min=t_min.astype(np.int64),
                          t_max=t_max.astype(np.int64), code_lo=code_lo.astype(np.float64),

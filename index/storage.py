@@ -15,6 +15,9 @@ Layout of an index directory::
                         sizes its work by
     stats/cells.parquet, stats/categories.parquet   the selectivity statistics
                         (:mod:`uncertain_cep.index.statistics`; the grid is in the manifest)
+    columns/*.npy       the node table (:mod:`uncertain_cep.index.node_columns`): the
+                        trees again, with global ids, one flat array per column, which
+                        the query engine memory-maps
     rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
                         are event rows in the order of the events table (files by name)
     rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
@@ -30,7 +33,7 @@ is a typed :class:`~uncertain_cep.index.manifest.Manifest`. No module outside
 :data:`FORMAT_NAMES` lists them, and ``tests/index/test_storage_boundary.py`` checks.
 
 >>> sorted(FORMAT_NAMES.tables)
-['events', 'nodes', 'rejected_groups', 'rejected_rows', 'stats', 'trees']
+['columns', 'events', 'nodes', 'rejected_groups', 'rejected_rows', 'stats', 'trees']
 >>> "_uc_t_max" in FORMAT_NAMES.columns and "event_id" not in FORMAT_NAMES.columns
 True
 """
@@ -75,6 +78,7 @@ from uncertain_cep.index.manifest import (
     StoredStatistics,
     TimeDomain,
 )
+from uncertain_cep.index.node_columns import write_node_columns
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from uncertain_cep.index.tables import (
     NODE_COLUMNS,
@@ -94,6 +98,7 @@ __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLU
 
 MANIFEST = "manifest.json"
 EVENTS, NODES, TREES = "events", "nodes", "trees"
+COLUMNS = "columns"                  # the node table, one .npy file per column
 REJECTED_ROWS, REJECTED_GROUPS = "rejected_rows", "rejected_groups"
 STATS = "stats"
 TIME_STATS = f"{STATS}/time.parquet"
@@ -152,7 +157,7 @@ FORMAT_NAMES = FormatNames(
     files=(MANIFEST, *RTREE_FILES, *(p.rpartition("/")[2] for p in
                                      (TIME_STATS, CELL_STATS, CATEGORY_STATS)),
            PART.partition("{")[0]),
-    tables=(EVENTS, NODES, TREES, STATS, REJECTED_ROWS, REJECTED_GROUPS),
+    tables=(EVENTS, NODES, TREES, COLUMNS, STATS, REJECTED_ROWS, REJECTED_GROUPS),
     columns=tuple(sorted({*EVENT_COLUMNS, *NODE_COLUMNS, *TREE_COLUMNS,
                           *TIME_STATS_COLUMNS, *_STATISTICS_COLUMNS,
                           *REJECTED_ROW_SCHEMA.names, *REJECTED_GROUP_SCHEMA.names}
@@ -306,8 +311,8 @@ def save_index(index: EventIndex, path: str | os.PathLike[str], *,
                      attributes=AttributeNames(archive.numeric_names,
                                                archive.categorical_names),
                      settings=index.settings, time_unit=time_unit,
-                     groups=archive.n_groups, trees=sum(f.n_trees for f in index.forests),
-                     nodes=sum(f.n_nodes for f in index.forests), input_fingerprint=None)
+                     groups=archive.n_groups, trees=index.n_trees,
+                     nodes=index.n_nodes, input_fingerprint=None)
     except BaseException:
         draft.discard()
         raise
@@ -327,6 +332,12 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
         What was written to ``manifest.json``.
     """
     root = draft.path
+    nodes_files, trees_files, events_files = ([root / f for f in table_files(root, t)]
+                                              for t in (NODES, TREES, EVENTS))
+    write_node_columns(root / COLUMNS, nodes_files, trees_files, events_files,
+                       group_by=group_by,
+                       keys=_group_keys(root) if trees_files else pd.Index([]))
+    _fsync_files(root / COLUMNS)
     n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
         root, group_by, attributes.numeric, attributes.categorical)
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
@@ -509,6 +520,13 @@ def _fingerprint(root: Path, table: str) -> str:
     for name in table_files(root, table):
         h.update(sha256_file(root / name).encode())
     return h.hexdigest()
+
+
+def _fsync_files(directory: Path) -> None:
+    for path in directory.iterdir():
+        with open(path, "rb+") as fh:
+            os.fsync(fh.fileno())
+    _fsync_dir(directory)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -81,7 +81,7 @@ class BatchEngine:
             columns.append(k)
             nodes.append(found.nodes)
             instants.append(found.instants)
-            weights.append(1.0 - ctx.pr(symbol)[table.row[found.nodes]])
+            weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
         return NegatedNodes(columns, nodes, instants, weights)
 
     @cached_property
@@ -104,7 +104,7 @@ class BatchEngine:
         out = np.ones(len(batch))
         for c, symbol in enumerate(self.ctx.positive):
             matched = batch.events[:, c] >= 0
-            out[matched] *= self.ctx.pr(symbol)[batch.events[matched, c]]
+            out[matched] *= self.ctx.pr_rows(symbol, batch.events[matched, c])
         return out
 
     # ------------------------------------------------------------ the search

@@ -101,6 +101,7 @@ class QueryContext:
         self.stats = QueryStats()
         self._started = time.perf_counter()
         self._prob: dict[str, np.ndarray] = {}
+        self._prob_rows: dict[str, np.ndarray] = {}
         self._negation_cache: dict[tuple[object, ...], float] = {}
         self._gap_rows: dict[tuple[str, int, int], np.ndarray] = {}
         self.boxes = {name: symbol_box(index.archive, pattern.symbol(name))
@@ -131,6 +132,24 @@ class QueryContext:
             self._prob[symbol] = p
         return p
 
+    def pr_rows(self, symbol: str, rows: np.ndarray) -> np.ndarray:
+        """Pr(symbol | e) for the given rows, computed only for rows not asked before (a
+        selective query on a large archive touches few rows)."""
+        full = self._prob.get(symbol)
+        if full is not None:
+            return full[rows]
+        known = self._prob_rows.get(symbol)
+        if known is None:
+            known = self._prob_rows[symbol] = np.full(self.index.archive.n_events, np.nan)
+        values = known[rows]
+        missing = np.isnan(values)
+        if missing.any():
+            fresh = symbol_probability(self.index.archive, self.pattern.symbol(symbol),
+                                       rows[missing])
+            known[rows[missing]] = fresh
+            values[missing] = fresh
+        return values
+
     def search(self, symbol: str, group: int | None, time: tuple[float, float],
                codes: tuple[int, int] | None = None) -> np.ndarray:
         """Rows of the R*-tree box search whose Pr(symbol | e) is positive."""
@@ -142,10 +161,9 @@ class QueryContext:
                     ) -> list[np.ndarray]:
         """:meth:`search` for many boxes at once (one bulk R*-tree call)."""
         self.stats.range_queries += len(queries)
-        pr = self.pr(symbol)
         out = []
         for rows in self.index.search_many(queries, self.boxes[symbol]):
-            rows = rows[pr[rows] > 0]
+            rows = rows[self.pr_rows(symbol, rows) > 0]
             self.stats.candidates += len(rows)
             out.append(rows)
         return out

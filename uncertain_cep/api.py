@@ -75,11 +75,11 @@ class UncertainIndex:
 
     @property
     def n_nodes(self) -> int:
-        return sum(f.n_nodes for f in self._index.forests)
+        return self._index.n_nodes
 
     @property
     def n_trees(self) -> int:
-        return sum(f.n_trees for f in self._index.forests)
+        return self._index.n_trees
 
     def __repr__(self) -> str:
         return (f"<UncertainIndex: {self.n_events} events, {self.n_groups} groups, "

@@ -183,6 +183,8 @@ def _eid(value: Any) -> str:
 
 def _load_frame(source: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
+        if source.index.equals(pd.RangeIndex(len(source))):
+            return source    # read only; reset_index would copy every column
         return source.reset_index(drop=True)
     path = os.fspath(source)
     if not os.path.exists(path):

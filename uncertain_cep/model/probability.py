@@ -15,7 +15,6 @@ A numeric attribute of an event is a range ``[lo, hi]`` with a pdf: uniform, a p
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import truncnorm
 
 from uncertain_cep.model.events import NumericAttribute
 
@@ -63,6 +62,10 @@ def _truncated_normal_mass(mu: np.ndarray, sigma: np.ndarray, lo: np.ndarray, hi
     underflows (mu dozens of sigmas away). Of ``cdf(b) - cdf(a)`` and ``sf(a) - sf(b)`` the
     one with the smaller terms is taken, so no digits cancel.
     """
+    # Imported here: scipy.stats takes about a second to import, and only archives with
+    # Gaussian attributes need it.
+    from scipy.stats import truncnorm
+
     za_range, zb_range = (lo - mu) / sigma, (hi - mu) / sigma
     za, zb = (a - mu) / sigma, (np.maximum(a, b) - mu) / sigma
     dist = truncnorm(za_range, zb_range)

@@ -1,0 +1,268 @@
+"""The node table on disk: one ``.npy`` file per column, memory-mapped when read.
+
+An index stores its OI-trees twice: as the Parquet ``nodes`` and ``trees`` tables (one row
+per node and per tree, with group-local ids: what Spark, DuckDB and the time-sliced query
+engine read) and as the :class:`~uncertain_cep.index.node_table.NodeTable` the batch engine
+reads, with global ids, one flat typed array per column. Opening an index maps those
+arrays (:func:`open_node_columns`) and reads nothing else of them: a query's pages are
+read when it gathers them, so memory grows with what a query touches, not with the
+archive.
+
+:func:`write_node_columns` derives the columns from the Parquet tables after a build (the
+in-process and the Spark builder alike), file by file into memory-mapped outputs, so a
+build's memory grows with its largest part file, not with the index. Each part file holds
+whole groups (every builder writes a group's rows from one task).
+
+>>> import tempfile
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> from uncertain_cep.index.reader import open_reader
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
+...                                        "t_lo": [1, 1, 0], "t_hi": [2, 2, 0]}))
+...     idx.save(tmp + "/ix")
+...     stored = open_reader(tmp + "/ix").load().node_table
+...     same = all(np.array_equal(getattr(stored, c), getattr(idx._index.node_table, c))
+...                for c in NODE_TABLE_COLUMNS)
+...     mapped = isinstance(stored.poi, np.memmap)
+>>> same, mapped
+(True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.forest import REAL, VIRTUAL
+from uncertain_cep.index.node_table import NodeTable
+
+__all__ = ["NODE_TABLE_COLUMNS", "open_node_columns", "write_node_columns"]
+
+NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
+_INT8 = frozenset({"kind"})
+_FLOAT = frozenset({"poi", "cond"})
+# Rows per chunk when a whole column is updated in place (bounded memory).
+_CHUNK = 1 << 22
+
+
+def _dtype(column: str) -> type:
+    return np.int8 if column in _INT8 else np.float64 if column in _FLOAT else np.int64
+
+
+def open_node_columns(directory: Path) -> NodeTable:
+    """The node table stored in ``directory``, every column memory-mapped read-only."""
+    arrays = {}
+    for column in NODE_TABLE_COLUMNS:
+        path = directory / f"{column}.npy"
+        try:
+            arrays[column] = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
+        if arrays[column].dtype != _dtype(column) or arrays[column].ndim != 1:
+            raise IndexFormatError(f"{path} holds {arrays[column].dtype} "
+                                   f"{arrays[column].shape}, not a column of "
+                                   f"{np.dtype(_dtype(column))}; rebuild the index")
+    return NodeTable(**arrays)
+
+
+def write_node_columns(directory: Path, node_files: list[Path], tree_files: list[Path],
+                       event_files: list[Path], group_by: str, keys: pd.Index) -> None:
+    """Derive the node table from an index's Parquet tables into ``directory``.
+
+    Parameters
+    ----------
+    node_files, tree_files, event_files
+        The part files of the nodes, trees and events tables; events in archive row order.
+    group_by
+        The events table's group column.
+    keys
+        Every group key, sorted: position = group code.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    n_groups = len(keys)
+    # Pass 0: sizes per group and per archive row, and each event's archive row.
+    node_count = np.zeros(n_groups, dtype=np.int64)
+    child_count = np.zeros(n_groups, dtype=np.int64)
+    tree_count = np.zeros(n_groups, dtype=np.int64)
+    event_group, event_pos = [], []
+    for batch in _batches(event_files, [group_by, "_uc_pos"]):
+        event_group.append(_codes(keys, batch[group_by]))
+        event_pos.append(batch["_uc_pos"].to_numpy(dtype=np.int64))
+    group_of_row = _cat(event_group)
+    pos_of_row = _cat(event_pos)
+    n_rows = len(group_of_row)
+    event_start = _starts(np.bincount(group_of_row, minlength=n_groups))
+    row_of_event = np.full(n_rows, -1, dtype=np.int64)
+    row_of_event[event_start[group_of_row] + pos_of_row] = np.arange(n_rows)
+    nodes_per_row = np.zeros(n_rows, dtype=np.int64)
+    for batch in _batches(node_files, ["group", "parent", "kind", "event"]):
+        g = _codes(keys, batch["group"])
+        node_count += np.bincount(g, minlength=n_groups)
+        child_count += np.bincount(g[batch["parent"].to_numpy() >= 0], minlength=n_groups)
+        real = batch["kind"].to_numpy() == REAL
+        rows = row_of_event[event_start[g[real]] + batch["event"].to_numpy()[real]]
+        nodes_per_row += np.bincount(rows, minlength=n_rows)
+    for batch in _batches(tree_files, ["group"]):
+        tree_count += np.bincount(_codes(keys, batch["group"]), minlength=n_groups)
+    group_start, tree_start = _starts(node_count), _starts(tree_count)
+    child_offset = _starts(child_count)
+    row_nodes_start = _starts(nodes_per_row)
+    n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
+
+    # Trees: small enough to hold (one row per tree).
+    tree_parent = np.full(n_trees, -1, dtype=np.int64)
+    tree_virtual = np.full(n_trees, -1, dtype=np.int64)
+    tree_root = np.full(n_trees, -1, dtype=np.int64)
+    tree_last_code = np.zeros(n_trees, dtype=np.int64)
+    for batch in _batches(tree_files, ["group", "tree", "parent", "virtual", "root",
+                                       "compact_hi"]):
+        g = _codes(keys, batch["group"])
+        at = tree_start[g] + batch["tree"].to_numpy(dtype=np.int64)
+        tree_parent[at] = _offset(batch["parent"], tree_start[g])
+        tree_virtual[at] = _offset(batch["virtual"], group_start[g])
+        tree_root[at] = _offset(batch["root"], group_start[g])
+        tree_last_code[at] = batch["compact_hi"].to_numpy(dtype=np.int64)
+    tree_level = np.zeros(n_trees, dtype=np.int64)
+    up = tree_parent.copy()
+    while (inner := up >= 0).any():   # one gather per level of nesting (it is shallow)
+        tree_level[inner] += 1
+        up[inner] = tree_parent[up[inner]]
+
+    out = {c: _create(directory, c, n) for c, n in (
+        ("group", n_nodes), ("row", n_nodes), ("instant", n_nodes), ("tree", n_nodes),
+        ("poi", n_nodes), ("code", n_nodes), ("code_end", n_nodes), ("kind", n_nodes),
+        ("parent", n_nodes), ("cond", n_nodes), ("depth", n_nodes),
+        ("child_start", n_nodes + 1), ("child_list", int(child_offset[-1])),
+        ("child_root", n_nodes), ("row_nodes", int(row_nodes_start[-1])))}
+    for name, values in (("group_start", group_start), ("tree_start", tree_start),
+                         ("tree_parent", tree_parent), ("tree_level", tree_level),
+                         ("tree_virtual", tree_virtual), ("tree_last_code", tree_last_code),
+                         ("row_nodes_start", row_nodes_start), ("tree_root", tree_root)):
+        np.save(directory / f"{name}.npy", values)
+
+    # Pass 1, part file by part file (each holds whole groups).
+    columns = ["group", "node", "tree", "parent", "kind", "event", "instant", "depth",
+               "child_tree", "compact_code", "compact_end", "cond", "poi"]
+    for part in node_files:
+        nodes = pq.read_table(part, columns=columns).to_pandas()
+        if nodes.empty:
+            continue
+        g = _codes(keys, nodes["group"])
+        local = nodes["node"].to_numpy(dtype=np.int64)
+        at = group_start[g] + local
+        kind = nodes["kind"].to_numpy(dtype=np.int8)
+        out["group"][at] = g
+        out["kind"][at] = kind
+        for column, source in (("instant", "instant"), ("code", "compact_code"),
+                               ("code_end", "compact_end")):
+            out[column][at] = nodes[source].to_numpy(dtype=np.int64)
+        out["poi"][at] = nodes["poi"].to_numpy(dtype=np.float64)
+        out["cond"][at] = nodes["cond"].to_numpy(dtype=np.float64)
+        out["tree"][at] = tree_start[g] + nodes["tree"].to_numpy(dtype=np.int64)
+        parent = nodes["parent"].to_numpy(dtype=np.int64)
+        out["parent"][at] = np.where(parent >= 0, parent + group_start[g], -1)
+        real = kind == REAL
+        row = np.full(len(at), -1, dtype=np.int64)
+        row[real] = row_of_event[event_start[g[real]]
+                                 + nodes["event"].to_numpy(dtype=np.int64)[real]]
+        out["row"][at] = row
+        child_tree = nodes["child_tree"].to_numpy(dtype=np.int64)
+        virtual = (kind == VIRTUAL) & (child_tree >= 0)
+        child_root = np.full(len(at), -1, dtype=np.int64)
+        child_root[virtual] = tree_root[tree_start[g[virtual]] + child_tree[virtual]]
+        out["child_root"][at] = child_root
+        # Depth within the tree for now; the trees above are added below.
+        out["depth"][at] = nodes["depth"].to_numpy(dtype=np.int64)
+        # Children in sibling order, which is id order (ids are breadth-first per tree):
+        # sorted by (parent, child), a group's children fill its stretch of child_list.
+        has_parent = parent >= 0
+        kids = at[has_parent]
+        parents = parent[has_parent] + group_start[g[has_parent]]
+        order = np.lexsort((kids, parents))
+        kids, parents = kids[order], parents[order]
+        kid_group = g[has_parent][order]
+        out["child_list"][child_offset[kid_group] + _rank_in_runs(kid_group)] = kids
+        # child_start of each node: its group's offset plus the children of the group's
+        # nodes before it.
+        by_id = np.argsort(at)
+        sorted_at, sorted_g = at[by_id], g[by_id]
+        per_node = np.bincount(np.searchsorted(sorted_at, parents), minlength=len(at))
+        before = np.cumsum(per_node) - per_node
+        first = _run_starts(sorted_g)
+        before -= np.repeat(before[first], np.diff(np.r_[first, len(sorted_g)]))
+        out["child_start"][sorted_at] = child_offset[sorted_g] + before
+        # Each archive row's real nodes, in id order.
+        real_at, real_row = at[real], row[real]
+        order = np.lexsort((real_at, real_row))
+        real_at, real_row = real_at[order], real_row[order]
+        out["row_nodes"][row_nodes_start[real_row] + _rank_in_runs(real_row)] = real_at
+    out["child_start"][n_nodes] = child_offset[-1]
+
+    # Depth counting the trees above: a child tree's root sits one level below the
+    # virtual node standing for it. Parents come first in level order.
+    base = np.zeros(n_trees, dtype=np.int64)
+    for level in range(1, int(tree_level.max()) + 1 if n_trees else 1):
+        at = np.flatnonzero(tree_level == level)
+        v = tree_virtual[at]
+        # The depth column is still within-tree; the virtual node's tree is a level up,
+        # so its base is final.
+        base[at] = np.asarray(out["depth"][v]) + base[np.asarray(out["tree"][v])] + 1
+    for lo in range(0, n_nodes, _CHUNK):
+        hi = min(lo + _CHUNK, n_nodes)
+        out["depth"][lo:hi] += base[np.asarray(out["tree"][lo:hi])]
+    for array in out.values():
+        array.flush()
+
+
+def _batches(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:
+    for name in files:
+        for batch in pq.ParquetFile(name).iter_batches(batch_size=1 << 20, columns=columns):
+            yield batch.to_pandas()
+
+
+def _codes(keys: pd.Index, values: object) -> np.ndarray:
+    """Group codes of group keys (every key must be known)."""
+    codes = keys.get_indexer(pd.Index(np.asarray(values)))
+    if (codes < 0).any():
+        raise IndexFormatError("the nodes or events table names a group the trees table "
+                               "does not hold; rebuild the index")
+    return codes.astype(np.int64)
+
+
+def _starts(counts: np.ndarray) -> np.ndarray:
+    """Exclusive prefix sums with the total appended: CSR offsets of ``counts``."""
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def _offset(ids: object, base: np.ndarray) -> np.ndarray:
+    """Group-local ids made global (``-1`` stays ``-1``)."""
+    local = np.asarray(ids, dtype=np.int64)
+    return np.where(local >= 0, local + base, -1)
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts."""
+    return np.r_[0, np.flatnonzero(np.diff(values)) + 1].astype(np.int64) if len(values) \
+        else np.zeros(0, dtype=np.int64)
+
+
+def _rank_in_runs(values: np.ndarray) -> np.ndarray:
+    """Position of each element within its run of equal values."""
+    first = _run_starts(values)
+    return np.arange(len(values)) - np.repeat(first, np.diff(np.r_[first, len(values)]))
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _create(directory: Path, column: str, n: int) -> np.memmap:
+    return np.lib.format.open_memmap(directory / f"{column}.npy", mode="w+",
+                                     dtype=_dtype(column), shape=(n,))

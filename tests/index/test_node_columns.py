@@ -1,0 +1,73 @@
+"""The node table stored with an index: derived from the Parquet tables, memory-mapped
+when opened, equal to the one built from the forests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from index_checks import assert_node_columns_match_forests
+from random_archives import archives, single_groups
+
+import uncertain_cep as uc
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.reader import open_reader
+
+
+@st.composite
+def nested_archives(draw: st.DrawFn) -> pd.DataFrame:
+    """Groups whose overlapping intervals nest OI-trees (virtual nodes, child trees)."""
+    frames = [draw(archives(max_groups=3, max_events=8))]
+    for g in range(draw(st.integers(1, 2))):
+        lo, hi = draw(single_groups(max_events=9, min_events=4))
+        frames.append(pd.DataFrame({"event_id": [f"n{g}-{i}" for i in range(len(lo))],
+                                    "group": f"nested{g}", "t_lo": lo, "t_hi": hi}))
+    df = pd.concat(frames, ignore_index=True)
+    df["event_id"] = df["event_id"].astype(str)
+    # Rows in a random order: archive rows need not follow groups.
+    order = draw(st.permutations(range(len(df))))
+    return df.iloc[list(order)].reset_index(drop=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(df=nested_archives(), codes=st.sampled_from(["compact", "paper"]))
+def test_stored_node_table_equals_the_one_built_from_the_forests(tmp_path_factory, df, codes):
+    path = tmp_path_factory.mktemp("ix") / "index"
+    idx = uc.build_index(df[[c for c in df.columns if not c.startswith(("x", "y", "tag"))]],
+                         codes=codes)
+    idx.save(path)
+    opened = open_reader(path).load()
+    assert isinstance(opened.node_table.poi, np.memmap)
+    assert "forests" not in opened.__dict__      # opening read no tree
+    assert_node_columns_match_forests(opened)
+    built = idx._index.node_table
+    np.testing.assert_array_equal(opened.node_table.row_nodes, built.row_nodes)
+
+
+def test_an_empty_index_has_an_empty_node_table(tmp_path):
+    empty = pd.DataFrame({"event_id": pd.Series([], dtype="int64"),
+                          "group": pd.Series([], dtype="int64"),
+                          "t_lo": pd.Series([], dtype="int64"),
+                          "t_hi": pd.Series([], dtype="int64")})
+    uc.build_index(empty).save(tmp_path / "ix")
+    table = open_reader(tmp_path / "ix").load().node_table
+    assert table.n_nodes == 0 and table.row_nodes_start.tolist() == [0]
+
+
+def test_the_node_table_is_read_only_once_opened(tmp_path):
+    uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
+                                 "t_hi": [2, 2]})).save(tmp_path / "ix")
+    table = open_reader(tmp_path / "ix").load().node_table
+    with pytest.raises(ValueError, match="read-only"):
+        table.poi[0] = 0.0
+
+
+def test_a_node_column_of_the_wrong_type_is_refused(tmp_path):
+    uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
+                                 "t_hi": [2, 2]})).save(tmp_path / "ix")
+    reader = open_reader(tmp_path / "ix")
+    np.save(tmp_path / "ix" / "columns" / "poi.npy", np.zeros(5, dtype=np.int32))
+    with pytest.raises(IndexFormatError, match=r"poi\.npy holds int32"):
+        reader.load()
