@@ -15,6 +15,7 @@ what was read.
 ...                                  "t_hi": [2, 2]})).save(tmp + "/ix")
 ...     with open(tmp + "/ix/manifest.json") as fh:
 ...         data = json.load(fh)
+>>> digest = data.pop(SELF_CHECKSUM)    # the file's own checksum, checked by the reader
 >>> m = Manifest.from_json(data)
 >>> m.counts.events, m.time.t_min, m.time.t_max, m.settings.codes
 (2, 1, 2, 'compact')
@@ -28,6 +29,8 @@ uncertain_cep.errors.IndexFormatError: manifest field 'counts.events' must be an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -38,13 +41,28 @@ from uncertain_cep.index.event_index import BuildSettings
 from uncertain_cep.index.statistics import EventStatistics, StatisticsGrid
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "AttributeNames", "BuildRecord", "IndexCounts",
-           "Manifest", "RTreeInfo", "RejectedCounts", "StoredCondition2", "StoredSettings",
-           "StoredStatistics", "TimeDomain"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "SELF_CHECKSUM", "AttributeNames", "BuildRecord",
+           "IndexCounts", "Manifest", "RTreeInfo", "RejectedCounts", "StoredCondition2",
+           "StoredSettings", "StoredStatistics", "TimeDomain", "manifest_digest"]
 
 FORMAT = "uncertain-cep index"
 FORMAT_VERSION = 4
+# The manifest file's own checksum: the SHA-256 of its other fields (see manifest_digest),
+# so that an edited manifest is refused like an edited table.
+SELF_CHECKSUM = "manifest_sha256"
 _CONDITION2_KINDS = ("max_speed", "user_predicate")
+
+
+def manifest_digest(data: dict[str, Any]) -> str:
+    """The SHA-256 of a manifest's JSON fields (less :data:`SELF_CHECKSUM`), in a
+    canonical form: independent of key order and indentation.
+
+    >>> manifest_digest({"b": 1, "a": [1, 2]}) == manifest_digest({"a": [1, 2], "b": 1})
+    True
+    """
+    fields = {k: v for k, v in data.items() if k != SELF_CHECKSUM}
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---------------------------------------------------------------- validation

@@ -57,7 +57,7 @@ from rtree import index as rtree_index
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_index import EventIndex, EventLayout, rtree_properties
 from uncertain_cep.index.forest import GroupForest
-from uncertain_cep.index.manifest import Manifest
+from uncertain_cep.index.manifest import SELF_CHECKSUM, Manifest, manifest_digest
 from uncertain_cep.index.node_columns import open_node_columns
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.storage import (
@@ -104,10 +104,15 @@ def read_manifest(root: str | os.PathLike[str]) -> Manifest:
                                "interrupted; rebuild it") from None
     except (OSError, ValueError) as e:
         raise IndexFormatError(f"{root}/{MANIFEST} is damaged: {e}") from e
+    digest = data.pop(SELF_CHECKSUM, None) if isinstance(data, dict) else None
     try:
         manifest = Manifest.from_json(data)
     except IndexFormatError as e:
         raise IndexFormatError(f"{root}/{MANIFEST}: {e}") from None
+    if digest != manifest_digest(data):
+        raise IndexFormatError(f"{root}/{MANIFEST} was edited or damaged: its fields do not "
+                               f"match its own checksum ({SELF_CHECKSUM!r}); an index is "
+                               "only written by uncertain-cep: rebuild it")
     checksums = dict(manifest.sha256)
     if not checksums:
         raise IndexFormatError(f"{root}/{MANIFEST} lists no files; rebuild the index")

@@ -68,6 +68,7 @@ from uncertain_cep.index.event_index import (
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import (
     FORMAT_VERSION,
+    SELF_CHECKSUM,
     AttributeNames,
     BuildRecord,
     IndexCounts,
@@ -77,6 +78,7 @@ from uncertain_cep.index.manifest import (
     StoredSettings,
     StoredStatistics,
     TimeDomain,
+    manifest_digest,
 )
 from uncertain_cep.index.node_columns import write_node_columns
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
@@ -357,6 +359,7 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     data = manifest.to_json()
     # Never write a manifest the reader would refuse (a stray numpy scalar, say).
     Manifest.from_json(data)
+    data[SELF_CHECKSUM] = manifest_digest(data)
     with open(root / MANIFEST, "w") as fh:
         json.dump(data, fh, indent=2)
         fh.flush()

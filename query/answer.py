@@ -89,8 +89,8 @@ def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
            t_last: np.ndarray) -> pd.DataFrame:
     conf = significant(confidence, 15)
     # Confidences equal up to rounding noise must not reorder rows between strategies.
-    keys = [_ranks(col) for col in reversed(ids)] + [-np.round(conf, 12)]
-    order = np.lexsort(keys) if len(conf) else np.zeros(0, dtype=np.int64)
+    order = (np.lexsort(_id_keys(ids) + [-np.round(conf, 12)]) if len(conf)
+             else np.zeros(0, dtype=np.int64))
     columns = [col[order].tolist() for col in ids]
     events = list(zip(*columns)) if columns else [() for _ in range(len(order))]
     return pd.DataFrame({"events": pd.Series(events, dtype=object),
@@ -115,6 +115,22 @@ def significant(values: np.ndarray, digits: int = 15) -> np.ndarray:
     scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.abs(x))))
     out[finite] = np.round(x * scale) / scale
     return out
+
+
+def _id_keys(ids: list[np.ndarray]) -> list[np.ndarray]:
+    """Sort keys of the id columns for ``np.lexsort`` (last column first), packed into
+    one int64 when their ranks fit: one stable sort instead of one per column."""
+    ranks = [_ranks(col) for col in ids]
+    if not ranks or not len(ranks[0]) or any(r.dtype.kind not in "iu" for r in ranks):
+        return list(reversed(ranks))
+    spans = [(int(r.min()), int(r.max())) for r in ranks]
+    bits = [max(hi - lo, 1).bit_length() for lo, hi in spans]
+    if sum(bits) > 62:
+        return list(reversed(ranks))
+    packed = np.zeros(len(ranks[0]), dtype=np.int64)
+    for r, (lo, _), b in zip(ranks, spans, bits):
+        packed = (packed << b) | (r.astype(np.int64) - lo)
+    return [packed]
 
 
 def _ranks(ids: np.ndarray) -> np.ndarray:

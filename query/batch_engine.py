@@ -29,6 +29,7 @@ from uncertain_cep.query.batches import (
     Batch,
     CandidateNodes,
     extend,
+    in_segment_order,
     item_windows,
     merge,
     prune_bounds,
@@ -99,12 +100,12 @@ class BatchEngine:
             found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)
         return found
 
-    def attribute(self, batch: Batch) -> np.ndarray:
-        """Per entry, the product of its matched events' Pr(S | e)."""
-        out = np.ones(len(batch))
+    def attribute(self, events: np.ndarray) -> np.ndarray:
+        """Per row of an events matrix, the product of its matched events' Pr(S | e)."""
+        out = np.ones(len(events))
         for c, symbol in enumerate(self.ctx.positive):
-            matched = batch.events[:, c] >= 0
-            out[matched] *= self.ctx.pr_rows(symbol, batch.events[matched, c])
+            matched = events[:, c] >= 0
+            out[matched] *= self.ctx.pr_rows(symbol, events[matched, c])
         return out
 
     # ------------------------------------------------------------ the search
@@ -120,8 +121,9 @@ class BatchEngine:
                 self._finish(batch)
                 continue
             items, estimated = choose(self, batch, depth)
-            for item in np.unique(items):
-                part = batch if bool(np.all(items == item)) else batch.take(items == item)
+            single = len(items) == 0 or items.min() == items.max()
+            for item in items[:1] if single else np.unique(items):
+                part = batch if single else batch.take(items == item)
                 self._step(part, int(item), depth, estimated, stack)
                 estimated = None   # counted once per step
         return self._matches()
@@ -138,10 +140,15 @@ class BatchEngine:
         ctx.stats.candidates += int(weights.sum())
         tuples = len(tuple_starts(batch.events))
         created = kept = found = 0
-        for grown in self._grown(batch, item, depth, start, stop, candidates):
+        for grown, segments in self._grown(batch, item, depth, start, stop, candidates):
             created += len(grown)
-            grown = merge(table, grown) if not ctx.negations else grown.in_tuple_order()
-            starts, bound = prune_bounds(grown, self.attribute(grown))
+            if segments is None:
+                grown = merge(table, grown) if not ctx.negations else grown.in_tuple_order()
+            elif ctx.negations:
+                grown = in_segment_order(grown, segments, item)
+            else:
+                grown = merge(table, grown, segments, item)
+            starts, bound = prune_bounds(grown, self.attribute)
             found += len(starts)
             grown = self._keep(grown, starts, bound)
             kept += len(grown)
@@ -165,15 +172,17 @@ class BatchEngine:
         step.access = ACCESS_PATH.format(symbol=ctx.positive[item])
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
-               stop: np.ndarray, candidates: CandidateNodes) -> Iterator[Batch]:
-        """The batch extended by ``item``, in pieces of bounded size."""
+               stop: np.ndarray, candidates: CandidateNodes
+               ) -> Iterator[tuple[Batch, np.ndarray | None]]:
+        """The batch extended by ``item``, in pieces of bounded size, each with the
+        boundaries of its tuples' extensions (:func:`extend`; None from nothing)."""
         table = self.table
         if depth == 0:
             # From nothing: one entry per candidate node, cut between events.
             nodes = candidates.nodes[np.argsort(table.row[candidates.nodes], kind="stable")]
             rows = table.row[nodes][:, None]
             for piece in split_by_tuples(rows, np.ones(len(nodes), np.int64), self.limit):
-                yield self._from_nodes(nodes[piece], item)
+                yield self._from_nodes(nodes[piece], item), None
             return
         weights = np.maximum(stop - start, 0)
         for piece in split_by_tuples(batch.events, weights, self.limit):
@@ -216,7 +225,7 @@ class BatchEngine:
         total = np.add.reduceat(batch.prob, starts)
         first = np.minimum.reduceat(table.instant[batch.nodes[:, 0]], starts)
         last = np.maximum.reduceat(table.instant[batch.nodes[:, -1]], starts)
-        conf = total * self.attribute(batch)[starts]
+        conf = total * self.attribute(batch.events[starts])
         passing = (conf >= self.ctx.theta - TOLERANCE) & (conf > 0)
         self._answers.append(Answer(batch.events[starts][passing],
                                     np.minimum(conf[passing], 1.0), first[passing],

@@ -20,15 +20,19 @@ never sees half a tuple.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.chain_kernels import extension_candidates
-from uncertain_cep.query.grouping_kernels import group_rows, order_by_group
+from uncertain_cep.query.chain_kernels import extended
+from uncertain_cep.query.grouping_kernels import (
+    group_rows,
+    group_rows_in_segments,
+    order_by_group,
+)
 
 __all__ = [
     "NO_TIME",
@@ -36,6 +40,7 @@ __all__ = [
     "CandidateNodes",
     "extend",
     "grouping_order",
+    "in_segment_order",
     "item_windows",
     "merge",
     "prune_bounds",
@@ -165,29 +170,45 @@ def window_bounds(candidates: CandidateNodes, lo: np.ndarray, hi: np.ndarray
 
 
 def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,
-           start: np.ndarray, stop: np.ndarray) -> Batch:
-    """Every entry extended by every candidate node of ``item`` in its window
-    (:func:`window_bounds`) that an OI of its group can pass between the entry's nodes
-    around it in that group (its probability multiplied by the chain factor)."""
-    owner, node, factor = extension_candidates(table, batch.nodes, item, start, stop,
-                                               candidates.nodes)
-    events = batch.events[owner]
-    nodes = batch.nodes[owner]
-    events[:, item] = table.row[node]
-    nodes[:, item] = node
-    return Batch(events, nodes, batch.prob[owner] * factor)
+           start: np.ndarray, stop: np.ndarray) -> tuple[Batch, np.ndarray]:
+    """Every entry of a batch in tuple order extended by every candidate node of ``item``
+    in its window (:func:`window_bounds`) that an OI of its group can pass between the
+    entry's nodes around it in that group (its probability multiplied by the chain
+    factor). Also returns the boundaries of the extensions of each tuple (the segments
+    :func:`merge` and :func:`in_segment_order` take)."""
+    events, nodes, prob, offsets = extended(table, batch.events, batch.nodes, batch.prob,
+                                            item, start, stop, candidates.nodes)
+    segments = np.append(offsets[tuple_starts(batch.events)], len(prob))
+    return Batch(events, nodes, prob), segments
 
 
-def merge(table: NodeTable, batch: Batch) -> Batch:
+def in_segment_order(batch: Batch, segments: np.ndarray, item: int) -> Batch:
+    """A batch extended by ``item`` (:func:`extend`) in tuple order: within each segment
+    (one tuple before the extension) the entries ordered by the event ``item`` took."""
+    if len(batch) < 2:
+        return batch
+    segment = np.repeat(np.arange(len(segments) - 1), np.diff(segments))
+    return batch.take(np.lexsort((batch.events[:, item], segment)))
+
+
+def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
+          item: int = 0) -> Batch:
     """Add up entries whose futures coincide, in tuple order. Two entries of one tuple
     extend and finish alike when they agree on every node a later item can be inserted
     next to (per group, the matched nodes with an unmatched item between them and the
     group's next or previous matched node) and on every instant a later window or the
     answer reads (the first and last matched items and the neighbours of unmatched ones).
-    Only valid without negation: a negation's factor reads every node's instant."""
+    Only valid without negation: a negation's factor reads every node's instant.
+
+    With ``segments`` (a batch just extended by ``item``, :func:`extend`), entries are
+    merged within their segment only, which is where all of a tuple's entries are."""
     if len(batch) < 2:
         return batch.in_tuple_order()
     key = _merge_keys(batch.events, batch.nodes, table.group, table.instant)
+    if segments is not None:
+        first, prob = group_rows_in_segments(key, batch.events[:, item], batch.prob,
+                                             segments)
+        return Batch(batch.events[first], batch.nodes[first], prob)
     ids, first_of = group_rows(key)
     prob = np.bincount(ids, weights=batch.prob, minlength=len(first_of))
     return Batch(batch.events[first_of], batch.nodes[first_of], prob).in_tuple_order()
@@ -200,14 +221,14 @@ def grouping_order(events: np.ndarray) -> np.ndarray:
     return order_by_group(ids, len(first))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 node_instant: np.ndarray) -> np.ndarray:
     """Per entry: its events, then the nodes that matter (else -1), then the instants
     that matter (else a sentinel); see :func:`merge`."""
     n, k = events.shape
     key = np.empty((n, 3 * k), dtype=np.int64)
-    for r in range(n):
+    for r in numba.prange(n):
         first, last = -1, -1
         for c in range(k):
             key[r, c] = events[r, c]
@@ -247,11 +268,13 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     return key
 
 
-def prune_bounds(batch: Batch, attribute: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def prune_bounds(batch: Batch, attribute: Callable[[np.ndarray], np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Per tuple of a batch in tuple order: its first entry and the sum of its entries'
-    probabilities times ``attribute`` (the product of its matched events' Pr(S | e)), an
-    upper bound of the confidence of every tuple extending it (SEMANTICS A4)."""
+    probabilities times ``attribute`` of its events (the product of its matched events'
+    Pr(S | e)), an upper bound of the confidence of every tuple extending it (SEMANTICS
+    A4)."""
     starts = tuple_starts(batch.events)
     if len(starts) == 0:
         return starts, np.zeros(0)
-    return starts, np.add.reduceat(batch.prob, starts) * attribute[starts]
+    return starts, np.add.reduceat(batch.prob, starts) * attribute(batch.events[starts])

@@ -26,7 +26,7 @@ import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
 
-__all__ = ["extension_candidates", "insertion_factors"]
+__all__ = ["extended", "insertion_factors"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -120,23 +120,24 @@ def insertion_factors(table: NodeTable, before: np.ndarray, node: np.ndarray,
         table.tree_last_code)
 
 
-@numba.njit(cache=True, nogil=True)
-def _extension_candidates(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndarray,
-                          candidates: np.ndarray, group: np.ndarray, poi: np.ndarray,
-                          code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
-                          tree_parent: np.ndarray, tree_level: np.ndarray,
-                          tree_virtual: np.ndarray, tree_last_code: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int,
+              start: np.ndarray, stop: np.ndarray, candidates: np.ndarray, row: np.ndarray,
+              group: np.ndarray, poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
+              tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
+              tree_virtual: np.ndarray, tree_last_code: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     n, k = nodes.shape
-    total = 0
+    # Every (entry, candidate) pair has its own slot, so entries run in parallel; the
+    # valid pairs are then written out in entry order.
+    offset = np.empty(n + 1, dtype=np.int64)
+    offset[0] = 0
     for r in range(n):
-        if stop[r] > start[r]:
-            total += stop[r] - start[r]
-    owner = np.empty(total, dtype=np.int64)
-    chosen = np.empty(total, dtype=np.int64)
-    factor = np.empty(total)
-    out = 0
-    for r in range(n):
+        offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
+    slot_factor = np.empty(offset[n])
+    valid = np.zeros(n + 1, dtype=np.int64)
+    for r in numba.prange(n):
+        kept = 0
         for p in range(start[r], stop[r]):
             m = candidates[p]
             g = group[m]
@@ -152,23 +153,45 @@ def _extension_candidates(nodes: np.ndarray, item: int, start: np.ndarray, stop:
                     a = x
             f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
                            tree_virtual, tree_last_code)
+            slot_factor[offset[r] + p - start[r]] = f
             if f > 0:
-                owner[out] = r
-                chosen[out] = m
-                factor[out] = f
-                out += 1
-    return owner[:out], chosen[:out], factor[:out]
+                kept += 1
+        valid[r + 1] = kept
+    for r in range(n):
+        valid[r + 1] += valid[r]
+    total = valid[n]
+    out_events = np.empty((total, k), dtype=np.int64)
+    out_nodes = np.empty((total, k), dtype=np.int64)
+    out_prob = np.empty(total)
+    for r in numba.prange(n):
+        j = valid[r]
+        for p in range(start[r], stop[r]):
+            f = slot_factor[offset[r] + p - start[r]]
+            if f > 0:
+                m = candidates[p]
+                for c in range(k):
+                    out_events[j, c] = events[r, c]
+                    out_nodes[j, c] = nodes[r, c]
+                out_events[j, item] = row[m]
+                out_nodes[j, item] = m
+                out_prob[j] = prob[r] * f
+                j += 1
+    return out_events, out_nodes, out_prob, valid
 
 
-def extension_candidates(table: NodeTable, nodes: np.ndarray, item: int, start: np.ndarray,
-                         stop: np.ndarray, candidates: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every valid extension of entries by item ``item``: entry ``r`` may take the
-    candidate nodes ``candidates[start[r]:stop[r]]``; each is kept when an OI of its group
-    passes the entry's nearest matched nodes of that group before and after the item and
-    it in between (:func:`insertion_factors`). Returns ``(entry, node, factor)`` arrays."""
-    return _extension_candidates(
-        np.ascontiguousarray(nodes, dtype=np.int64), int(item),
+def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.ndarray,
+             item: int, start: np.ndarray, stop: np.ndarray, candidates: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every valid extension of entries ``(events, nodes, prob)`` by item ``item``, in
+    entry order: entry ``r`` may take the candidate nodes ``candidates[start[r]:stop[r]]``;
+    each is kept when an OI of its group passes the entry's nearest matched nodes of that
+    group before and after the item and it in between (:func:`insertion_factors`), and
+    its probability is multiplied by that factor. Returns the new events, nodes and
+    probabilities, and where each entry's extensions start (``n + 1`` offsets)."""
+    return _extended(
+        np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
+        np.ascontiguousarray(prob, dtype=np.float64), int(item),
         np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
-        candidates, table.group, table.poi, table.code, table.code_end, table.tree,
-        table.tree_parent, table.tree_level, table.tree_virtual, table.tree_last_code)
+        np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.group, table.poi,
+        table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
+        table.tree_virtual, table.tree_last_code)

@@ -17,11 +17,142 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["group_rows", "order_by_group"]
+__all__ = ["group_rows", "group_rows_in_segments", "order_by_group"]
 
 
 @numba.njit(cache=True, nogil=True)
-def _group_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_hash(matrix: np.ndarray, i: int) -> np.uint64:
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for c in range(matrix.shape[1]):
+        h ^= np.uint64(matrix[i, c]) + np.uint64(0x9E3779B97F4A7C15) \
+            + (h << np.uint64(6)) + (h >> np.uint64(2))
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: np.ndarray,
+                            seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n, k = matrix.shape
+    n_seg = len(seg) - 1
+    ids = np.empty(n, dtype=np.int64)
+    firsts = np.empty(n, dtype=np.int64)     # segment s's groups at seg[s] + g
+    counts = np.zeros(n_seg, dtype=np.int64)
+    # Segment s hashes into slots[4 * seg[s]:]: a table of at least twice its rows fits
+    # before the next segment's, so nothing is allocated per segment.
+    slots = np.empty(4 * n + 4, dtype=np.int64)
+    for s in numba.prange(n_seg):
+        lo, hi = seg[s], seg[s + 1]
+        if hi == lo:     # an empty segment shares its start with the next: touch nothing
+            continue
+        if hi - lo == 1:
+            ids[lo] = 0
+            firsts[lo] = lo
+            counts[s] = 1
+            continue
+        size = 1
+        while size < 2 * (hi - lo):
+            size *= 2
+        mask = size - 1
+        base = 4 * lo
+        slots[base:base + size] = -1
+        groups = 0
+        for i in range(lo, hi):
+            t = np.int64(_row_hash(matrix, i) & np.uint64(mask))
+            while True:
+                g = slots[base + t]
+                if g < 0:
+                    slots[base + t] = groups
+                    firsts[lo + groups] = i
+                    ids[i] = groups
+                    groups += 1
+                    break
+                r = firsts[lo + g]
+                same = True
+                for c in range(k):
+                    if matrix[r, c] != matrix[i, c]:
+                        same = False
+                        break
+                if same:
+                    ids[i] = g
+                    break
+                t = (t + 1) & mask
+        counts[s] = groups
+    offset = np.zeros(n_seg + 1, dtype=np.int64)
+    for s in range(n_seg):
+        offset[s + 1] = offset[s] + counts[s]
+    out_first = np.empty(offset[n_seg], dtype=np.int64)
+    out_weight = np.zeros(offset[n_seg])
+    rank = np.empty(n, dtype=np.int64)       # segment s's groups at seg[s] + g
+    for s in numba.prange(n_seg):
+        lo, groups, base = seg[s], counts[s], offset[s]
+        # Groups in order of their key, stable: insertion sort while few.
+        if groups <= 32:
+            for g in range(groups):
+                rank[lo + g] = g
+            for a in range(1, groups):
+                x = rank[lo + a]
+                key = order_key[firsts[lo + x]]
+                b = a - 1
+                while b >= 0 and order_key[firsts[lo + rank[lo + b]]] > key:
+                    rank[lo + b + 1] = rank[lo + b]
+                    b -= 1
+                rank[lo + b + 1] = x
+        else:
+            keys = np.empty(groups, dtype=np.int64)
+            for g in range(groups):
+                keys[g] = order_key[firsts[lo + g]]
+            order = np.argsort(keys, kind="mergesort")
+            for g in range(groups):
+                rank[lo + g] = order[g]
+        # rank[lo + j] is the j-th group in order; invert it into position per group.
+        for j in range(groups):
+            out_first[base + j] = firsts[lo + rank[lo + j]]
+        for j in range(groups):
+            firsts[lo + rank[lo + j]] = j        # reuse: position of group g
+        for i in range(lo, seg[s + 1]):
+            out_weight[base + firsts[lo + ids[i]]] += weights[i]
+    return out_first, out_weight
+
+
+def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: np.ndarray,
+                           segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``matrix`` where equal rows can only occur within one segment
+    (``segments``: boundaries, from 0 to the number of rows): each group's first row and
+    its summed ``weights``, segment by segment, groups within a segment ordered by
+    ``order_key`` of their first row (stable). Segments are hashed apart, so each hash
+    table stays small and segments run in parallel.
+
+    >>> m = np.array([[1, 5], [1, 4], [1, 5], [2, 7], [2, 7]])
+    >>> first, total = group_rows_in_segments(m, m[:, 1], np.ones(5), np.array([0, 3, 5]))
+    >>> first.tolist(), total.tolist()
+    ([1, 0, 3], [1.0, 2.0, 2.0])
+    """
+    return _group_rows_in_segments(
+        np.ascontiguousarray(matrix, dtype=np.int64),
+        np.ascontiguousarray(order_key, dtype=np.int64),
+        np.ascontiguousarray(weights, dtype=np.float64),
+        np.ascontiguousarray(segments, dtype=np.int64))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _row_hashes(matrix: np.ndarray) -> np.ndarray:
+    n, k = matrix.shape
+    out = np.empty(n, dtype=np.uint64)
+    for i in numba.prange(n):
+        h = np.uint64(0x9E3779B97F4A7C15)
+        for c in range(k):
+            h ^= np.uint64(matrix[i, c]) + np.uint64(0x9E3779B97F4A7C15) \
+                + (h << np.uint64(6)) + (h >> np.uint64(2))
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+        out[i] = h
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _group_rows(matrix: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n, k = matrix.shape
     size = 1
     while size < 2 * n:
@@ -32,13 +163,7 @@ def _group_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.empty(n, dtype=np.int64)
     groups = 0
     for i in range(n):
-        h = np.uint64(0x9E3779B97F4A7C15)
-        for c in range(k):
-            h ^= np.uint64(matrix[i, c]) + np.uint64(0x9E3779B97F4A7C15) \
-                + (h << np.uint64(6)) + (h >> np.uint64(2))
-            h *= np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(31)
-        s = np.int64(h & np.uint64(mask))
+        s = np.int64(hashes[i] & np.uint64(mask))
         while True:
             g = slots[s]
             if g < 0:
@@ -81,7 +206,7 @@ def group_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
     if matrix.ndim != 2 or len(matrix) == 0:
         return np.zeros(len(matrix), np.int64), np.zeros(0, np.int64)
-    return _group_rows(matrix)
+    return _group_rows(matrix, _row_hashes(matrix))
 
 
 def order_by_group(ids: np.ndarray, groups: int) -> np.ndarray:

@@ -14,10 +14,12 @@ import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.manifest import (
     FORMAT_VERSION,
+    SELF_CHECKSUM,
     BuildRecord,
     Manifest,
     RejectedCounts,
     StoredCondition2,
+    manifest_digest,
 )
 from uncertain_cep.index.reader import open_reader
 
@@ -36,15 +38,19 @@ def saved(tmp_path_factory) -> Path:
 
 
 def _data(path: Path) -> dict:
-    return json.loads((path / "manifest.json").read_text())
+    """The manifest's fields, less its own checksum."""
+    data = json.loads((path / "manifest.json").read_text())
+    data.pop(SELF_CHECKSUM)
+    return data
 
 
 def test_the_round_trip_is_exact(saved):
     data = _data(saved)
     manifest = Manifest.from_json(copy.deepcopy(data))
     assert manifest.to_json() == data
-    # Field order and types too: the file is what to_json writes.
-    assert json.dumps(manifest.to_json(), indent=2) == (saved / "manifest.json").read_text()
+    # Field order and types too: the file is what to_json writes, and its own checksum.
+    written = {**manifest.to_json(), SELF_CHECKSUM: manifest_digest(data)}
+    assert json.dumps(written, indent=2) == (saved / "manifest.json").read_text()
     assert Manifest.from_json(manifest.to_json()) == manifest
     assert manifest.counts.events == 4 and manifest.counts.groups == 2
     assert manifest.attributes.numeric == ("x",) and manifest.attributes.categorical == ("tag",)
@@ -166,3 +172,32 @@ def test_another_format_or_version_is_refused_before_its_fields(saved):
         Manifest.from_json({"format": "uncertain-cep index", "format_version": 2})
     with pytest.raises(IndexFormatError, match="must be a JSON object"):
         Manifest.from_json(["format"])
+
+
+EDITS = [("counts.events", 5), ("attributes.numeric", ["x", "y"]), ("time.t_max", 10**6),
+         ("input_fingerprint", "0" * 64)]
+
+
+@pytest.mark.parametrize(("field", "value"), EDITS)
+def test_an_edited_but_well_formed_manifest_is_refused(saved, tmp_path, field, value):
+    import shutil
+
+    copy_ = tmp_path / "ix"
+    shutil.copytree(saved, copy_)
+    raw = json.loads((copy_ / "manifest.json").read_text())
+    edited = _set(raw, field, value)
+    (copy_ / "manifest.json").write_text(json.dumps(edited, indent=2))
+    with pytest.raises(IndexFormatError, match="was edited or damaged"):
+        uc.open_index(copy_)
+
+
+def test_a_dropped_checksum_entry_is_refused(saved, tmp_path):
+    import shutil
+
+    copy_ = tmp_path / "ix"
+    shutil.copytree(saved, copy_)
+    raw = json.loads((copy_ / "manifest.json").read_text())
+    raw["sha256"].pop(sorted(raw["sha256"])[-1])
+    (copy_ / "manifest.json").write_text(json.dumps(raw))
+    with pytest.raises(IndexFormatError, match="was edited or damaged"):
+        uc.open_index(copy_)

@@ -13,6 +13,7 @@ from random_archives import archives, patterns
 import uncertain_cep as uc
 import uncertain_cep.index.storage as storage
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.manifest import manifest_digest
 
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example"
 
@@ -97,8 +98,14 @@ def test_the_rtree_file_survives_being_opened_many_times(tmp_path):
 
 def test_a_manifest_missing_a_table_is_refused(tmp_path):
     _example().save(tmp_path / "ix")
-    (tmp_path / "ix" / "manifest.json").write_text(
-        (tmp_path / "ix" / "manifest.json").read_text().replace('"nodes/', '"gone/'))
+    manifest = tmp_path / "ix" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"nodes/', '"gone/'))
+    with pytest.raises(IndexFormatError, match="was edited or damaged"):
+        uc.open_index(tmp_path / "ix")
+    # Even with a matching checksum of its own, it lists no nodes table.
+    data = json.loads(manifest.read_text())
+    data["manifest_sha256"] = manifest_digest(data)
+    manifest.write_text(json.dumps(data))
     with pytest.raises(IndexFormatError, match="no nodes table"):
         uc.open_index(tmp_path / "ix")
 

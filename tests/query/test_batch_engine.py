@@ -15,7 +15,11 @@ import uncertain_cep as uc
 from uncertain_cep.query import batch_engine
 from uncertain_cep.query.chain_kernels import insertion_factors
 from uncertain_cep.query.chains import extension_factor
-from uncertain_cep.query.grouping_kernels import group_rows, order_by_group
+from uncertain_cep.query.grouping_kernels import (
+    group_rows,
+    group_rows_in_segments,
+    order_by_group,
+)
 from uncertain_cep.query.patterns import PatternItem, SequencePattern
 
 QUERY = "PATTERN SEQ(A, B, C) DEFINE A AS x < 5, B AS x >= 1, C AS tag = 'a' WITHIN 6"
@@ -49,6 +53,28 @@ def test_group_rows_numbers_distinct_rows_like_a_sort(rows):
     order = order_by_group(ids, len(first))
     assert sorted(order.tolist()) == list(range(len(matrix)))
     assert list(ids[order]) == sorted(ids.tolist())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.lists(st.integers(-2, 2), min_size=2, max_size=2), max_size=40),
+                max_size=6), st.data())
+def test_grouping_within_segments_sums_equal_rows_in_key_order(segments, data):
+    # Rows of different segments never count as equal: each segment gets its own column.
+    rows = [[s, *r] for s, seg in enumerate(segments) for r in seg]
+    matrix = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    weights = np.array(data.draw(st.lists(st.floats(0, 1), min_size=len(rows),
+                                          max_size=len(rows))), dtype=np.float64)
+    bounds = np.cumsum([0] + [len(seg) for seg in segments])
+    first, total = group_rows_in_segments(matrix, matrix[:, 1], weights, bounds)
+    expected = []
+    for s in range(len(segments)):
+        seen: dict[tuple[int, ...], list[int]] = {}
+        for i in range(bounds[s], bounds[s + 1]):
+            seen.setdefault(tuple(matrix[i]), []).append(i)
+        groups = sorted(seen.values(), key=lambda g: matrix[g[0], 1])   # stable
+        expected += [(g[0], sum(weights[g])) for g in groups]
+    assert first.tolist() == [f for f, _ in expected]
+    np.testing.assert_allclose(total, [w for _, w in expected], rtol=0, atol=1e-12)
 
 
 def test_node_table_factors_equal_the_forest_walk():
