@@ -94,6 +94,10 @@ def read_manifest(root: str | os.PathLike[str]) -> Manifest:
         When ``root`` is not an index, or an interrupted, damaged or foreign one.
     """
     root = Path(root)
+    if root.is_file():
+        raise IndexFormatError(f"{root} is a file, not an index directory: open the "
+                               "directory that a build or save wrote (an archive file is "
+                               "indexed by uc.build_index or `uncertain-cep build`)")
     if not root.is_dir():
         raise IndexFormatError(f"{root} is not an index directory (it does not exist)")
     try:

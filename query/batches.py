@@ -33,6 +33,7 @@ from uncertain_cep.query.grouping_kernels import (
     group_rows_in_segments,
     order_by_group,
 )
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
 __all__ = [
     "NO_TIME",
@@ -204,7 +205,8 @@ def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
     merged within their segment only, which is where all of a tuple's entries are."""
     if len(batch) < 2:
         return batch.in_tuple_order()
-    key = _merge_keys(batch.events, batch.nodes, table.group, table.instant)
+    with KERNEL_LOCK:
+        key = _merge_keys(batch.events, batch.nodes, table.group, table.instant)
     if segments is not None:
         first, prob = group_rows_in_segments(key, batch.events[:, item], batch.prob,
                                              segments)

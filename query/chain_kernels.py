@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
 __all__ = ["extended", "insertion_factors"]
 
@@ -188,10 +189,11 @@ def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.n
     group before and after the item and it in between (:func:`insertion_factors`), and
     its probability is multiplied by that factor. Returns the new events, nodes and
     probabilities, and where each entry's extensions start (``n + 1`` offsets)."""
-    return _extended(
-        np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
-        np.ascontiguousarray(prob, dtype=np.float64), int(item),
-        np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
-        np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.group, table.poi,
-        table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
-        table.tree_virtual, table.tree_last_code)
+    with KERNEL_LOCK:
+        return _extended(
+            np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
+            np.ascontiguousarray(prob, dtype=np.float64), int(item),
+            np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
+            np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.group, table.poi,
+            table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
+            table.tree_virtual, table.tree_last_code)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
+
 __all__ = ["group_rows", "group_rows_in_segments", "order_by_group"]
 
 
@@ -129,11 +131,12 @@ def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: n
     >>> first.tolist(), total.tolist()
     ([1, 0, 3], [1.0, 2.0, 2.0])
     """
-    return _group_rows_in_segments(
-        np.ascontiguousarray(matrix, dtype=np.int64),
-        np.ascontiguousarray(order_key, dtype=np.int64),
-        np.ascontiguousarray(weights, dtype=np.float64),
-        np.ascontiguousarray(segments, dtype=np.int64))
+    with KERNEL_LOCK:
+        return _group_rows_in_segments(
+            np.ascontiguousarray(matrix, dtype=np.int64),
+            np.ascontiguousarray(order_key, dtype=np.int64),
+            np.ascontiguousarray(weights, dtype=np.float64),
+            np.ascontiguousarray(segments, dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -206,7 +209,8 @@ def group_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
     if matrix.ndim != 2 or len(matrix) == 0:
         return np.zeros(len(matrix), np.int64), np.zeros(0, np.int64)
-    return _group_rows(matrix, _row_hashes(matrix))
+    with KERNEL_LOCK:
+        return _group_rows(matrix, _row_hashes(matrix))
 
 
 def order_by_group(ids: np.ndarray, groups: int) -> np.ndarray:

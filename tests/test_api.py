@@ -213,3 +213,17 @@ def test_event_index_search_returns_exactly_the_events_whose_box_meets_the_query
     found = ix.search(group, time, codes, attributes)
     assert len(found) == len(set(found.tolist()))
     assert set(found.tolist()) == expected
+
+
+def test_arguments_of_the_wrong_kind_get_clear_errors(tmp_path):
+    with pytest.raises(uc.InputError, match=r"DataFrame or the path .* got list"):
+        uc.build_index([1, 2])
+    with pytest.raises(uc.InputError, match="path of an index directory, got NoneType"):
+        uc.open_index(None)
+    idx = uc.build_index(_archive())
+    with pytest.raises(uc.QueryError, match="query text or a SequencePattern, got NoneType"):
+        idx.query(None)
+    archive_file = tmp_path / "archive.parquet"
+    _archive().to_parquet(archive_file)
+    with pytest.raises(uc.IndexFormatError, match="is a file, not an index directory"):
+        uc.open_index(archive_file)

@@ -235,3 +235,13 @@ def test_report_permissions_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.csv").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("flags", [["report", "ix", "q", "--out", "r", "--top", "-5"],
+                                   ["build", "a.parquet", "--out", "ix", "--partitions", "0"],
+                                   ["build", "a.parquet", "--out", "ix", "--node-budget", "x"]])
+def test_counts_below_one_are_usage_errors(flags, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(flags)
+    assert e.value.code == 2
+    assert "is not an integer" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uncertain_cep.errors import InputError, ParamEnum
+from uncertain_cep.errors import InputError, ParamEnum, QueryError
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
@@ -164,6 +164,9 @@ class UncertainIndex:
 
     def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool
                   ) -> QueryResult:
+        if not isinstance(query, str | SequencePattern):
+            raise QueryError(f"a query is query text or a SequencePattern, got "
+                             f"{type(query).__name__}")
         pattern = parse_query(query) if isinstance(query, str) else query
         name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
@@ -300,6 +303,9 @@ def open_index(path: str | os.PathLike[str]) -> UncertainIndex:
     """Open an index written by :meth:`UncertainIndex.save`."""
     from uncertain_cep.index.reader import load_index_and_manifest
 
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"open_index takes the path of an index directory, got "
+                         f"{type(path).__name__}")
     index, manifest = load_index_and_manifest(path)
     # What describe() reports of where the index came from.
     return UncertainIndex(index, {"path": os.fspath(path), **manifest.provenance()})

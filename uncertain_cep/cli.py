@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from uncertain_cep.dataset_commands import add_datasets_parser
+from uncertain_cep.dataset_commands import add_datasets_parser, count_argument
 from uncertain_cep.errors import ParamEnum
 from uncertain_cep.files import check_table_path, write_table
 
@@ -102,12 +102,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="Condition 2: largest speed between a group's events")
     build.add_argument("--coordinates", default="x,y", help="comma-separated, for --max-speed")
     build.add_argument("--codes", default="compact", help="compact (default) or paper")
-    build.add_argument("--node-budget", type=int, default=2_000_000,
+    build.add_argument("--node-budget", type=count_argument(1), default=2_000_000,
                        help="largest number of OI-tree nodes one group may need")
     build.add_argument("--on-bad-rows", default="error", help="error (default) or report")
     build.add_argument("--on-bad-groups", default="error", help="error (default) or report")
     build.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    build.add_argument("--partitions", type=int, default=None, help="number of build tasks")
+    build.add_argument("--partitions", type=count_argument(1), default=None,
+                       help="number of build tasks")
     build.add_argument("--engine", default="spark",
                        help="spark (default) or local: build in this process instead")
     build.set_defaults(run=_build)
@@ -136,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
                                "possible_worlds")
     reporter.add_argument("--table", default=None,
                           help="also write the full answer to .parquet or .csv")
-    reporter.add_argument("--top", type=int, default=100,
+    reporter.add_argument("--top", type=count_argument(1), default=100,
                           help="answer rows shown in the page (default 100)")
     reporter.set_defaults(run=_report)
 

@@ -24,7 +24,7 @@ import pandas as pd
 from uncertain_cep.errors import ParamEnum
 from uncertain_cep.files import check_table_path, write_table
 
-__all__ = ["GeneratedDataset", "RealDataset", "add_datasets_parser"]
+__all__ = ["GeneratedDataset", "RealDataset", "add_datasets_parser", "count_argument"]
 
 
 def add_datasets_parser(sub: Any) -> None:
@@ -69,7 +69,9 @@ class RealDataset(ParamEnum):
     icu = "icu"
 
 
-def _count(minimum: int) -> Callable[[str], int]:
+def count_argument(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -118,25 +120,25 @@ class _Option:
 
 
 _OPTIONS = {o.keyword: o for o in [
-    _Option("people", "N", "number of people, one dependency group each", _count(1)),
-    _Option("readings_per_person", "N", "readings per person", _count(1)),
-    _Option("n", "N", "number of events", _count(1)),
-    _Option("groups", "G", "dependency groups, events assigned at random", _count(1)),
-    _Option("d", "D", "number of Gaussian attributes a0 .. a{D-1}", _count(0)),
+    _Option("people", "N", "number of people, one dependency group each", count_argument(1)),
+    _Option("readings_per_person", "N", "readings per person", count_argument(1)),
+    _Option("n", "N", "number of events", count_argument(1)),
+    _Option("groups", "G", "dependency groups, events assigned at random", count_argument(1)),
+    _Option("d", "D", "number of Gaussian attributes a0 .. a{D-1}", count_argument(0)),
     _Option("f", "LO,HI", "possible instants per event, drawn from LO..HI", _int_pair),
     _Option("clustered", None, "timestamps in 10 Gaussian clusters instead of uniform"),
     _Option("cluster_spread", "S", "a cluster's standard deviation / the time domain",
             _nonnegative),
     _Option("value_width", "W", "a value's largest half-width, in standard deviations",
             _nonnegative),
-    _Option("cars", "N", "number of cars", _count(1)),
-    _Option("seconds", "N", "seconds each car reports", _count(1)),
+    _Option("cars", "N", "number of cars", count_argument(1)),
+    _Option("seconds", "N", "seconds each car reports", count_argument(1)),
     _Option("aggressive", "R", "expected aggressive episodes per car and minute", _nonnegative),
     _Option("interleave", None, "rows by (time, car_id), as a live feed, not (car_id, time)"),
-    _Option("rows", "N", "number of point events (instants)", _count(1)),
-    _Option("columns", "K", "number of situation streams a_1 .. a_K", _count(1)),
-    _Option("n_events", "N", "events taken from the start of the file", _count(1)),
-    _Option("instants", "N", "size of the time domain", _count(1)),
+    _Option("rows", "N", "number of point events (instants)", count_argument(1)),
+    _Option("columns", "K", "number of situation streams a_1 .. a_K", count_argument(1)),
+    _Option("n_events", "N", "events taken from the start of the file", count_argument(1)),
+    _Option("instants", "N", "size of the time domain", count_argument(1)),
     _Option("keep_labels", None, "also keep sequence, tag and activity as string columns"),
     _Option("seed", "S", "seed of the random generator", int),
 ]}

@@ -256,3 +256,11 @@ def test_every_row_becomes_an_event_in_input_order() -> None:
     assert archive.event_ids.tolist() == df["event_id"].tolist()
     assert sum(len(m) for m in archive.group_members()) == n
     assert archive.group_labels[archive.group_of].tolist() == df["grp"].tolist()
+
+
+@pytest.mark.parametrize("plain", [[1.0, 2.0], ["a", "b"]])
+def test_an_attribute_given_as_a_column_and_as_a_range_is_refused_naming_both(plain) -> None:
+    df = pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 2], "t_hi": [1, 2],
+                       "x": plain, "x_lo": [0.0, 1.0], "x_hi": [1.0, 2.0]})
+    with pytest.raises(InputError, match=r"'x'.*(x_lo/x_hi|range)"):
+        read_archive(df)

@@ -134,3 +134,36 @@ def test_several_negations_in_one_gap_equal_possible_worlds(strategy, df, patter
     idx = uc.build_index(df)
     assert_same_answer(idx.query(pattern, strategy=strategy),
                        idx.query(pattern, strategy="possible_worlds"))
+
+
+def test_a_process_that_queried_can_still_fork():
+    # Compiled kernels must not leave a runtime behind that kills forked children (as
+    # numba's OpenMP threading layer does).
+    import multiprocessing as mp
+
+    df = pd.DataFrame({"event_id": range(6), "group": [0, 1] * 3, "t_lo": range(6),
+                       "t_hi": [t + 1 for t in range(6)], "x": [1.0] * 6})
+    idx = uc.build_index(df)
+    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 4 CONFIDENCE 0.1"
+    idx.query(query)
+    child = mp.get_context("fork").Process(target=idx.query, args=(query,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+
+
+def test_queries_from_several_threads_at_once_give_the_same_answer():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    n = 400
+    t = np.arange(n)     # group i % 5: one event every 5 instants, each 1-3 wide
+    df = pd.DataFrame({"event_id": range(n), "group": t % 5, "t_lo": t,
+                       "t_hi": t + rng.integers(0, 3, n), "x": rng.normal(size=n)})
+    idx = uc.build_index(df)
+    query = "PATTERN SEQ(A, B, C) DEFINE A AS x > 0, B AS x > 0, C AS x > 0 WITHIN 6 " \
+            "CONFIDENCE 0.05"
+    want = idx.query(query)
+    with ThreadPoolExecutor(4) as pool:
+        for got in pool.map(lambda _: idx.query(query), range(8)):
+            pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(want))

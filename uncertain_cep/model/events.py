@@ -186,6 +186,9 @@ def _load_frame(source: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
         if source.index.equals(pd.RangeIndex(len(source))):
             return source    # read only; reset_index would copy every column
         return source.reset_index(drop=True)
+    if not isinstance(source, str | os.PathLike):
+        raise InputError(f"the archive must be a pandas DataFrame or the path of a Parquet or "
+                         f"CSV file, got {type(source).__name__}")
     path = os.fspath(source)
     if not os.path.exists(path):
         raise InputError(f"archive file {path!r} does not exist")
@@ -322,6 +325,10 @@ def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
     for c in columns:
         if c in taken:
             continue
+        if c in numeric:
+            raise InputError(f"attribute {c!r} is given twice: as column {c!r} and as the "
+                             f"range {c}_lo/{c}_hi; keep one of them (a point value x is the "
+                             "range x_lo = x_hi = x)")
         for suffix in ("_hi", "_mu", "_sigma"):
             if c.endswith(suffix) and f"{c[:-len(suffix)]}_lo" not in df.columns:
                 raise InputError(f"column {c!r} has no matching {c[:-len(suffix)]}_lo column")
