@@ -33,10 +33,18 @@ def _row_hash(matrix: np.ndarray, i: int) -> np.uint64:
     return h
 
 
+@numba.njit(cache=True, nogil=True)
+def _rows_equal(matrix: np.ndarray, a: int, b: int) -> bool:
+    for c in range(matrix.shape[1]):  # noqa: SIM110 (numba compiles no generator in all())
+        if matrix[a, c] != matrix[b, c]:
+            return False
+    return True
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: np.ndarray,
                             seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n, k = matrix.shape
+    n = len(matrix)
     n_seg = len(seg) - 1
     ids = np.empty(n, dtype=np.int64)
     firsts = np.empty(n, dtype=np.int64)     # segment s's groups at seg[s] + g
@@ -70,13 +78,7 @@ def _group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: 
                     ids[i] = groups
                     groups += 1
                     break
-                r = firsts[lo + g]
-                same = True
-                for c in range(k):
-                    if matrix[r, c] != matrix[i, c]:
-                        same = False
-                        break
-                if same:
+                if _rows_equal(matrix, firsts[lo + g], i):
                     ids[i] = g
                     break
                 t = (t + 1) & mask
@@ -141,22 +143,15 @@ def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: n
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _row_hashes(matrix: np.ndarray) -> np.ndarray:
-    n, k = matrix.shape
-    out = np.empty(n, dtype=np.uint64)
-    for i in numba.prange(n):
-        h = np.uint64(0x9E3779B97F4A7C15)
-        for c in range(k):
-            h ^= np.uint64(matrix[i, c]) + np.uint64(0x9E3779B97F4A7C15) \
-                + (h << np.uint64(6)) + (h >> np.uint64(2))
-            h *= np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(31)
-        out[i] = h
+    out = np.empty(len(matrix), dtype=np.uint64)
+    for i in numba.prange(len(matrix)):
+        out[i] = _row_hash(matrix, i)
     return out
 
 
 @numba.njit(cache=True, nogil=True)
 def _group_rows(matrix: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n, k = matrix.shape
+    n = len(matrix)
     size = 1
     while size < 2 * n:
         size *= 2
@@ -175,13 +170,7 @@ def _group_rows(matrix: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.
                 ids[i] = groups
                 groups += 1
                 break
-            r = first[g]
-            same = True
-            for c in range(k):
-                if matrix[r, c] != matrix[i, c]:
-                    same = False
-                    break
-            if same:
+            if _rows_equal(matrix, first[g], i):
                 ids[i] = g
                 break
             s = (s + 1) & mask
