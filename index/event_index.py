@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -217,6 +218,9 @@ class EventIndex:
         self.event_t_max = layout.t_max
         self.attributes = archive.numeric_names
         self.rtree = rtree if rtree is not None else self._load_rtree()
+        # libspatialindex is not thread-safe even for reads (its queries share buffers and a
+        # memory pool): searches from several threads of one process take turns.
+        self._rtree_lock = threading.Lock()
         self._statistics = statistics
         # Query boxes are appended here when a list is set (node-read counting replays them).
         self.search_log: list[tuple[np.ndarray, np.ndarray]] | None = None
@@ -353,7 +357,8 @@ class EventIndex:
             return [np.zeros(0, dtype=np.int64) for _ in queries]
         if self.search_log is not None:
             self.search_log.append((mins, maxs))
-        ids, counts = self.rtree.intersection_v(mins, maxs)
+        with self._rtree_lock:
+            ids, counts = self.rtree.intersection_v(mins, maxs)
         return np.split(ids.astype(np.int64), np.cumsum(counts)[:-1])
 
 

@@ -3,6 +3,10 @@ node table against the forests, and EXPLAIN's access paths."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -138,18 +142,28 @@ def test_several_negations_in_one_gap_equal_possible_worlds(strategy, df, patter
 
 def test_a_process_that_queried_can_still_fork():
     # Compiled kernels must not leave a runtime behind that kills forked children (as
-    # numba's OpenMP threading layer does).
-    import multiprocessing as mp
+    # numba's OpenMP threading layer does). The fork happens in a fresh interpreter: forking
+    # this test process would copy its Spark gateway threads into the child.
+    script = textwrap.dedent("""
+        import multiprocessing as mp
+        import pandas as pd
+        import uncertain_cep as uc
 
-    df = pd.DataFrame({"event_id": range(6), "group": [0, 1] * 3, "t_lo": range(6),
-                       "t_hi": [t + 1 for t in range(6)], "x": [1.0] * 6})
-    idx = uc.build_index(df)
-    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 4 CONFIDENCE 0.1"
-    idx.query(query)
-    child = mp.get_context("fork").Process(target=idx.query, args=(query,))
-    child.start()
-    child.join(60)
-    assert child.exitcode == 0
+        df = pd.DataFrame({"event_id": range(6), "group": [0, 1] * 3, "t_lo": range(6),
+                           "t_hi": [t + 1 for t in range(6)], "x": [1.0] * 6})
+        idx = uc.build_index(df)
+        query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 4 CONFIDENCE 0.1"
+        idx.query(query)
+        child = mp.get_context("fork").Process(target=idx.query, args=(query,), daemon=True)
+        child.start()
+        child.join(120)
+        if child.exitcode is None:
+            child.kill()
+        raise SystemExit(0 if child.exitcode == 0 else 1)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
 
 
 def test_queries_from_several_threads_at_once_give_the_same_answer():
