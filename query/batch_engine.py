@@ -28,6 +28,7 @@ from uncertain_cep.query.batches import (
     NO_TIME,
     Batch,
     CandidateNodes,
+    candidate_passes,
     extend,
     in_segment_order,
     item_windows,
@@ -186,8 +187,16 @@ class BatchEngine:
             return
         weights = np.maximum(stop - start, 0)
         for piece in split_by_tuples(batch.events, weights, self.limit):
-            yield extend(table, batch.take(piece), item, candidates, start[piece],
-                         stop[piece])
+            part = batch.take(piece)
+            if int(weights[piece].sum()) <= self.limit:
+                yield extend(table, part, item, candidates, start[piece], stop[piece])
+                continue
+            # One tuple with more pairs than the limit: its extensions in passes by event.
+            for some in candidate_passes(table, candidates, start[piece], stop[piece],
+                                         self.limit):
+                lo, hi = window_bounds(some, *item_windows(table, part, item,
+                                                           self.ctx.window))
+                yield extend(table, part, item, some, lo, hi)
 
     def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
         table = self.table

@@ -39,6 +39,7 @@ __all__ = [
     "NO_TIME",
     "Batch",
     "CandidateNodes",
+    "candidate_passes",
     "extend",
     "grouping_order",
     "in_segment_order",
@@ -91,6 +92,9 @@ class CandidateNodes:
         instants = table.instant[nodes]
         order = np.argsort(instants, kind="stable")
         return cls(nodes[order], instants[order])
+
+    def take(self, positions: np.ndarray) -> CandidateNodes:
+        return CandidateNodes(self.nodes[positions], self.instants[positions])
 
 
 def tuple_starts(events: np.ndarray) -> np.ndarray:
@@ -168,6 +172,40 @@ def window_bounds(candidates: CandidateNodes, lo: np.ndarray, hi: np.ndarray
     ``candidates.nodes[start:stop]`` (empty when ``stop <= start``)."""
     return (np.searchsorted(candidates.instants, lo, side="left"),
             np.searchsorted(candidates.instants, hi, side="right"))
+
+
+def candidate_passes(table: NodeTable, candidates: CandidateNodes, start: np.ndarray,
+                     stop: np.ndarray, limit: int) -> Iterator[CandidateNodes]:
+    """The candidates that some entry's window ``candidates.nodes[start:stop]`` holds, cut
+    by event into passes whose (entry, candidate) pairs stay within ``limit`` (an event
+    with more pairs than that is a pass of its own).
+
+    A tuple extended by one pass at a time yields whole new tuples per pass (each new
+    tuple takes one event for the item), so merging and pruning each pass alone is
+    exact; this bounds the memory of extending one tuple that meets many candidates.
+
+    Two entries meet nodes 0-3 and 0-2; nodes 0 and 1 are of event 0 (4 pairs), node 2
+    of event 1 (2 pairs), node 3 of event 2 (1 pair):
+
+    >>> from types import SimpleNamespace
+    >>> table = SimpleNamespace(row=np.array([0, 0, 1, 2]))
+    >>> c = CandidateNodes(np.arange(4), np.arange(4))
+    >>> passes = candidate_passes(table, c, np.array([0, 0]), np.array([4, 3]), limit=4)
+    >>> [p.nodes.tolist() for p in passes]
+    [[0, 1], [2, 3]]
+    """
+    open_ = stop > start
+    cover = np.cumsum(np.bincount(start[open_], minlength=len(candidates.nodes) + 1)
+                      - np.bincount(stop[open_], minlength=len(candidates.nodes) + 1))
+    used = np.flatnonzero(cover[:-1] > 0)
+    rows, of_row = np.unique(table.row[candidates.nodes[used]], return_inverse=True)
+    pairs = np.cumsum(np.bincount(of_row, weights=cover[used], minlength=len(rows)))
+    first = 0
+    while first < len(rows):
+        base = pairs[first - 1] if first else 0.0
+        last = max(int(np.searchsorted(pairs, base + limit, side="right")) - 1, first)
+        yield candidates.take(used[(of_row >= first) & (of_row <= last)])
+        first = last + 1
 
 
 def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,
