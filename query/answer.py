@@ -69,7 +69,22 @@ def answer_table(answer: Answer, event_ids: np.ndarray) -> pd.DataFrame:
     ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then by
     the event ids."""
     ids = [event_ids[answer.events[:, c]] for c in range(answer.events.shape[1])]
-    return _table(ids, answer.confidence, answer.t_first, answer.t_last)
+    return _table(ids, answer.confidence, answer.t_first, answer.t_last,
+                  _shared_id_objects(answer.events, event_ids))
+
+
+def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray) -> list[np.ndarray]:
+    """The id columns as object arrays in which each event's id is one Python object,
+    made once per distinct event: answer rows share events, and making an int per cell
+    would cost (and free) millions of objects."""
+    used = np.zeros(len(event_ids), dtype=bool)
+    used[rows.ravel()] = True
+    distinct = np.flatnonzero(used)
+    objects = np.empty(len(distinct), dtype=object)
+    objects[:] = event_ids[distinct].tolist()
+    position = np.zeros(len(event_ids), dtype=np.int64)
+    position[distinct] = np.arange(len(distinct))
+    return [objects[position[rows[:, c]]] for c in range(rows.shape[1])]
 
 
 def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]
@@ -86,14 +101,18 @@ def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]
 
 
 def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
-           t_last: np.ndarray) -> pd.DataFrame:
+           t_last: np.ndarray, values: list[np.ndarray] | None = None) -> pd.DataFrame:
+    """The sorted table; ``values``: the id columns as the objects to show (else
+    ``ids``)."""
     conf = significant(confidence, 15)
     # Confidences equal up to rounding noise must not reorder rows between strategies.
     order = (np.lexsort(_id_keys(ids) + [-np.round(conf, 12)]) if len(conf)
              else np.zeros(0, dtype=np.int64))
-    columns = [col[order].tolist() for col in ids]
-    events = list(zip(*columns)) if columns else [() for _ in range(len(order))]
-    return pd.DataFrame({"events": pd.Series(events, dtype=object),
+    columns = [col[order].tolist() for col in (ids if values is None else values)]
+    rows = zip(*columns) if columns else (() for _ in range(len(order)))
+    series = pd.Series(np.fromiter(rows, dtype=object, count=len(order)), dtype=object,
+                       copy=False)
+    return pd.DataFrame({"events": series,
                          "confidence": conf[order],
                          "t_first": t_first[order].astype(np.int64),
                          "t_last": t_last[order].astype(np.int64)},

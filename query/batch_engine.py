@@ -39,6 +39,7 @@ from uncertain_cep.query.batches import (
     window_bounds,
     windows_from_instants,
 )
+from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
@@ -54,7 +55,8 @@ BATCH_LIMIT = 1 << 20
 # next, the same for all entries of a tuple; and the estimated candidates (or None).
 ItemChooser = Callable[["BatchEngine", Batch, int], tuple[np.ndarray, float | None]]
 
-ACCESS_PATH = "R*-tree search of {symbol}'s box, then its nodes by instant"
+# A step's access path, with the symbols whose candidates it searched.
+ACCESS_PATH = "R*-tree search of the box of {symbols}, then nodes by instant"
 
 
 class BatchEngine:
@@ -66,6 +68,7 @@ class BatchEngine:
         self.k = len(ctx.positive)
         self._candidates: dict[int, CandidateNodes] = {}
         self._steps: dict[int, StepStats] = {}
+        self._step_symbols: dict[int, list[str]] = {}
         self._answers: list[Answer] = []
 
     @cached_property
@@ -140,23 +143,12 @@ class BatchEngine:
         ctx.stats.range_queries += len(batch)
         ctx.stats.candidates += int(weights.sum())
         tuples = len(tuple_starts(batch.events))
-        created = kept = found = 0
-        for grown, segments in self._grown(batch, item, depth, start, stop, candidates):
-            created += len(grown)
-            if segments is None:
-                grown = merge(table, grown) if not ctx.negations else grown.in_tuple_order()
-            elif ctx.negations:
-                grown = in_segment_order(grown, segments, item)
-            else:
-                grown = merge(table, grown, segments, item)
-            starts, bound = prune_bounds(grown, self.attribute)
-            found += len(starts)
-            grown = self._keep(grown, starts, bound)
-            kept += len(grown)
-            if len(grown):
-                for piece in split_by_tuples(grown.events, np.ones(len(grown), np.int64),
-                                             self.limit):
-                    stack.append((grown.take(piece), depth + 1))
+        if depth + 1 == self.k and depth > 0 and not ctx.negations:
+            created, found, kept = self._extend_and_finish(batch, item, start, stop,
+                                                           candidates)
+        else:
+            created, found, kept = self._extend_and_push(batch, item, depth, start, stop,
+                                                         candidates, stack)
         ctx.stats.entries_created += created
         step = self._steps.get(depth)
         if step is None:
@@ -170,7 +162,49 @@ class BatchEngine:
         step.kept += kept
         step.range_queries += ctx.stats.range_queries - queries_before
         step.seconds += time.perf_counter() - started
-        step.access = ACCESS_PATH.format(symbol=ctx.positive[item])
+        symbols = self._step_symbols.setdefault(depth, [])
+        if ctx.positive[item] not in symbols:
+            symbols.append(ctx.positive[item])
+            step.access = ACCESS_PATH.format(symbols=", ".join(symbols))
+
+    def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+                         stop: np.ndarray, candidates: CandidateNodes,
+                         stack: list[tuple[Batch, int]]) -> tuple[int, int, int]:
+        """Extend by ``item``, merge, prune, and push the survivors in bounded pieces.
+        Returns the entries created, the tuples they form and the entries kept."""
+        table, negations = self.table, self.ctx.negations
+        created = found = kept = 0
+        for grown, segments in self._grown(batch, item, depth, start, stop, candidates):
+            created += len(grown)
+            if segments is None:
+                grown = merge(table, grown) if not negations else grown.in_tuple_order()
+            elif negations:
+                grown = in_segment_order(grown, segments, item)
+            else:
+                grown = merge(table, grown, segments, item)
+            starts, bound = prune_bounds(grown, self.attribute)
+            found += len(starts)
+            grown = self._keep(grown, starts, bound)
+            kept += len(grown)
+            if len(grown):
+                for piece in split_by_tuples(grown.events, np.ones(len(grown), np.int64),
+                                             self.limit):
+                    stack.append((grown.take(piece), depth + 1))
+        return created, found, kept
+
+    def _extend_and_finish(self, batch: Batch, item: int, start: np.ndarray,
+                           stop: np.ndarray, candidates: CandidateNodes
+                           ) -> tuple[int, int, int]:
+        """The last item of a pattern without negation: each new tuple's entries add up
+        straight into its confidence. Returns the entries created, the tuples and the
+        answers."""
+        created = found = kept = 0
+        for part, some, lo, hi in self._pieces(batch, item, start, stop, candidates):
+            made, summed, answered = self._finish_extended(part, item, some, lo, hi)
+            created += made
+            found += summed
+            kept += answered
+        return created, found, kept
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes
@@ -185,18 +219,28 @@ class BatchEngine:
             for piece in split_by_tuples(rows, np.ones(len(nodes), np.int64), self.limit):
                 yield self._from_nodes(nodes[piece], item), None
             return
+        for part, some, lo, hi in self._pieces(batch, item, start, stop, candidates):
+            yield extend(table, part, item, some, lo, hi)
+
+    def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
+                candidates: CandidateNodes
+                ) -> Iterator[tuple[Batch, CandidateNodes, np.ndarray, np.ndarray]]:
+        """The batch cut between tuples into pieces of at most ``limit`` (entry,
+        candidate) pairs, each with its candidates and windows; a tuple with more pairs
+        than that comes in passes over its candidates by event (:func:`candidate_passes`).
+        """
+        table = self.table
         weights = np.maximum(stop - start, 0)
         for piece in split_by_tuples(batch.events, weights, self.limit):
             part = batch.take(piece)
             if int(weights[piece].sum()) <= self.limit:
-                yield extend(table, part, item, candidates, start[piece], stop[piece])
+                yield part, candidates, start[piece], stop[piece]
                 continue
-            # One tuple with more pairs than the limit: its extensions in passes by event.
             for some in candidate_passes(table, candidates, start[piece], stop[piece],
                                          self.limit):
                 lo, hi = window_bounds(some, *item_windows(table, part, item,
                                                            self.ctx.window))
-                yield extend(table, part, item, some, lo, hi)
+                yield part, some, lo, hi
 
     def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
         table = self.table
@@ -239,6 +283,31 @@ class BatchEngine:
         self._answers.append(Answer(batch.events[starts][passing],
                                     np.minimum(conf[passing], 1.0), first[passing],
                                     last[passing]))
+
+    def _finish_extended(self, part: Batch, item: int, candidates: CandidateNodes,
+                         start: np.ndarray, stop: np.ndarray) -> tuple[int, int, int]:
+        """The last item of a pattern without negation: extension and each new tuple's
+        sum in one pass (:func:`~uncertain_cep.query.chain_kernels.extended_sums`), so
+        its entries are never written out, merged or regrouped. Returns the entries
+        created, the tuples and how many of them were answers."""
+        table = self.table
+        bounds = np.append(tuple_starts(part.events), len(part))
+        entry, new_row, total, first, last, created = extended_sums(
+            table, part.nodes, part.prob, item, bounds, start, stop, candidates.nodes)
+        events = part.events[entry]
+        events[:, item] = new_row
+        # Pr(S | e) of the tuple's other events once per tuple extended, then the new one.
+        before = self.attribute(part.events[bounds[:-1]])
+        extended_tuple = np.searchsorted(bounds, entry, side="right") - 1
+        conf = (total * before[extended_tuple]
+                * self.ctx.pr_rows(self.ctx.positive[item], new_row))
+        theta = self.ctx.theta
+        if theta > TOLERANCE:
+            self.ctx.stats.tuples_pruned += int((conf < theta - TOLERANCE).sum())
+        passing = (conf >= theta - TOLERANCE) & (conf > 0)
+        self._answers.append(Answer(events[passing], np.minimum(conf[passing], 1.0),
+                                    first[passing], last[passing]))
+        return created, len(entry), int(passing.sum())
 
     def _matches(self) -> Answer:
         ctx = self.ctx

@@ -27,7 +27,7 @@ import numpy as np
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
-__all__ = ["extended", "insertion_factors"]
+__all__ = ["extended", "extended_sums", "insertion_factors"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -197,3 +197,134 @@ def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.n
             np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.group, table.poi,
             table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
             table.tree_virtual, table.tree_last_code)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds: np.ndarray,
+                   start: np.ndarray, stop: np.ndarray, candidates: np.ndarray,
+                   row: np.ndarray, instant: np.ndarray, group: np.ndarray, poi: np.ndarray,
+                   code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
+                   tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
+                   tree_last_code: np.ndarray):
+    k = nodes.shape[1]
+    n_tuples = len(tuple_bounds) - 1
+    # A tuple's new events lie among the candidates its entries' windows span, so a hash
+    # table of twice that many slots per tuple holds them (no allocation per tuple).
+    span = np.zeros(n_tuples + 1, dtype=np.int64)
+    first_candidate = np.zeros(n_tuples, dtype=np.int64)
+    for t in range(n_tuples):
+        lo, hi = np.int64(1) << 62, np.int64(0)
+        for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
+            if stop[r] > start[r]:
+                lo = min(lo, start[r])
+                hi = max(hi, stop[r])
+        first_candidate[t] = lo
+        span[t + 1] = span[t] + max(hi - lo, 0)
+    total = span[n_tuples]
+    slots = np.empty(4 * total + 4, dtype=np.int64)
+    g_entry = np.empty(total, dtype=np.int64)     # tuple t's groups at span[t] + g
+    g_row = np.empty(total, dtype=np.int64)
+    g_prob = np.zeros(total)
+    g_first = np.empty(total, dtype=np.int64)
+    g_last = np.empty(total, dtype=np.int64)
+    counts = np.zeros(n_tuples, dtype=np.int64)
+    created = np.zeros(n_tuples, dtype=np.int64)
+    for t in numba.prange(n_tuples):
+        width = span[t + 1] - span[t]
+        if width == 0:
+            continue
+        size = 1
+        while size < 2 * width:
+            size *= 2
+        mask = size - 1
+        base = 4 * span[t]
+        slots[base:base + size] = -1
+        off = span[t]
+        groups = 0
+        made = 0
+        for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
+            for p in range(start[r], stop[r]):
+                m = candidates[p]
+                g = group[m]
+                b = -1
+                for c in range(item):
+                    x = nodes[r, c]
+                    if x >= 0 and group[x] == g:
+                        b = x
+                a = -1
+                for c in range(k - 1, item, -1):
+                    x = nodes[r, c]
+                    if x >= 0 and group[x] == g:
+                        a = x
+                f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
+                               tree_virtual, tree_last_code)
+                if f <= 0:
+                    continue
+                made += 1
+                v = row[m]
+                h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
+                              >> np.uint64(32)) & np.uint64(mask))
+                while True:
+                    j = slots[base + h]
+                    if j < 0:
+                        j = groups
+                        slots[base + h] = j
+                        groups += 1
+                        g_entry[off + j] = r
+                        g_row[off + j] = v
+                        g_first[off + j] = np.int64(1) << 62
+                        g_last[off + j] = -(np.int64(1) << 62)
+                        break
+                    if g_row[off + j] == v:
+                        break
+                    h = (h + 1) & mask
+                j += off
+                g_prob[j] += prob[r] * f
+                first = instant[m] if item == 0 else instant[nodes[r, 0]]
+                last = instant[m] if item == k - 1 else instant[nodes[r, k - 1]]
+                g_first[j] = min(g_first[j], first)
+                g_last[j] = max(g_last[j], last)
+        counts[t] = groups
+        created[t] = made
+    offset = np.zeros(n_tuples + 1, dtype=np.int64)
+    for t in range(n_tuples):
+        offset[t + 1] = offset[t] + counts[t]
+    out = offset[n_tuples]
+    out_entry = np.empty(out, dtype=np.int64)
+    out_row = np.empty(out, dtype=np.int64)
+    out_prob = np.empty(out)
+    out_first = np.empty(out, dtype=np.int64)
+    out_last = np.empty(out, dtype=np.int64)
+    for t in numba.prange(n_tuples):
+        for g in range(counts[t]):
+            i, j = span[t] + g, offset[t] + g
+            out_entry[j] = g_entry[i]
+            out_row[j] = g_row[i]
+            out_prob[j] = g_prob[i]
+            out_first[j] = g_first[i]
+            out_last[j] = g_last[i]
+    return out_entry, out_row, out_prob, out_first, out_last, created.sum()
+
+
+def extended_sums(table: NodeTable, nodes: np.ndarray, prob: np.ndarray, item: int,
+                  tuple_bounds: np.ndarray, start: np.ndarray, stop: np.ndarray,
+                  candidates: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`extended` for the last item to match, with each new tuple's entries added
+    up at once instead of written out: entries ``(nodes, prob)`` in tuple order
+    (``tuple_bounds``: where each tuple starts, then ``n``), every other item matched.
+
+    Returns per new tuple: the entry it extends (its other events), the event ``item``
+    took, the summed probability, the earliest instant of the first item and the latest
+    of the last, over its entries; and the number of entries that were created (the
+    paper's xi counts them). New tuples come tuple by tuple, each's in order of first
+    appearance."""
+    with KERNEL_LOCK:
+        entry, new_row, total, first, last, created = _extended_sums(
+            np.ascontiguousarray(nodes, np.int64), np.ascontiguousarray(prob, np.float64),
+            int(item), np.ascontiguousarray(tuple_bounds, np.int64),
+            np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
+            np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.instant,
+            table.group, table.poi, table.code, table.code_end, table.tree, table.tree_parent,
+            table.tree_level, table.tree_virtual, table.tree_last_code)
+    return entry, new_row, total, first, last, int(created)

@@ -173,7 +173,9 @@ class UncertainIndex:
         ctx.stats.strategy = name.value
         answer = get_strategy(name)(ctx)
         frame = answer_table(answer, self.archive.event_ids)
-        rows = np.unique(answer.events)
+        used = np.zeros(self.archive.n_events, dtype=bool)
+        used[answer.events.ravel()] = True
+        rows = np.flatnonzero(used)
         times = dict(zip(self.archive.event_ids[rows].tolist(),
                          zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
         return QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
