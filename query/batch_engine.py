@@ -42,6 +42,7 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
+from uncertain_cep.query.grouping_kernels import group_values_in_segments
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 
@@ -143,9 +144,9 @@ class BatchEngine:
         ctx.stats.range_queries += len(batch)
         ctx.stats.candidates += int(weights.sum())
         tuples = len(tuple_starts(batch.events))
-        if depth + 1 == self.k and depth > 0 and not ctx.negations:
-            created, found, kept = self._extend_and_finish(batch, item, start, stop,
-                                                           candidates)
+        if depth + 1 == self.k and depth > 0:
+            finish = self._extend_and_negate if ctx.negations else self._extend_and_finish
+            created, found, kept = finish(batch, item, depth, start, stop, candidates)
         else:
             created, found, kept = self._extend_and_push(batch, item, depth, start, stop,
                                                          candidates, stack)
@@ -192,7 +193,7 @@ class BatchEngine:
                     stack.append((grown.take(piece), depth + 1))
         return created, found, kept
 
-    def _extend_and_finish(self, batch: Batch, item: int, start: np.ndarray,
+    def _extend_and_finish(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                            stop: np.ndarray, candidates: CandidateNodes
                            ) -> tuple[int, int, int]:
         """The last item of a pattern without negation: each new tuple's entries add up
@@ -283,6 +284,44 @@ class BatchEngine:
         self._answers.append(Answer(batch.events[starts][passing],
                                     np.minimum(conf[passing], 1.0), first[passing],
                                     last[passing]))
+
+    def _extend_and_negate(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+                           stop: np.ndarray, candidates: CandidateNodes
+                           ) -> tuple[int, int, int]:
+        """The last item of a pattern with negation: per piece, the new tuples' bounds
+        without negation prune them, then the surviving entries' negation factors and
+        each tuple's sum (an entry whose weighted sum is 0 holds in no world and sets no
+        instants). Returns the entries created, the tuples and the entries kept."""
+        table, ctx = self.table, self.ctx
+        theta = ctx.theta
+        created = found = kept = 0
+        for grown, segments in self._grown(batch, item, depth, start, stop, candidates):
+            created += len(grown)
+            assert segments is not None
+            ids, first = group_values_in_segments(grown.events[:, item], segments)
+            found += len(first)
+            events = grown.events[first]
+            attribute = self.attribute(events)
+            bound = np.bincount(ids, weights=grown.prob, minlength=len(first)) * attribute
+            passing = (bound >= theta - TOLERANCE if theta > TOLERANCE
+                       else np.ones(len(first), dtype=bool))
+            ctx.stats.tuples_pruned += int((~passing).sum())
+            keep = passing[ids]
+            kept += int(keep.sum())
+            sub, tuple_of = grown.take(keep), ids[keep]
+            prob = sub.prob * negation_factors(table, sub.events, sub.nodes, self.negated)
+            live = prob > 0
+            tuple_of, nodes = tuple_of[live], sub.nodes[live]
+            total = np.bincount(tuple_of, weights=prob[live], minlength=len(first))
+            earliest = np.full(len(first), NO_TIME, dtype=np.int64)
+            np.minimum.at(earliest, tuple_of, table.instant[nodes[:, 0]])
+            latest = np.full(len(first), -NO_TIME, dtype=np.int64)
+            np.maximum.at(latest, tuple_of, table.instant[nodes[:, -1]])
+            conf = total * attribute
+            answer = passing & (conf >= theta - TOLERANCE) & (conf > 0)
+            self._answers.append(Answer(events[answer], np.minimum(conf[answer], 1.0),
+                                        earliest[answer], latest[answer]))
+        return created, found, kept
 
     def _finish_extended(self, part: Batch, item: int, candidates: CandidateNodes,
                          start: np.ndarray, stop: np.ndarray) -> tuple[int, int, int]:

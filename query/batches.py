@@ -31,6 +31,7 @@ from uncertain_cep.query.chain_kernels import extended
 from uncertain_cep.query.grouping_kernels import (
     group_rows,
     group_rows_in_segments,
+    group_values_in_segments,
     order_by_group,
 )
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
@@ -223,11 +224,12 @@ def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes
 
 def in_segment_order(batch: Batch, segments: np.ndarray, item: int) -> Batch:
     """A batch extended by ``item`` (:func:`extend`) in tuple order: within each segment
-    (one tuple before the extension) the entries ordered by the event ``item`` took."""
+    (one tuple before the extension) the entries of each event ``item`` took made
+    contiguous (in order of first appearance; linear time)."""
     if len(batch) < 2:
         return batch
-    segment = np.repeat(np.arange(len(segments) - 1), np.diff(segments))
-    return batch.take(np.lexsort((batch.events[:, item], segment)))
+    ids, first = group_values_in_segments(batch.events[:, item], segments)
+    return batch.take(order_by_group(ids, len(first)))
 
 
 def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,

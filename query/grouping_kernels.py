@@ -19,7 +19,8 @@ import numpy as np
 
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
-__all__ = ["group_rows", "group_rows_in_segments", "order_by_group", "sum_tuples_in_segments"]
+__all__ = ["group_rows", "group_rows_in_segments", "group_values_in_segments",
+           "order_by_group"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -142,13 +143,12 @@ def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: n
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _sum_tuples_in_segments(key: np.ndarray, prob: np.ndarray, earliest: np.ndarray,
-                            latest: np.ndarray, seg: np.ndarray
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _group_values_in_segments(key: np.ndarray, seg: np.ndarray
+                              ) -> tuple[np.ndarray, np.ndarray]:
     n = len(key)
     n_seg = len(seg) - 1
-    ids = np.empty(n, dtype=np.int64)
-    firsts = np.empty(n, dtype=np.int64)     # segment s's groups at seg[s] + g
+    ids = np.empty(n, dtype=np.int64)       # within the segment, then made global
+    firsts = np.empty(n, dtype=np.int64)    # segment s's groups at seg[s] + g
     counts = np.zeros(n_seg, dtype=np.int64)
     slots = np.empty(4 * n + 4, dtype=np.int64)   # as in _group_rows_in_segments
     for s in numba.prange(n_seg):
@@ -182,47 +182,30 @@ def _sum_tuples_in_segments(key: np.ndarray, prob: np.ndarray, earliest: np.ndar
     offset = np.zeros(n_seg + 1, dtype=np.int64)
     for s in range(n_seg):
         offset[s + 1] = offset[s] + counts[s]
-    total = offset[n_seg]
-    out_first = np.empty(total, dtype=np.int64)
-    out_prob = np.zeros(total)
-    out_earliest = np.empty(total, dtype=np.int64)
-    out_latest = np.empty(total, dtype=np.int64)
+    first = np.empty(offset[n_seg], dtype=np.int64)
     for s in numba.prange(n_seg):
         lo, b = seg[s], offset[s]
         for j in range(counts[s]):
-            i = firsts[lo + j]
-            out_first[b + j] = i
-            out_earliest[b + j] = earliest[i]
-            out_latest[b + j] = latest[i]
+            first[b + j] = firsts[lo + j]
         for i in range(lo, seg[s + 1]):
-            g = b + ids[i]
-            out_prob[g] += prob[i]
-            out_earliest[g] = min(out_earliest[g], earliest[i])
-            out_latest[g] = max(out_latest[g], latest[i])
-    return out_first, out_prob, out_earliest, out_latest
+            ids[i] += b
+    return ids, first
 
 
-def sum_tuples_in_segments(key: np.ndarray, prob: np.ndarray, earliest: np.ndarray,
-                           latest: np.ndarray, segments: np.ndarray
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows grouped by ``key`` within each segment (``segments``: boundaries, from 0 to
-    the number of rows): per group, its first row, its summed ``prob``, and the least
-    ``earliest`` and greatest ``latest`` of its rows; groups segment by segment, within
-    one in order of first appearance. Segments are hashed apart and run in parallel.
+def group_values_in_segments(key: np.ndarray, segments: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by an integer ``key`` within each segment (``segments``: boundaries,
+    from 0 to the number of rows): per row its group id, and each group's first row;
+    groups numbered segment by segment, within one in order of first appearance.
+    Segments are hashed apart and run in parallel.
 
-    >>> first, total, lo, hi = sum_tuples_in_segments(
-    ...     np.array([7, 5, 7, 7]), np.array([0.5, 0.25, 0.125, 1.0]), np.array([3, 1, 2, 9]),
-    ...     np.array([4, 6, 5, 9]), np.array([0, 3, 4]))
-    >>> first.tolist(), total.tolist(), lo.tolist(), hi.tolist()
-    ([0, 1, 3], [0.625, 0.25, 1.0], [2, 1, 9], [5, 6, 9])
+    >>> ids, first = group_values_in_segments(np.array([7, 5, 7, 7]), np.array([0, 3, 4]))
+    >>> ids.tolist(), first.tolist()
+    ([0, 1, 0, 2], [0, 1, 3])
     """
     with KERNEL_LOCK:
-        return _sum_tuples_in_segments(
-            np.ascontiguousarray(key, dtype=np.int64),
-            np.ascontiguousarray(prob, dtype=np.float64),
-            np.ascontiguousarray(earliest, dtype=np.int64),
-            np.ascontiguousarray(latest, dtype=np.int64),
-            np.ascontiguousarray(segments, dtype=np.int64))
+        return _group_values_in_segments(np.ascontiguousarray(key, dtype=np.int64),
+                                         np.ascontiguousarray(segments, dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

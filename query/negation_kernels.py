@@ -16,6 +16,7 @@ compiled code per entry; no Python runs per entry.
 from __future__ import annotations
 
 import numba
+import numba.experimental
 import numpy as np
 
 from uncertain_cep.index.forest import VIRTUAL
@@ -145,13 +146,76 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
     return n_groups
 
 
+@numba.experimental.jitclass([("keys", numba.int64[:, :]), ("values", numba.float64[:]),
+                               ("slots", numba.int64[:]), ("count", numba.int64)])
+class _Memo:
+    """An open-addressing map from int64 key rows to floats that grows as it fills."""
+
+    def __init__(self, width: int) -> None:
+        self.keys = np.empty((64, width), dtype=np.int64)
+        self.values = np.empty(64)
+        self.slots = np.full(128, -1, dtype=np.int64)
+        self.count = 0
+
+    def _home(self, key: np.ndarray) -> np.int64:
+        h = np.uint64(0x9E3779B97F4A7C15)
+        for v in key:
+            h ^= np.uint64(v) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
+                + (h >> np.uint64(2))
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+        return np.int64(h & np.uint64(len(self.slots) - 1))
+
+    def find(self, key: np.ndarray) -> int:
+        """The key's index, or -1."""
+        mask = len(self.slots) - 1
+        s = self._home(key)
+        while True:
+            i = self.slots[s]
+            if i < 0:
+                return -1
+            same = True
+            for c in range(len(key)):
+                if self.keys[i, c] != key[c]:
+                    same = False
+                    break
+            if same:
+                return i
+            s = (s + 1) & mask
+
+    def add(self, key: np.ndarray, value: float) -> int:
+        """Store a key not present yet; its index."""
+        if self.count == len(self.values):
+            keys = np.empty((2 * self.count, self.keys.shape[1]), dtype=np.int64)
+            keys[:self.count] = self.keys
+            values = np.empty(2 * self.count)
+            values[:self.count] = self.values
+            self.keys, self.values = keys, values
+            self.slots = np.full(4 * self.count, -1, dtype=np.int64)
+            for i in range(self.count):
+                self._place(self.keys[i], i)
+        i = self.count
+        self.keys[i] = key
+        self.values[i] = value
+        self.count += 1
+        self._place(key, i)
+        return i
+
+    def _place(self, key: np.ndarray, i: int) -> None:
+        mask = len(self.slots) - 1
+        s = self._home(key)
+        while self.slots[s] >= 0:
+            s = (s + 1) & mask
+        self.slots[s] = i
+
+
 @numba.njit(cache=True, nogil=True)
 def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
                       gaps: np.ndarray, neg: tuple, t: tuple,
                       poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray
                       ) -> np.ndarray:
     n, k = events.shape
-    group, tree, tree_virtual, group_root = t[0], t[9], t[10], t[11]
+    group, row, tree, tree_virtual, group_root = t[0], t[1], t[9], t[10], t[11]
     n_nodes, n_all_groups = len(group), len(group_root)
     scratch = (np.ones(n_nodes), np.zeros(n_nodes), np.zeros(n_nodes, dtype=np.bool_),
                np.zeros(n_nodes, dtype=np.bool_), np.empty(n_nodes, dtype=np.int64),
@@ -188,6 +252,11 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
         start[u + 1] = start[u] + m
     out = np.ones(n)
     chain = np.empty(k, dtype=np.int64)
+    # A group's sum depends only on the gaps and the entry's chain in that group (its
+    # excluded events are the chain's): memoised on (gaps, chain), since many entries of
+    # a batch share both.
+    memo = _Memo(k + 1)
+    key = np.empty(k + 1, dtype=np.int64)
     for r in range(n):
         u = gap_id[r]
         rest, rest_zeros = product[u], zeros[u]
@@ -211,20 +280,27 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
             else:
                 rest /= free_values[i]
             size = 0
-            prob = 1.0
-            last = -1
             for d in range(c, k):
                 x = nodes[r, d]
                 if group[x] == g:
                     chain[size] = x
                     size += 1
-                    prob *= _extension(last, x, poi, tree, tree_parent, tree_level,
+            key[0] = u
+            key[1:] = -1
+            key[1:size + 1] = chain[:size]
+            slot = memo.find(key)
+            if slot < 0:
+                prob = 1.0
+                last = -1
+                for d in range(size):
+                    prob *= _extension(last, chain[d], poi, tree, tree_parent, tree_level,
                                        tree_virtual)
-                    last = x
-            got = _weighted_sums(gaps[u, :half], gaps[u, half:], events[r], g,
-                                 chain[:size], neg, t, scratch, found_groups, found_values)
-            if got:
-                factor *= found_values[0] / prob
+                    last = chain[d]
+                got = _weighted_sums(gaps[u, :half], gaps[u, half:], row[chain[:size]], g,
+                                     chain[:size], neg, t, scratch, found_groups,
+                                     found_values)
+                slot = memo.add(key, found_values[0] / prob if got else 1.0)
+            factor *= memo.values[slot]
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
     return out
 
