@@ -40,6 +40,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import weakref
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -127,19 +128,38 @@ def read_manifest(root: str | os.PathLike[str]) -> Manifest:
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
     # Hashing releases the GIL: a few threads check the files at disk speed.
-    names = sorted(checksums, key=lambda n: -(root / n).stat().st_size)
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        for name, digest in zip(names, pool.map(lambda n: sha256_file(root / n), names)):
-            if digest != checksums[name]:
-                raise IndexFormatError(f"{root} is damaged: {name} does not match its "
-                                       f"checksum in {MANIFEST}; rebuild the index")
+    try:
+        names = sorted(checksums, key=lambda n: -(root / n).stat().st_size)
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            for name, digest in zip(names, pool.map(lambda n: sha256_file(root / n),
+                                                    names)):
+                if digest != checksums[name]:
+                    raise IndexFormatError(f"{root} is damaged: {name} does not match its "
+                                           f"checksum in {MANIFEST}; rebuild the index")
+    except OSError as e:
+        raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
     return manifest
 
 
 def open_reader(path: str | os.PathLike[str]) -> IndexReader:
-    """Check the index directory ``path`` (:func:`read_manifest`) and return its reader."""
+    """Check the index directory ``path`` (:func:`read_manifest`) and return its reader.
+
+    An index being rebuilt at that path meanwhile (the build swaps the new directory in)
+    is read again, new, rather than reported damaged."""
     root = Path(path)
-    return IndexReader(root, read_manifest(root))
+    for attempt in range(_ATTEMPTS):
+        before = _identity(root)
+        try:
+            manifest = read_manifest(root)
+        except (IndexFormatError, OSError):
+            if attempt + 1 < _ATTEMPTS and _being_replaced(root, before):
+                time.sleep(_PAUSE * (attempt + 1))
+                continue
+            raise
+        if _identity(root) == before:
+            return IndexReader(root, manifest, before)
+    raise IndexFormatError(f"{root} was replaced {_ATTEMPTS} times while being opened; "
+                           "open it once its rebuilds are done")
 
 
 def load_index(path: str | os.PathLike[str],
@@ -153,8 +173,43 @@ def load_index_and_manifest(path: str | os.PathLike[str],
                             pair_predicate: PairPredicate | None = None
                             ) -> tuple[EventIndex, Manifest]:
     """:func:`load_index`, and the checked manifest it was read by (its build records)."""
-    reader = open_reader(path)
-    return reader.load(pair_predicate), reader.manifest
+    for attempt in range(_ATTEMPTS):
+        reader = open_reader(path)
+        try:
+            index = reader.load(pair_predicate)
+        except Exception:
+            # Files read half from the old directory, half from the new one fail in any
+            # way; only a replaced directory is read again.
+            if attempt + 1 < _ATTEMPTS and reader.was_replaced():
+                continue
+            raise
+        if not reader.was_replaced():
+            return index, reader.manifest
+    raise IndexFormatError(f"{path} was replaced {_ATTEMPTS} times while being opened; "
+                           "open it once its rebuilds are done")
+
+
+# A rebuild swaps a whole directory in; an open that meets one starts again, a few times.
+_ATTEMPTS = 8
+_PAUSE = 0.05
+
+
+def _identity(root: Path) -> tuple[int, int] | None:
+    """Which directory ``root`` names now (None: none): a rebuild swaps in another."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _being_replaced(root: Path, before: tuple[int, int] | None) -> bool:
+    """Whether ``root`` changed since ``before``, or is missing while a build swaps it in
+    by two renames (its old directory is set aside beside it)."""
+    now = _identity(root)
+    if now != before:
+        return True
+    return now is None and any(root.parent.glob(f".{root.name}.old-*"))
 
 
 @dataclass(frozen=True)
@@ -194,6 +249,11 @@ class IndexReader:
 
     root: Path
     manifest: Manifest
+    identity: tuple[int, int] | None = None
+
+    def was_replaced(self) -> bool:
+        """Whether another directory (a rebuild) took the reader's path since it opened."""
+        return self.identity is not None and _identity(self.root) != self.identity
 
     def load(self, pair_predicate: PairPredicate | None = None) -> EventIndex:
         """The whole index in memory, its R*-tree file opened (a private copy).
@@ -209,7 +269,8 @@ class IndexReader:
             rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                      else None)
             statistics = self.statistics()
-        except (OSError, KeyError, ValueError, pa.ArrowException, rtree_index.RTreeError) as e:
+        except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
+                rtree_index.RTreeError) as e:
             raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
         if table.n_nodes != self.manifest.counts.nodes or len(table.row_nodes_start) != \
                 archive.n_events + 1:
@@ -222,11 +283,20 @@ class IndexReader:
 
     def _forests(self, labels: np.ndarray, paper_codes: bool) -> list[GroupForest]:
         """Every group's forest from the Parquet tables (what the baselines walk)."""
+        rebuilt = IndexFormatError(f"{self.root} was rebuilt since this index was opened "
+                                   "(its trees are read on first use); open it again")
+        if self.was_replaced():
+            raise rebuilt
         try:
-            return _forests(self._read_table(TREES), self._read_table(NODES), labels,
-                            paper_codes)
+            forests = _forests(self._read_table(TREES), self._read_table(NODES), labels,
+                               paper_codes)
         except (OSError, KeyError, ValueError, pa.ArrowException) as e:
+            if self.was_replaced():
+                raise rebuilt from e
             raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
+        if self.was_replaced():
+            raise rebuilt
+        return forests
 
     def statistics(self) -> EventStatistics:
         """The selectivity statistics stored with the index."""

@@ -14,6 +14,8 @@ file behind.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -23,7 +25,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["atomic_write", "check_table_path", "write_table"]
+__all__ = ["atomic_write", "check_table_path", "exchange_paths", "write_table"]
+
+_RENAME_EXCHANGE = 2    # linux/fs.h
+_AT_FDCWD = -100
 
 
 def atomic_write(target: str | os.PathLike[str], write: Callable[[str], object]) -> None:
@@ -41,6 +46,34 @@ def atomic_write(target: str | os.PathLike[str], write: Callable[[str], object])
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def exchange_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Swap two existing paths (say, directories) in one atomic step, with Linux's
+    ``renameat2(RENAME_EXCHANGE)``: a reader of either path sees the old or the new one,
+    never nothing. Returns False, having changed nothing, where the system or file
+    system cannot (the caller then renames in two steps).
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "a").write_text("A"); (root / "b").write_text("B")
+    1
+    1
+    >>> swapped = exchange_paths(root / "a", root / "b")
+    >>> (root / "a").read_text() == ("B" if swapped else "A")
+    True
+    """
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, f"cannot exchange {a} and {b}: {os.strerror(err)}")
 
 
 def check_table_path(target: Path, what: str = "report") -> None:

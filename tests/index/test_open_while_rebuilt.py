@@ -1,0 +1,73 @@
+"""Opening an index while another process rebuilds the same path: every open gets the old
+index or the new one, whole; trees read lazily after a rebuild are refused, not mixed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+import uncertain_cep as uc
+from uncertain_cep.errors import IndexFormatError
+
+_REBUILDER = textwrap.dedent("""
+    import sys, time
+    import pandas as pd
+    import uncertain_cep as uc
+
+    path, seconds = sys.argv[1], float(sys.argv[2])
+    indexes = [uc.build_index(pd.DataFrame({"event_id": range(n), "group": 0,
+                                            "t_lo": range(0, 2 * n, 2),
+                                            "t_hi": range(1, 2 * n + 1, 2),
+                                            "x": 1.0}))
+               for n in (5, 9)]
+    end = time.monotonic() + seconds
+    saves = 0
+    while time.monotonic() < end:
+        indexes[saves % 2].save(path)
+        saves += 1
+    print(saves)
+""")
+
+
+def _archive(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"event_id": range(n), "group": 0, "t_lo": range(0, 2 * n, 2),
+                         "t_hi": range(1, 2 * n + 1, 2), "x": 1.0})
+
+
+def test_opens_during_rebuilds_get_a_whole_old_or_new_index(tmp_path):
+    path = tmp_path / "ix"
+    uc.build_index(_archive(5)).save(path)
+    rebuilder = subprocess.Popen([sys.executable, "-c", _REBUILDER, str(path), "4"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    opened, failures = 0, []
+    try:
+        while rebuilder.poll() is None:
+            try:
+                idx = uc.open_index(path)
+            except IndexFormatError as e:
+                failures.append(str(e))
+                continue
+            opened += 1
+            assert len(idx.archive.event_ids) in (5, 9)
+            assert idx.query("PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 "
+                             "WITHIN 3 CONFIDENCE 0.5").shape[1] == 4
+    finally:
+        out, err = rebuilder.communicate(timeout=120)
+    assert rebuilder.returncode == 0, err
+    assert int(out) > 10 and opened > 10, (out, opened)   # the two really overlapped
+    assert not failures, failures[:3]
+
+
+def test_trees_read_after_a_rebuild_are_refused_not_mixed(tmp_path):
+    path = tmp_path / "ix"
+    uc.build_index(_archive(5)).save(path)
+    idx = uc.open_index(path)
+    time.sleep(0.01)
+    uc.build_index(_archive(9)).save(path)
+    with pytest.raises(IndexFormatError, match="rebuilt since this index was opened"):
+        idx.order_instance_fraction({0: 0})
