@@ -100,6 +100,19 @@ def test_pandas_plotting_stays_reachable(result):
     plt.close("all")
 
 
+def test_plot_with_a_kind_or_pandas_arguments_is_pandas_plotting(result):
+    ax = result.plot(kind="hist", y="confidence")
+    assert ax.get_ylabel() == "Frequency"
+    ax = result.plot(kind="scatter", x="t_first", y="confidence")
+    assert len(ax.collections) == 1
+    ax = result.plot(x="t_first", y="confidence")
+    assert [line.get_label() for line in ax.get_lines()] == ["confidence"]
+    plt.close("all")
+    ax = result.plot(kind="timeline", top=3)
+    assert "(top 3)" in ax.get_title()
+    plt.close("all")
+
+
 def test_an_empty_result_displays_and_plots(index):
     res = index.query(TEXT.replace("CONFIDENCE 0.01", "CONFIDENCE 1").replace(
         "x >= 2", "x >= 100"))

@@ -12,7 +12,8 @@ DataFrames, so nothing stale travels with them.
   range, the query, and the top rows (``_repr_html_``).
 * :meth:`QueryResult.plot` draws the timeline: per matched tuple (top rows first) each
   event as its possible-time interval, coloured by pattern item, with the confidence.
-  Pandas' own plotting stays reachable as ``res.plot.bar(...)`` and the like.
+  Pandas' own plotting stays reachable: ``res.plot(kind="hist", y="confidence")``,
+  ``res.plot(x="t_first", y="confidence")``, ``res.plot.bar(...)`` and the like.
 
 >>> import pandas as pd
 >>> res = QueryResult.of(pd.DataFrame({"events": [(1, 2)], "confidence": [0.75],
@@ -177,13 +178,20 @@ class QueryResult(pd.DataFrame):
 
 
 class _Plot:
-    """Callable for the timeline, pandas' plot accessor for everything else."""
+    """``res.plot()`` (or ``kind="timeline"``) draws the timeline; with any other
+    ``kind`` or pandas' arguments (``x=``, ``y=``...) it is pandas' ``DataFrame.plot``;
+    ``res.plot.<kind>(...)`` is pandas' accessor."""
+
+    _TIMELINE_ARGUMENTS: ClassVar[frozenset[str]] = frozenset({"top", "ax", "align"})
 
     def __init__(self, result: QueryResult) -> None:
         self._result = result
 
-    def __call__(self, top: int = _DRAWN, ax: Any = None, align: str = "auto") -> Any:
-        return self._result.timeline(top=top, ax=ax, align=align)
+    def __call__(self, *args: Any, kind: str | None = None, **kwargs: Any) -> Any:
+        if kind == "timeline" or (kind is None and not args
+                                  and set(kwargs) <= self._TIMELINE_ARGUMENTS):
+            return self._result.timeline(*args, **kwargs)
+        return pd.DataFrame(self._result).plot(*args, kind=kind or "line", **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(pd.DataFrame(self._result).plot, name)
