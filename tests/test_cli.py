@@ -121,46 +121,51 @@ def test_query_reads_its_text_from_an_at_file(built, tmp_path):
 
 def test_a_missing_at_file_is_a_clean_error(built, tmp_path, capsys):
     ix, _ = built
-    assert cli.main(["query", str(ix), f"@{tmp_path / 'absent.txt'}"]) == 2
+    assert cli.main(["query", str(ix), f"@{tmp_path / 'absent.txt'}"]) == 1
     assert "error:" in capsys.readouterr().err
 
 
-def test_malformed_query_exits_2_with_line_and_column(built, tmp_path, capsys):
+def test_malformed_query_exits_1_with_line_and_column(built, tmp_path, capsys):
     ix, _ = built
     assert cli.main(["query", str(ix), "PATTERN SEQ(A B)", "--out",
-                     str(tmp_path / "r.csv")]) == 2
+                     str(tmp_path / "r.csv")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error:")
     assert "line 1, column 15" in err
     assert not (tmp_path / "r.csv").exists()
 
 
-def test_malformed_query_in_a_real_process_exits_2(built, tmp_path):
+def test_malformed_query_in_a_real_process_exits_1(built, tmp_path):
     ix, _ = built
     proc = subprocess.run(
         [sys.executable, "-m", "uncertain_cep.cli", "query", str(ix), "PATTERN SEQ(A,\n  B C)"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "error:" in proc.stderr and "line 2, column" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_report_with_another_suffix_is_an_error_leaving_no_file(built, tmp_path, capsys):
+def test_report_with_another_suffix_is_a_usage_error_leaving_no_file(built, tmp_path,
+                                                                     capsys):
     ix, _ = built
     out = tmp_path / "reports"
     out.mkdir()
-    assert cli.main(["query", str(ix), QUERY, "--out", str(out / "report.txt")]) == 2
+    with pytest.raises(SystemExit) as e:
+        cli.main(["query", str(ix), QUERY, "--out", str(out / "report.txt")])
+    assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "error:" in err and ".parquet" in err and ".csv" in err
+    assert "error: argument --out:" in err and ".parquet" in err and ".csv" in err
     assert list(out.iterdir()) == []
 
 
 def test_unknown_strategy_error_lists_the_valid_values(built, capsys):
     ix, _ = built
-    assert cli.main(["query", str(ix), QUERY, "--strategy", "fastest"]) == 2
+    with pytest.raises(SystemExit) as e:
+        cli.main(["query", str(ix), QUERY, "--strategy", "fastest"])
+    assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "error:" in err and "'fastest'" in err
+    assert "error: argument --strategy:" in err and "'fastest'" in err
     for name in ("'selectivity'", "'sequential'", "'tree_traversal'", "'possible_worlds'"):
         assert name in err
 
@@ -193,8 +198,10 @@ def test_query_strategies_write_the_same_report(built, tmp_path, strategy):
 
 def test_unknown_codes_in_build_exits_2(tmp_path, capsys):
     _events().to_parquet(tmp_path / "e.parquet", index=False)
-    assert cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
-                     "--group-by", "person", "--codes", "tiny"]) == 2
+    with pytest.raises(SystemExit) as e:
+        cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
+                  "--group-by", "person", "--codes", "tiny"])
+    assert e.value.code == 2
     err = capsys.readouterr().err
     assert "'compact'" in err and "'paper'" in err
     assert not (tmp_path / "ix").exists()
@@ -237,7 +244,7 @@ def test_report_permissions_follow_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "r.csv").stat().st_mode) == 0o644
 
 
-@pytest.mark.parametrize("flags", [["report", "ix", "q", "--out", "r", "--top", "-5"],
+@pytest.mark.parametrize("flags", [["report", "ix", "q", "--out", "r.html", "--top", "-5"],
                                    ["build", "a.parquet", "--out", "ix", "--partitions", "0"],
                                    ["build", "a.parquet", "--out", "ix", "--node-budget", "x"]])
 def test_counts_below_one_are_usage_errors(flags, capsys):
@@ -245,3 +252,27 @@ def test_counts_below_one_are_usage_errors(flags, capsys):
         cli.main(flags)
     assert e.value.code == 2
     assert "is not an integer" in capsys.readouterr().err
+
+
+def test_help_shows_defaults_and_the_exit_codes(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["build", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "(default: 2000000)" in text and "--codes {compact,paper}" in text
+    assert "2  usage error" in text and "1  the data, the index or the query" in text
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    top = capsys.readouterr().out
+    assert "``" not in top and "exit status:" in top
+
+
+def test_errors_name_flags_as_typed(tmp_path, capsys):
+    events = _events()
+    events["t_lo"] = pd.to_datetime(events["t_lo"], unit="s")
+    events["t_hi"] = pd.to_datetime(events["t_hi"], unit="s")
+    events.to_parquet(tmp_path / "e.parquet", index=False)
+    assert cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
+                     "--group-by", "person", "--engine", "local"]) == 1
+    err = capsys.readouterr().err
+    assert "--time-unit" in err and "time_unit=" not in err

@@ -120,23 +120,27 @@ def test_cli_report_writes_the_page_and_the_full_answer(saved, tmp_path, capsys)
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--out", "report.pdf"], "must end in .html"),
-    (["--out", "report.html", "--table", "answer.txt"], "must end in .parquet or .csv"),
-    (["--out", "report.html", "--strategy", "fastest"], "'fastest' is not a valid"),
+    (["--out", "report.pdf"], "argument --out: {tmp}/report.pdf must end in .html"),
+    (["--out", "report.html", "--table", "answer.txt"],
+     "argument --table: {tmp}/answer.txt must end in .parquet or .csv"),
+    (["--out", "report.html", "--strategy", "fastest"],
+     "argument --strategy: invalid choice: 'fastest'"),
 ])
 def test_cli_report_refuses_bad_options_before_reading_the_index(tmp_path, capsys, args,
                                                                  message):
-    # The index does not exist: the options must be refused first.
-    assert cli.main(["report", str(tmp_path / "missing"), QUERY,
-                     *[str(tmp_path / a) if a.endswith((".html", ".pdf", ".txt")) else a
-                       for a in args]]) == 2
-    assert message in capsys.readouterr().err
+    # The index does not exist: the options must be refused first, as usage errors.
+    with pytest.raises(SystemExit) as e:
+        cli.main(["report", str(tmp_path / "missing"), QUERY,
+                  *[str(tmp_path / a) if a.endswith((".html", ".pdf", ".txt")) else a
+                    for a in args]])
+    assert e.value.code == 2
+    assert message.format(tmp=tmp_path) in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_malformed_query_is_refused_with_its_position(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path), "PATTERN SEQ(A,", "--out",
-                     str(tmp_path / "r.html")]) == 2
+                     str(tmp_path / "r.html")]) == 1
     assert "line 1, column" in capsys.readouterr().err
 
 

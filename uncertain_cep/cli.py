@@ -28,13 +28,19 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from uncertain_cep.dataset_commands import add_datasets_parser, count_argument
+from uncertain_cep.dataset_commands import (
+    add_datasets_parser,
+    count_argument,
+    table_path_argument,
+)
 from uncertain_cep.errors import ParamEnum
 from uncertain_cep.files import check_table_path, write_table
 
@@ -66,29 +72,97 @@ CONFIDENCE 0.2"""),
 }
 
 
+# Exit codes: 0 done; 1 the data, index or query is at fault (the message says where);
+# 2 the command line is (an unknown flag, a missing argument, a value a flag cannot take).
+EXIT_DATA_ERROR = 1
+EXIT_USAGE_ERROR = 2
+
+DESCRIPTION = ("Answer pattern queries over archives of events whose timestamps are "
+               "uncertain, and match temporal patterns over interval events.")
+EPILOG = """exit status:
+  0  success
+  1  the data, the index or the query is at fault (the message says where and what to do)
+  2  usage error: an unknown or missing argument, or a value a flag cannot take"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    from uncertain_cep.errors import UncertainCepError
+    from uncertain_cep.errors import UncertainCepError, UsageError
 
     try:
         return int(args.run(args))
+    except UsageError as e:
+        print(f"error: {_as_typed(str(e))}", file=sys.stderr)
+        return EXIT_USAGE_ERROR
     except UncertainCepError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"error: {_as_typed(str(e))}", file=sys.stderr)
+        return EXIT_DATA_ERROR
+
+
+# Keyword arguments the library's messages name, as this command line spells them.
+_KEYWORD = re.compile(r"\b(time_unit|group_by|max_speed|node_budget|on_bad_rows|"
+                      r"on_bad_groups|time_column|symbol_column|tick)=")
+
+
+def _as_typed(message: str) -> str:
+    """A library message naming ``time_unit=`` names ``--time-unit`` instead.
+
+    >>> _as_typed("pass time_unit= (e.g. '1s')")
+    "pass --time-unit (e.g. '1s')"
+    >>> _as_typed("time_unit='1s' is a duration")
+    "--time-unit '1s' is a duration"
+    """
+    def flag(m: re.Match[str]) -> str:
+        rest = message[m.end():m.end() + 1]
+        return "--" + m.group(1).replace("_", "-") + ("" if rest in (" ", "") else " ")
+
+    return _KEYWORD.sub(flag, message)
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each flag's default (unless its text already names it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (default is None or default is False or default is argparse.SUPPRESS
+                or "default" in text or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's parser: defaults in the help, the exit codes below it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("epilog", EPILOG)
+        super().__init__(*args, **kwargs)
+
+
+def _choices(enum: type[ParamEnum]) -> list[str]:
+    return [str(member.value) for member in enum]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="uncertain-cep", description=__doc__.split("\n\n")[0])
+    from uncertain_cep.api import EngineName
+    from uncertain_cep.index.codes import CodeSchemeName
+    from uncertain_cep.interval.api import MatchEngine
+    from uncertain_cep.pipeline.build_job import BadInputPolicy
+    from uncertain_cep.query.strategies import StrategyName
+
+    parser = _Parser(prog="uncertain-cep", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=_version())
+    # Subcommands' parsers are _Parsers too (argparse makes them of the parent's class).
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the main job on the bundled sample archive")
     demo.add_argument("--out", default="out/demo", help="output directory")
     demo.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    demo.add_argument("--engine", default="auto",
+    demo.add_argument("--engine", default="auto", choices=_choices(DemoEngine),
                       help="where the index is built: spark, local (this process), or auto "
-                           "(default: Spark if pyspark is installed, else this process)")
+                           "(Spark if pyspark is installed, else this process)")
     demo.set_defaults(run=_demo)
 
     build = sub.add_parser("build", help="validate an archive and write its index (Spark)")
@@ -101,61 +175,65 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--max-speed", type=float, default=None,
                        help="Condition 2: largest speed between a group's events")
     build.add_argument("--coordinates", default="x,y", help="comma-separated, for --max-speed")
-    build.add_argument("--codes", default="compact", help="compact (default) or paper")
+    build.add_argument("--codes", default="compact", choices=_choices(CodeSchemeName),
+                       help="OI-tree node codes")
     build.add_argument("--node-budget", type=count_argument(1), default=2_000_000,
                        help="largest number of OI-tree nodes one group may need")
-    build.add_argument("--on-bad-rows", default="error", help="error (default) or report")
-    build.add_argument("--on-bad-groups", default="error", help="error (default) or report")
+    build.add_argument("--on-bad-rows", default="error", choices=_choices(BadInputPolicy),
+                       help="fail on bad rows, or index the rest and report them")
+    build.add_argument("--on-bad-groups", default="error", choices=_choices(BadInputPolicy),
+                       help="fail on groups that cannot be indexed, or index the rest and "
+                            "report them")
     build.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     build.add_argument("--partitions", type=count_argument(1), default=None,
                        help="number of build tasks")
-    build.add_argument("--engine", default="spark",
-                       help="spark (default) or local: build in this process instead")
+    build.add_argument("--engine", default="spark", choices=_choices(EngineName),
+                       help="build with Spark, or in this process (local)")
     build.set_defaults(run=_build)
 
     query = sub.add_parser("query", help="answer a query over a saved index")
     query.add_argument("index", help="index directory")
     query.add_argument("query", help="query text (or @file to read it from a file)")
-    query.add_argument("--strategy", default="selectivity",
-                       help="selectivity (default), sequential, tree_traversal or "
-                            "possible_worlds")
+    query.add_argument("--strategy", default="selectivity", choices=_choices(StrategyName),
+                       help="evaluation strategy")
     query.add_argument("--explain", action="store_true",
                        help="print the plan and counters per step before the answer")
-    query.add_argument("--engine", default="local",
-                       help="local (default): load the index here; spark: by time slices")
+    query.add_argument("--engine", default="local", choices=_choices(EngineName),
+                       help="local: load the index here; spark: by time slices")
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
-    query.add_argument("--out", default=None, help="write the answer to .parquet or .csv")
+    query.add_argument("--out", default=None, type=table_path_argument,
+                       help="write the answer to .parquet or .csv")
     query.set_defaults(run=_query)
 
     reporter = sub.add_parser("report", help="a standalone HTML report of one query over a "
                                              "saved index (query, plan, answer, timeline)")
     reporter.add_argument("index", help="index directory (written by build)")
     reporter.add_argument("query", help="query text (or @file to read it from a file)")
-    reporter.add_argument("--out", required=True, help="the report, .html")
+    reporter.add_argument("--out", required=True, type=_html_path, help="the report, .html")
     reporter.add_argument("--strategy", default="selectivity",
-                          help="selectivity (default), sequential, tree_traversal or "
-                               "possible_worlds")
-    reporter.add_argument("--table", default=None,
+                          choices=_choices(StrategyName), help="evaluation strategy")
+    reporter.add_argument("--table", default=None, type=table_path_argument,
                           help="also write the full answer to .parquet or .csv")
     reporter.add_argument("--top", type=count_argument(1), default=100,
-                          help="answer rows shown in the page (default 100)")
+                          help="answer rows shown in the page")
     reporter.set_defaults(run=_report)
 
     matcher = sub.add_parser("match", help="match a temporal pattern (part B) on Spark")
     matcher.add_argument("input", help="Parquet or CSV file of point or interval events, or "
                                        "a directory of them")
     matcher.add_argument("query", help="query text (or @file to read it from a file)")
-    matcher.add_argument("--out", required=True, help="answer file, .parquet or .csv")
+    matcher.add_argument("--out", required=True, type=table_path_argument,
+                         help="answer file, .parquet or .csv")
     matcher.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    matcher.add_argument("--engine", default="join",
-                         help="join (default), automata or brute_force")
+    matcher.add_argument("--engine", default="join", choices=_choices(MatchEngine),
+                         help="how matches are found (every engine gives the same answer)")
     matcher.add_argument("--time-column", default="time", help="point events' time column")
     matcher.add_argument("--time-unit", type=_time_unit, default=None,
                          help="seconds per data time unit (a number) or a duration such as "
                               "1s; needed when the query writes units (5s, 2 MINUTES)")
     matcher.add_argument("--tick", type=float, default=1,
                          help="one time unit of point events: a run still true at a "
-                              "partition's last event ends this long after it (default 1)")
+                              "partition's last event ends this long after it")
     matcher.add_argument("--symbol-column", default="symbol",
                          help="interval events' column naming each row's symbol")
     matcher.set_defaults(run=_match)
@@ -167,6 +245,12 @@ def _parser() -> argparse.ArgumentParser:
 def _whole(value: float) -> float | int:
     """An integral tick as an int, so that integer times stay integers."""
     return int(value) if float(value).is_integer() else value
+
+
+def _html_path(text: str) -> str:
+    if Path(text).suffix.lower() not in (".html", ".htm"):
+        raise argparse.ArgumentTypeError(f"{text} must end in .html")
+    return text
 
 
 def _time_unit(text: str) -> float | str:
@@ -312,20 +396,13 @@ def _query(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
-    from uncertain_cep.errors import InputError
     from uncertain_cep.query.language import parse_query
-    from uncertain_cep.query.strategies import StrategyName
     from uncertain_cep.report import html_report, write_html_report
 
     text = _query_text(args.query)
     # Everything that can be checked without the index fails here, before it is read.
     parse_query(text)
-    StrategyName.get_value(args.strategy)
     out = Path(args.out)
-    if out.suffix.lower() not in (".html", ".htm"):
-        raise InputError(f"report {out} must end in .html")
-    if args.table is not None:
-        check_table_path(Path(args.table), "answer table")
     page, res = html_report(uc.open_index(args.index), text, args.strategy, top=args.top,
                             source=str(args.index), table_file=args.table)
     if args.table is not None:
@@ -337,14 +414,11 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _match(args: argparse.Namespace) -> int:
-    from uncertain_cep.interval.api import MatchEngine
     from uncertain_cep.interval.language import parse_temporal_query
 
     text = _query_text(args.query)
     # Everything that can be checked without data fails here, before Spark starts.
     parse_temporal_query(text)
-    MatchEngine.get_value(args.engine)
-    check_table_path(Path(args.out))
     from uncertain_cep.pipeline.match_job import match_spark
 
     res = match_spark(args.input, text, engine=args.engine, time_column=args.time_column,

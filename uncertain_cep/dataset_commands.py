@@ -22,9 +22,10 @@ from typing import Any
 import pandas as pd
 
 from uncertain_cep.errors import ParamEnum
-from uncertain_cep.files import check_table_path, write_table
+from uncertain_cep.files import write_table
 
-__all__ = ["GeneratedDataset", "RealDataset", "add_datasets_parser", "count_argument"]
+__all__ = ["GeneratedDataset", "RealDataset", "add_datasets_parser", "count_argument",
+           "table_path_argument"]
 
 
 def add_datasets_parser(sub: Any) -> None:
@@ -37,7 +38,7 @@ def add_datasets_parser(sub: Any) -> None:
         "generate", help="write a generated archive to .parquet or .csv",
         epilog="Defaults differ per dataset: see `uncertain-cep datasets list`.")
     generate.add_argument("name", metavar="NAME", help=", ".join(m.value for m in GeneratedDataset))
-    generate.add_argument("--out", required=True, metavar="FILE",
+    generate.add_argument("--out", required=True, metavar="FILE", type=table_path_argument,
                           help="file to write, .parquet or .csv")
     _add_dataset_options(generate, _GENERATED)
     generate.set_defaults(run=_datasets_generate)
@@ -46,7 +47,7 @@ def add_datasets_parser(sub: Any) -> None:
         epilog="Defaults differ per dataset: see `uncertain-cep datasets list`.")
     convert.add_argument("name", metavar="NAME", help=", ".join(m.value for m in RealDataset))
     convert.add_argument("input", metavar="INPUT", help="the data set's original file")
-    convert.add_argument("--out", required=True, metavar="FILE",
+    convert.add_argument("--out", required=True, metavar="FILE", type=table_path_argument,
                          help="file to write, .parquet or .csv")
     _add_dataset_options(convert, _REAL)
     convert.set_defaults(run=_datasets_convert)
@@ -67,6 +68,13 @@ class RealDataset(ParamEnum):
     dodgers = "dodgers"
     localization = "localization"
     icu = "icu"
+
+
+def table_path_argument(text: str) -> str:
+    """An argparse type: a table file to write, ``.parquet`` or ``.csv``."""
+    if Path(text).suffix not in (".parquet", ".csv"):
+        raise argparse.ArgumentTypeError(f"{text} must end in .parquet or .csv")
+    return text
 
 
 def count_argument(minimum: int) -> Callable[[str], int]:
@@ -222,14 +230,14 @@ def _dataset_arguments(args: argparse.Namespace, name: str, spec: _Dataset,
                        table: dict[str, _Dataset]) -> dict[str, Any]:
     """The keyword arguments for ``spec``: its defaults, overridden by the options given;
     an option of another dataset is an error."""
-    from uncertain_cep.errors import InvalidOptionError
+    from uncertain_cep.errors import UsageError
 
     keywords = {k for other in table.values() for k in other.options}
     given = {k: getattr(args, k) for k in sorted(keywords) if hasattr(args, k)}
     foreign = [_OPTIONS[k].flag for k in given if k not in spec.options]
     if foreign:
         valid = ", ".join(_OPTIONS[k].flag for k in spec.options)
-        raise InvalidOptionError(f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'}"
+        raise UsageError(f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'}"
                                  f" not {'an option' if len(foreign) == 1 else 'options'} of "
                                  f"{name}; its options are {valid}")
     return {**spec.defaults(), **given}
@@ -237,16 +245,16 @@ def _dataset_arguments(args: argparse.Namespace, name: str, spec: _Dataset,
 
 def _call(name: str, function: Callable[..., pd.DataFrame], *args: Any,
           **kwargs: Any) -> pd.DataFrame:
-    """``function(*args, **kwargs)``, a ValueError about the arguments becoming a clean
-    :class:`~uncertain_cep.errors.InputError`."""
-    from uncertain_cep.errors import InputError, UncertainCepError
+    """``function(*args, **kwargs)``, a ValueError about the arguments (an option value
+    the generator cannot take) becoming a clean :class:`~uncertain_cep.errors.UsageError`."""
+    from uncertain_cep.errors import UncertainCepError, UsageError
 
     try:
         return function(*args, **kwargs)
     except UncertainCepError:
         raise
     except ValueError as e:
-        raise InputError(f"{name}: {e}") from e
+        raise UsageError(f"{name}: {e}") from e
 
 
 def _show(value: Any) -> str:
@@ -306,17 +314,15 @@ def _dataset_job(args: argparse.Namespace, names: Any, specs: Any, others: Any, 
                  kind: str) -> tuple[str, Any, dict[str, Any], Path]:
     """The checked name, its spec, its keyword arguments and the output path; a name of
     the other subcommand gets a pointer to it."""
-    from uncertain_cep.errors import InvalidOptionError
+    from uncertain_cep.errors import InvalidOptionError, UsageError
 
     try:
         name = names.get_value(args.name)
     except InvalidOptionError as e:
         if args.name in others:
-            raise InvalidOptionError(f"{e}; {args.name} is {kind}, see "
-                                     f"{hint.format(args.name)}") from None
-        raise
+            raise UsageError(f"{e}; {args.name} is {kind}, see "
+                             f"{hint.format(args.name)}") from None
+        raise UsageError(str(e)) from None
     spec = specs[name]
     kwargs = _dataset_arguments(args, name, spec, specs)
-    target = Path(args.out)
-    check_table_path(target, "output file")
-    return name, spec, kwargs, target
+    return name, spec, kwargs, Path(args.out)

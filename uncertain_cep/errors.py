@@ -33,6 +33,7 @@ __all__ = [
     "QueryError",
     "QueryParseError",
     "UncertainCepError",
+    "UsageError",
 ]
 
 
@@ -77,6 +78,11 @@ class QueryError(UncertainCepError, ValueError):
 
 class PlanningError(UncertainCepError):
     """The planner could not evaluate a query (unknown strategy, inconsistent plan)."""
+
+
+class UsageError(UncertainCepError, ValueError):
+    """A command line asks for what cannot be: an unknown name, an option of another
+    command, a value an option cannot take (the CLI exits with status 2)."""
 
 
 class InvalidOptionError(UncertainCepError, ValueError):

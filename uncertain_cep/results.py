@@ -191,7 +191,8 @@ class _Plot:
         if kind == "timeline" or (kind is None and not args
                                   and set(kwargs) <= self._TIMELINE_ARGUMENTS):
             return self._result.timeline(*args, **kwargs)
-        return pd.DataFrame(self._result).plot(*args, kind=kind or "line", **kwargs)
+        return pd.DataFrame(self._result).plot(  # type: ignore[call-overload]
+            *args, kind=kind or "line", **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(pd.DataFrame(self._result).plot, name)
