@@ -15,6 +15,7 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep import cli
+from uncertain_cep.answer_files import read_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x >= 2 WITHIN 5 CONFIDENCE 0.1"
@@ -33,16 +34,14 @@ def _events() -> pd.DataFrame:
 
 
 def _expected(res: pd.DataFrame) -> pd.DataFrame:
-    """The answer as a report stores it: event ids joined by spaces, no attrs."""
-    out = res.assign(events=[" ".join(map(str, e)) for e in res["events"]])
+    """The answer as a report file gives it back: the answer table, no attrs."""
+    out = pd.DataFrame(res).reset_index(drop=True)
     out.attrs = {}
     return out
 
 
 def _read(path: Path) -> pd.DataFrame:
-    if path.suffix == ".csv":
-        return pd.read_csv(path, dtype={"events": str}, float_precision="round_trip")
-    return pd.read_parquet(path)
+    return read_answer(path)
 
 
 def _temporaries(directory: Path) -> list[str]:
@@ -276,3 +275,45 @@ def test_errors_name_flags_as_typed(tmp_path, capsys):
                      "--group-by", "person", "--engine", "local"]) == 1
     err = capsys.readouterr().err
     assert "--time-unit" in err and "time_unit=" not in err
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_answer_files_keep_ids_with_spaces_apart(tmp_path, suffix):
+    df = pd.DataFrame({"event_id": ["a", "b c", "a b", "c"], "group": [0, 0, 1, 1],
+                       "t_lo": [1, 3, 1, 3], "t_hi": [1, 3, 1, 3], "x": 1.0})
+    res = uc.build_index(df).query("PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 "
+                                   "WITHIN 5 CONFIDENCE 0.5")
+    assert {("a", "b c"), ("a b", "c")} <= set(res["events"])
+    cli.write_report(res, tmp_path / f"r{suffix}")
+    back = read_answer(tmp_path / f"r{suffix}")
+    pd.testing.assert_frame_equal(back, _expected(res), check_exact=True)
+    columns = (pd.read_csv(tmp_path / "r.csv").columns if suffix == ".csv"
+               else pd.read_parquet(tmp_path / "r.parquet").columns)
+    assert list(columns) == ([] if suffix == ".csv" else ["events"]) + [
+        "A", "B", "confidence", "t_first", "t_last"]
+
+
+def test_parquet_answers_keep_the_id_type_even_when_empty(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = pd.DataFrame({"event_id": [10, 20], "group": 0, "t_lo": [1, 3], "t_hi": [1, 3],
+                       "x": 1.0})
+    idx = uc.build_index(df)
+    for name, text in [("some", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 5"),
+                       ("none", "PATTERN SEQ(A, B) DEFINE A AS x > 5, B AS x > 0 WITHIN 5")]:
+        idx.query(text).to_file(tmp_path / f"{name}.parquet")
+        schema = pq.read_schema(tmp_path / f"{name}.parquet")
+        assert schema.field("events").type.value_type == pa.int64()
+        assert schema.field("A").type == pa.int64()
+    assert read_answer(tmp_path / "some.parquet")["events"].tolist() == [(10, 20)]
+
+
+def test_a_repeated_symbol_names_its_columns_by_position(tmp_path):
+    df = pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 1, 2], "t_lo": [1, 3, 5],
+                       "t_hi": [1, 3, 5], "x": 1.0})
+    res = uc.build_index(df).query("PATTERN SEQ(A, B, A) DEFINE A AS x > 0, B AS x > 0 "
+                                   "WITHIN 9")
+    res.to_file(tmp_path / "r.csv")
+    assert list(pd.read_csv(tmp_path / "r.csv").columns[:3]) == ["A@1", "B@2", "A@3"]
+    pd.testing.assert_frame_equal(read_answer(tmp_path / "r.csv"), _expected(res))

@@ -25,6 +25,7 @@ LAYERS: list[list[list[str]]] = [
     [["uncertain_cep.query"], ["uncertain_cep.interval"]],
     [["uncertain_cep.pipeline"]],
     [["uncertain_cep", "uncertain_cep.api", "uncertain_cep.results", "uncertain_cep.report",
+      "uncertain_cep.answer_files",
       "uncertain_cep.cli", "uncertain_cep.dataset_commands", "uncertain_cep.__main__"]],
 ]
 SPARK_LAYER = "uncertain_cep.pipeline"

@@ -17,6 +17,7 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep import cli
+from uncertain_cep.answer_files import read_answer
 from uncertain_cep.report import html_report, write_html_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,8 +112,8 @@ def test_cli_report_writes_the_page_and_the_full_answer(saved, tmp_path, capsys)
                      "--top", "5"]) == 0
     expected = idx.query(QUERY)
     assert f"{expected.summary()}; report written to {out}" in capsys.readouterr().out
-    written = pd.read_csv(table)
-    assert written["events"].tolist() == [" ".join(e) for e in expected["events"]]
+    written = read_answer(table)
+    assert written["events"].tolist() == expected["events"].tolist()
     np.testing.assert_allclose(written["confidence"], expected["confidence"], rtol=1e-12)
     page = out.read_text()
     assert "the 5 most confident of" in page

@@ -26,6 +26,7 @@ from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from uncertain_cep.answer_files import read_answer
     from uncertain_cep.api import UncertainIndex, build_index, open_index, query_index
     from uncertain_cep.errors import (
         IndexBuildError,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         QueryError,
         QueryParseError,
         UncertainCepError,
+        UsageError,
     )
     from uncertain_cep.index.summary import IndexSummary
     from uncertain_cep.interval.api import match
@@ -64,6 +66,7 @@ _EXPORTS = {
     "open_index": "uncertain_cep.api",
     "UncertainIndex": "uncertain_cep.api",
     "query_index": "uncertain_cep.api",
+    "read_answer": "uncertain_cep.answer_files",
     "match": "uncertain_cep.interval.api",
     "build_index_spark": "uncertain_cep.pipeline.build_job",
     "BuildSummary": "uncertain_cep.pipeline.build_job",
@@ -88,6 +91,7 @@ _EXPORTS = {
     "QueryError": "uncertain_cep.errors",
     "PlanningError": "uncertain_cep.errors",
     "InvalidOptionError": "uncertain_cep.errors",
+    "UsageError": "uncertain_cep.errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -180,7 +180,7 @@ class UncertainIndex:
                          zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
         return QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
                               items=_item_symbols(pattern), event_times=times,
-                              stats=ctx.stats)
+                              stats=ctx.stats, id_dtype=self.archive.event_ids.dtype)
 
     def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
         """Fraction of a group's order instances placing each given event at its instant.
@@ -233,8 +233,11 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     rows, stats = query_spark(os.fspath(path), query, StrategyName.get_value(strategy),
                               master=master)
     frame = answer_frame(rows)
+    from uncertain_cep.index.reader import open_reader
+
     return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
                           stats=stats,
+                          id_dtype=open_reader(path).empty_archive().event_ids.dtype,
                           event_times=_stored_event_times(Path(path),
                                                           {e for r in rows for e in r[0]}))
 

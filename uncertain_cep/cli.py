@@ -42,7 +42,6 @@ from uncertain_cep.dataset_commands import (
     table_path_argument,
 )
 from uncertain_cep.errors import ParamEnum
-from uncertain_cep.files import check_table_path, write_table
 
 __all__ = ["main", "write_report"]
 
@@ -261,14 +260,16 @@ def _time_unit(text: str) -> float | str:
 
 
 def write_report(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write an answer table to Parquet or CSV atomically (temporary file, then rename)."""
-    target = Path(path)
-    check_table_path(target)
-    # A part-A answer's event-id tuples are stored as space-separated text.
-    out = (frame.assign(events=[" ".join(map(str, e)) for e in frame["events"]])
-           if "events" in frame.columns else frame.copy())
-    out.attrs = {}
-    write_table(out, target)
+    """Write an answer table to Parquet or CSV atomically: a query's answer as
+    :meth:`QueryResult.to_file <uncertain_cep.results.QueryResult.to_file>` does, any
+    other table as it is (:mod:`uncertain_cep.answer_files`)."""
+    from uncertain_cep.answer_files import write_answer
+    from uncertain_cep.results import QueryResult
+
+    if isinstance(frame, QueryResult):
+        frame.to_file(path)
+    else:
+        write_answer(frame, path)
 
 
 def _version() -> str:

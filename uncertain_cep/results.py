@@ -29,6 +29,7 @@ DataFrames, so nothing stale travels with them.
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -55,11 +56,13 @@ class QueryResult(pd.DataFrame):
     (what the evaluation did, a :class:`~uncertain_cep.query.stats.QueryStats`).
     """
 
-    _metadata: ClassVar[list[str]] = ["query_text", "pattern_items", "event_times", "stats"]
+    _metadata: ClassVar[list[str]] = ["query_text", "pattern_items", "event_times", "stats",
+                                      "id_dtype"]
     query_text: str
     pattern_items: tuple[str, ...]
     event_times: dict[Any, tuple[int, int]]
     stats: QueryStats
+    id_dtype: np.dtype[Any] | None   # the archive's event-id type (for empty answers)
 
     @property
     def _constructor(self) -> type[pd.DataFrame]:
@@ -69,7 +72,8 @@ class QueryResult(pd.DataFrame):
     @classmethod
     def of(cls, frame: pd.DataFrame, *, query: str, items: Sequence[str],
            event_times: Mapping[Any, tuple[int, int]],
-           stats: QueryStats | None = None) -> QueryResult:
+           stats: QueryStats | None = None,
+           id_dtype: np.dtype[Any] | None = None) -> QueryResult:
         """Wrap an answer table (its columns and ``attrs`` are kept as they are)."""
         out = cls(frame)
         out.attrs = dict(frame.attrs)
@@ -77,7 +81,18 @@ class QueryResult(pd.DataFrame):
         out.pattern_items = tuple(items)
         out.event_times = dict(event_times)
         out.stats = stats if stats is not None else QueryStats()
+        out.id_dtype = id_dtype
         return out
+
+    def to_file(self, path: str | os.PathLike[str]) -> None:
+        """Write the answer to ``.parquet`` or ``.csv`` atomically: Parquet keeps
+        ``events`` as a list column of the archive's id type, and both formats have one
+        column per positive item (:mod:`uncertain_cep.answer_files`;
+        :func:`~uncertain_cep.answer_files.read_answer` reads it back)."""
+        from uncertain_cep.answer_files import write_answer
+
+        write_answer(self, path, items=self.pattern_items, query=self.query_text,
+                     id_dtype=self.id_dtype)
 
     # ------------------------------------------------------------ display
     def summary(self) -> str:

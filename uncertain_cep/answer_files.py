@@ -1,0 +1,146 @@
+"""Answer tables as files: Parquet or CSV, written atomically, read back exactly.
+
+An answer row's events are a tuple of event ids (SEMANTICS A4), and ids may hold any
+character, so a file never joins them into text:
+
+* Parquet: ``events`` is a list column of the archive's id type, followed by one column
+  per positive item (named by its symbol; ``symbol@position`` when a symbol repeats),
+  then ``confidence``, ``t_first``, ``t_last``. The query text and the items are kept in
+  the file's metadata.
+* CSV: one column per positive item, then ``confidence``, ``t_first``, ``t_last``.
+
+:func:`read_answer` reads either back into the answer table (``events`` as tuples).
+
+>>> import tempfile, pathlib
+>>> answer = pd.DataFrame({"events": [("a", "b c"), ("a b", "c")], "confidence": [0.5, 0.25],
+...                        "t_first": [1, 2], "t_last": [3, 4]})
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> write_answer(answer, folder / "a.csv", items=("A", "B"))
+>>> pd.read_csv(folder / "a.csv").columns.tolist()
+['A', 'B', 'confidence', 't_first', 't_last']
+>>> read_answer(folder / "a.csv")["events"].tolist()
+[('a', 'b c'), ('a b', 'c')]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from uncertain_cep.errors import InputError
+from uncertain_cep.files import atomic_write, check_table_path
+
+__all__ = ["item_columns", "read_answer", "write_answer"]
+
+_TAIL = ["confidence", "t_first", "t_last"]
+_METADATA_KEY = b"uncertain_cep.answer"
+
+
+def item_columns(items: Sequence[str]) -> list[str]:
+    """The column of each positive item: its symbol, or ``symbol@position`` (1-based)
+    when a symbol repeats or would take a column of the table's own.
+
+    >>> item_columns(["A", "B"]), item_columns(["A", "B", "A"])
+    (['A', 'B'], ['A@1', 'B@2', 'A@3'])
+    """
+    plain = list(items)
+    if len(set(plain)) == len(plain) and not set(plain) & {"events", *_TAIL}:
+        return plain
+    return [f"{s}@{i}" for i, s in enumerate(plain, start=1)]
+
+
+def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
+                 items: Sequence[str] | None = None, query: str | None = None,
+                 id_dtype: np.dtype[Any] | None = None) -> None:
+    """Write an answer table (``events`` tuples, ``confidence``, ``t_first``,
+    ``t_last``) to ``.parquet`` or ``.csv``, atomically.
+
+    ``items``: the positive items' symbols, naming the per-item columns (default
+    ``item_1``...); ``id_dtype``: the archive's event-id type, which an empty answer's
+    list column takes. A table without ``events`` (a part-B answer) is written as it is.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    target = Path(path)
+    check_table_path(target, "answer file")
+    if "events" not in frame.columns:
+        out = pd.DataFrame(frame)
+        out.attrs = {}
+        _write_frame(out, target)
+        return
+    k = (len(items) if items is not None
+         else max((len(e) for e in frame["events"]), default=0))
+    names = item_columns(items) if items is not None else [f"item_{i}" for i in range(1, k + 1)]
+    rows = list(frame["events"])
+    if any(len(e) != k for e in rows):
+        raise InputError(f"an answer row has {min(map(len, rows))} to {max(map(len, rows))} "
+                         f"events, but the query has {k} positive items")
+    ids = [pd.Series([e[c] for e in rows], dtype=_column_dtype(rows, c, id_dtype))
+           for c in range(k)]
+    tail = {c: frame[c].to_numpy() for c in _TAIL}
+    if target.suffix == ".csv":
+        table = pd.DataFrame({**dict(zip(names, ids)), **tail}, columns=[*names, *_TAIL])
+        atomic_write(target, lambda tmp: table.to_csv(tmp, index=False))
+        return
+    columns = {name: pa.array(col) for name, col in zip(names, ids)}
+    id_type = (next(iter(columns.values())).type if columns
+               else pa.from_numpy_dtype(id_dtype) if id_dtype is not None and
+               id_dtype.kind in "iuf" else pa.string())
+    events = pa.array(rows if rows else [], type=pa.list_(id_type))
+    table = pa.table({"events": events, **columns,
+                      **{c: pa.array(v) for c, v in tail.items()}})
+    meta = {"query": query, "items": list(items) if items is not None else None}
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           _METADATA_KEY: json.dumps(meta).encode()})
+    atomic_write(target, lambda tmp: pq.write_table(table, tmp))
+
+
+def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """An answer file written by :func:`write_answer` (or the CLI's ``--out``/``--table``)
+    as the answer table: ``events`` tuples, ``confidence``, ``t_first``, ``t_last``.
+    CSV ids come back with the types pandas reads them as (Parquet keeps the archive's).
+    """
+    target = Path(path)
+    check_table_path(target, "answer file")
+    if not target.is_file():
+        raise InputError(f"answer file {target} does not exist")
+    if target.suffix == ".csv":
+        raw = pd.read_csv(target, float_precision="round_trip")
+        missing = [c for c in _TAIL if c not in raw.columns]
+        if missing:
+            raise InputError(f"{target} is not an answer file: it has no column "
+                             f"{missing[0]!r}")
+        names = list(raw.columns[:list(raw.columns).index("confidence")])
+        events = list(zip(*(raw[n].tolist() for n in names))) if names \
+            else [() for _ in range(len(raw))]
+    else:
+        raw = pd.read_parquet(target)
+        if "events" not in raw.columns:
+            raise InputError(f"{target} is not an answer file: it has no column 'events'")
+        events = [tuple(e.tolist()) if isinstance(e, np.ndarray) else tuple(e)
+                  for e in raw["events"]]
+    return pd.DataFrame({"events": pd.Series(events, dtype=object),
+                         **{c: raw[c].to_numpy() for c in _TAIL}})
+
+
+def _column_dtype(rows: list[tuple[Any, ...]], c: int, id_dtype: np.dtype[Any] | None
+                  ) -> Any:
+    if id_dtype is not None and id_dtype.kind in "iuf":
+        return id_dtype
+    if rows and all(isinstance(e[c], int | np.integer) for e in rows):
+        return np.int64
+    return object
+
+
+def _write_frame(frame: pd.DataFrame, target: Path) -> None:
+    if target.suffix == ".csv":
+        atomic_write(target, lambda tmp: frame.to_csv(tmp, index=False))
+    else:
+        atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
