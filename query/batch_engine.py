@@ -15,6 +15,7 @@ groups. EXPLAIN reports them per step.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -175,8 +176,9 @@ class BatchEngine:
         Returns the entries created, the tuples they form and the entries kept."""
         table, negations = self.table, self.ctx.negations
         created = found = kept = 0
-        for grown, segments in self._grown(batch, item, depth, start, stop, candidates):
-            created += len(grown)
+        for grown, segments, made in self._grown(batch, item, depth, start, stop,
+                                                 candidates):
+            created += made
             if segments is None:
                 grown = merge(table, grown) if not negations else grown.in_tuple_order()
             elif negations:
@@ -200,48 +202,73 @@ class BatchEngine:
         straight into its confidence. Returns the entries created, the tuples and the
         answers."""
         created = found = kept = 0
-        for part, some, lo, hi in self._pieces(batch, item, start, stop, candidates):
-            made, summed, answered = self._finish_extended(part, item, some, lo, hi)
-            created += made
-            found += summed
-            kept += answered
+        for units in self._pieces(batch, item, start, stop, candidates):
+            sums = [self._tuple_sums(*unit, item) for unit in units]
+            events, total, first, last = (sums[0][:4] if len(sums) == 1
+                                          else _combined_sums(sums, item))
+            created += sum(made for *_, made in sums)
+            found += len(total)
+            kept += self._answer(events, total, first, last)
         return created, found, kept
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes
-               ) -> Iterator[tuple[Batch, np.ndarray | None]]:
+               ) -> Iterator[tuple[Batch, np.ndarray | None, int]]:
         """The batch extended by ``item``, in pieces of bounded size, each with the
-        boundaries of its tuples' extensions (:func:`extend`; None from nothing)."""
+        boundaries of its tuples' extensions (:func:`extend`; None from nothing, or for
+        one tuple's pieces put together) and the entries created."""
         table = self.table
         if depth == 0:
             # From nothing: one entry per candidate node, cut between events.
             nodes = candidates.nodes[np.argsort(table.row[candidates.nodes], kind="stable")]
             rows = table.row[nodes][:, None]
             for piece in split_by_tuples(rows, np.ones(len(nodes), np.int64), self.limit):
-                yield self._from_nodes(nodes[piece], item), None
+                grown = self._from_nodes(nodes[piece], item)
+                yield grown, None, len(grown)
             return
-        for part, some, lo, hi in self._pieces(batch, item, start, stop, candidates):
-            yield extend(table, part, item, some, lo, hi)
+        for units in self._pieces(batch, item, start, stop, candidates):
+            if len(units) == 1:
+                part, some, lo, hi = units[0]
+                grown, segments = extend(table, part, item, some, lo, hi)
+                yield grown, segments, len(grown)
+                continue
+            # Chunks of one tuple's entries, extended by one event: merged chunk by chunk
+            # (merging is associative), then together by the caller before pruning.
+            parts, made = [], 0
+            for part, some, lo, hi in units:
+                grown, segments = extend(table, part, item, some, lo, hi)
+                made += len(grown)
+                parts.append(grown if self.ctx.negations
+                             else merge(table, grown, segments, item))
+            yield Batch.concat(parts), None, made
 
     def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
                 candidates: CandidateNodes
-                ) -> Iterator[tuple[Batch, CandidateNodes, np.ndarray, np.ndarray]]:
+                ) -> Iterator[list[tuple[Batch, CandidateNodes, np.ndarray, np.ndarray]]]:
         """The batch cut between tuples into pieces of at most ``limit`` (entry,
-        candidate) pairs, each with its candidates and windows; a tuple with more pairs
-        than that comes in passes over its candidates by event (:func:`candidate_passes`).
-        """
+        candidate) pairs, each with its candidates and windows. A tuple with more pairs
+        than that comes in passes over its candidates by event (:func:`candidate_passes`),
+        and one event with more pairs than that in chunks of the tuple's entries: such
+        chunks come together in one list, since only together do they hold whole new
+        tuples (pruning must see them all)."""
         table = self.table
         weights = np.maximum(stop - start, 0)
         for piece in split_by_tuples(batch.events, weights, self.limit):
             part = batch.take(piece)
             if int(weights[piece].sum()) <= self.limit:
-                yield part, candidates, start[piece], stop[piece]
+                yield [(part, candidates, start[piece], stop[piece])]
                 continue
             for some in candidate_passes(table, candidates, start[piece], stop[piece],
                                          self.limit):
                 lo, hi = window_bounds(some, *item_windows(table, part, item,
                                                            self.ctx.window))
-                yield part, some, lo, hi
+                pairs = np.maximum(hi - lo, 0)
+                if int(pairs.sum()) <= self.limit:
+                    yield [(part, some, lo, hi)]
+                    continue
+                cuts = _cuts(pairs, self.limit)
+                yield [(part.take(slice(a, b)), some, lo[a:b], hi[a:b])
+                       for a, b in itertools.pairwise(cuts)]
 
     def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
         table = self.table
@@ -295,9 +322,11 @@ class BatchEngine:
         table, ctx = self.table, self.ctx
         theta = ctx.theta
         created = found = kept = 0
-        for grown, segments in self._grown(batch, item, depth, start, stop, candidates):
-            created += len(grown)
-            assert segments is not None
+        for grown, segments, made in self._grown(batch, item, depth, start, stop,
+                                                 candidates):
+            created += made
+            if segments is None:    # one tuple's chunks: all its extensions in one segment
+                segments = np.array([0, len(grown)])
             ids, first = group_values_in_segments(grown.events[:, item], segments)
             found += len(first)
             events = grown.events[first]
@@ -323,30 +352,33 @@ class BatchEngine:
                                         earliest[answer], latest[answer]))
         return created, found, kept
 
-    def _finish_extended(self, part: Batch, item: int, candidates: CandidateNodes,
-                         start: np.ndarray, stop: np.ndarray) -> tuple[int, int, int]:
+    def _tuple_sums(self, part: Batch, candidates: CandidateNodes, start: np.ndarray,
+                    stop: np.ndarray, item: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """The last item of a pattern without negation: extension and each new tuple's
         sum in one pass (:func:`~uncertain_cep.query.chain_kernels.extended_sums`), so
-        its entries are never written out, merged or regrouped. Returns the entries
-        created, the tuples and how many of them were answers."""
-        table = self.table
+        its entries are never written out, merged or regrouped. Returns the new tuples'
+        events, summed probabilities, first and last instants, and the entries
+        created."""
         bounds = np.append(tuple_starts(part.events), len(part))
         entry, new_row, total, first, last, created = extended_sums(
-            table, part.nodes, part.prob, item, bounds, start, stop, candidates.nodes)
+            self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.nodes)
         events = part.events[entry]
         events[:, item] = new_row
-        # Pr(S | e) of the tuple's other events once per tuple extended, then the new one.
-        before = self.attribute(part.events[bounds[:-1]])
-        extended_tuple = np.searchsorted(bounds, entry, side="right") - 1
-        conf = (total * before[extended_tuple]
-                * self.ctx.pr_rows(self.ctx.positive[item], new_row))
+        return events, total, first, last, created
+
+    def _answer(self, events: np.ndarray, total: np.ndarray, first: np.ndarray,
+                last: np.ndarray) -> int:
+        """Keep the tuples whose confidence (their sum times Pr(S | e) of their events)
+        reaches the threshold; how many."""
+        conf = total * self.attribute(events)
         theta = self.ctx.theta
         if theta > TOLERANCE:
             self.ctx.stats.tuples_pruned += int((conf < theta - TOLERANCE).sum())
         passing = (conf >= theta - TOLERANCE) & (conf > 0)
         self._answers.append(Answer(events[passing], np.minimum(conf[passing], 1.0),
                                     first[passing], last[passing]))
-        return created, len(entry), int(passing.sum())
+        return int(passing.sum())
 
     def _matches(self) -> Answer:
         ctx = self.ctx
@@ -381,3 +413,29 @@ def estimate_candidates(engine: BatchEngine, batch: Batch, item: int) -> float:
     """Expected candidates of ``item`` summed over the batch's tuples (for EXPLAIN)."""
     _, _, lo, hi = tuple_item_windows(engine, batch)
     return float(engine.estimates.expected_many(item, lo[:, item], hi[:, item]).sum())
+
+
+def _cuts(pairs: np.ndarray, limit: int) -> np.ndarray:
+    """Boundaries cutting rows into runs of at most ``limit`` summed ``pairs`` (a row
+    with more is a run of its own), from 0 to the number of rows."""
+    total = np.cumsum(pairs)
+    cuts = [0]
+    while cuts[-1] < len(pairs):
+        base = total[cuts[-1] - 1] if cuts[-1] else 0
+        end = int(np.searchsorted(total, base + limit, side="right"))
+        cuts.append(max(end, cuts[-1] + 1))
+    return np.array(cuts)
+
+
+def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]],
+                   item: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-tuple sums of chunks of one tuple's entries, added up per new event."""
+    events = np.concatenate([s[0] for s in sums])
+    new, first_of, ids = np.unique(events[:, item], return_index=True, return_inverse=True)
+    total = np.bincount(ids, weights=np.concatenate([s[1] for s in sums]),
+                        minlength=len(new))
+    first = np.full(len(new), NO_TIME, dtype=np.int64)
+    np.minimum.at(first, ids, np.concatenate([s[2] for s in sums]))
+    last = np.full(len(new), -NO_TIME, dtype=np.int64)
+    np.maximum.at(last, ids, np.concatenate([s[3] for s in sums]))
+    return events[first_of], total, first, last

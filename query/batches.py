@@ -71,6 +71,12 @@ class Batch:
     def take(self, rows: np.ndarray | slice) -> Batch:
         return Batch(self.events[rows], self.nodes[rows], self.prob[rows])
 
+    @staticmethod
+    def concat(parts: list[Batch]) -> Batch:
+        return Batch(np.concatenate([p.events for p in parts]),
+                     np.concatenate([p.nodes for p in parts]),
+                     np.concatenate([p.prob for p in parts]))
+
     def in_tuple_order(self) -> Batch:
         """The entries of each tuple made contiguous (tuples in no particular order)."""
         if len(self) < 2:
