@@ -122,11 +122,14 @@ def measure(idx: uc.UncertainIndex, counter: NodeReadCounter, text: str, strateg
     started = time.perf_counter()
     try:
         res = idx.query(text, strategy=strategy)
-    except Exception:
+    except Exception as e:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        if not _fired[0]:
-            raise
         ei.search_log = None
+        if not _fired[0]:
+            # Recorded, not raised: one failing query must not lose a data set's runs.
+            # It counts as not finished within the cap.
+            return {"strategy": strategy, "timed_out": True, "seconds": cap,
+                    "error": f"{type(e).__name__}: {e}"}, None
         return {"strategy": strategy, "timed_out": True, "seconds": cap}, None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

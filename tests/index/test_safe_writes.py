@@ -31,7 +31,7 @@ def test_a_site_with_a_manifest_json_is_not_replaced(tmp_path, capsys):
     _archive().to_parquet(archive)
     with pytest.raises(uc.IndexFormatError, match="not an uncertain-cep index"):
         uc.build_index(_archive()).save(site)
-    assert cli.main(["build", str(archive), "--out", str(site), "--engine", "local"]) == 2
+    assert cli.main(["build", str(archive), "--out", str(site), "--engine", "local"]) == 1
     assert "refusing to replace" in capsys.readouterr().err
     assert (site / "index.html").read_text() == "hi"
     assert _leftovers(tmp_path) == []
@@ -69,7 +69,7 @@ def test_the_input_folder_is_never_the_output(tmp_path, capsys):
     lake = tmp_path / "lake"
     lake.mkdir()
     _archive().to_parquet(lake / "part-0.parquet")
-    assert cli.main(["build", str(lake), "--out", str(lake), "--engine", "local"]) == 2
+    assert cli.main(["build", str(lake), "--out", str(lake), "--engine", "local"]) == 1
     assert "refusing to replace" in capsys.readouterr().err
     assert (lake / "part-0.parquet").is_file()
 
