@@ -294,22 +294,7 @@ def save_index(index: EventIndex, path: str | os.PathLike[str], *,
     draft = IndexDraft(path)
     try:
         archive = index.archive
-        events = archive.to_frame()
-        lay = index.layout
-        for name, values in zip(EVENT_COLUMNS, (lay.positions, lay.t_min, lay.t_max,
-                                                lay.code_lo, lay.code_hi)):
-            events[name] = values
-        table = pa.Table.from_pandas(events, preserve_index=False)
-        _write(table, draft.path / EVENTS / PART.format(0))
-        group_type = table.schema.field(archive.group_by).type
-        pairs = [forest_tables(f, _plain(archive.group_labels[g]), group_type)
-                 for g, f in enumerate(index.forests)]
-        _write(pa.concat_tables([n for n, _ in pairs]) if pairs
-               else node_schema(group_type).empty_table(),
-               draft.path / NODES / PART.format(0))
-        _write(pa.concat_tables([t for _, t in pairs]) if pairs
-               else tree_schema(group_type).empty_table(),
-               draft.path / TREES / PART.format(0))
+        write_index_tables(index, draft.path)
         finish_index(draft, group_by=archive.group_by,
                      attributes=AttributeNames(archive.numeric_names,
                                                archive.categorical_names),
@@ -319,6 +304,26 @@ def save_index(index: EventIndex, path: str | os.PathLike[str], *,
     except BaseException:
         draft.discard()
         raise
+
+
+def write_index_tables(index: EventIndex, root: Path) -> None:
+    """The ``events``, ``nodes`` and ``trees`` tables of an in-process index, one part
+    file each, under ``root`` (a draft: :func:`finish_index` completes it)."""
+    archive = index.archive
+    events = archive.to_frame()
+    lay = index.layout
+    for name, values in zip(EVENT_COLUMNS, (lay.positions, lay.t_min, lay.t_max,
+                                            lay.code_lo, lay.code_hi)):
+        events[name] = values
+    table = pa.Table.from_pandas(events, preserve_index=False)
+    _write(table, root / EVENTS / PART.format(0))
+    group_type = table.schema.field(archive.group_by).type
+    pairs = [forest_tables(f, _plain(archive.group_labels[g]), group_type)
+             for g, f in enumerate(index.forests)]
+    _write(pa.concat_tables([n for n, _ in pairs]) if pairs
+           else node_schema(group_type).empty_table(), root / NODES / PART.format(0))
+    _write(pa.concat_tables([t for _, t in pairs]) if pairs
+           else tree_schema(group_type).empty_table(), root / TREES / PART.format(0))
 
 
 def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames,

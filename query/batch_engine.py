@@ -118,6 +118,8 @@ class BatchEngine:
     def run(self, choose: ItemChooser) -> Answer:
         """Evaluate the pattern, matching items in the order ``choose`` picks."""
         k = self.k
+        if self.table.n_nodes == 0:     # an empty archive: no tuple, nothing to look up
+            return self._matches()
         start = Batch(np.full((1, k), -1, dtype=np.int64), np.full((1, k), -1, np.int64),
                       np.ones(1))
         stack: list[tuple[Batch, int]] = [(start, 0)]

@@ -219,3 +219,24 @@ def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path):
     assert drafts and all(not (d / "manifest.json").exists() for d in drafts)
     with pytest.raises(IndexFormatError, match=r"no manifest\.json"):
         uc.open_index(drafts[0])
+
+
+def test_an_empty_archive_is_an_empty_index_in_spark_as_in_the_api(spark, tmp_path):
+    empty = pd.DataFrame({"event_id": pd.Series([], dtype="int64"),
+                          "group": pd.Series([], dtype="int64"),
+                          "t_lo": pd.Series([], dtype="int64"),
+                          "t_hi": pd.Series([], dtype="int64"),
+                          "x": pd.Series([], dtype="float64")})
+    empty.to_parquet(tmp_path / "in.parquet", index=False)
+    said = []
+    summary = uc.build_index_spark(tmp_path / "in.parquet", tmp_path / "ix", spark=spark,
+                                   log=said.append)
+    assert summary.events == 0 and any("has no rows" in s for s in said)
+    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 5"
+    for idx in (uc.open_index(tmp_path / "ix"), uc.build_index(empty)):
+        assert idx.n_events == 0
+        res = idx.query(query)
+        assert len(res) == 0 and list(res.columns) == ["events", "confidence", "t_first",
+                                                        "t_last"]
+    rows, _ = query_spark(tmp_path / "ix", query, "selectivity", spark=spark, slices=2)
+    assert rows == []

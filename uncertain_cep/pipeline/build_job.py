@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
-from uncertain_cep.index.event_index import BuildSettings
+from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
 from uncertain_cep.index.storage import (
     REJECTED_ROW_COLUMNS,
     IndexDraft,
     check_replaceable,
     finish_index,
+    write_index_tables,
 )
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
@@ -147,9 +148,14 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         totals["bad_rows"] += duplicate_rows
         totals["rows_total"] += duplicate_rows
         _raise_on_bad(summary, totals, reject_rows, report_groups)
-        if totals["events"] == 0:
+        if totals["events"] == 0 and totals["rows_total"]:
             raise InputError(f"nothing to index in {source}: every row or group was "
-                             "rejected" if totals["rows_total"] else f"{source} has no rows")
+                             "rejected")
+        if totals["rows_total"] == 0:
+            # As uc.build_index does: an empty archive is an empty index, which answers
+            # every query with no rows.
+            say(f"warning: {source} has no rows; the index is empty")
+            write_index_tables(EventIndex(probe, settings), draft.path)
         phases["validate_index_write_groups"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("writing the R*-tree file and statistics")
