@@ -240,3 +240,26 @@ def test_an_empty_archive_is_an_empty_index_in_spark_as_in_the_api(spark, tmp_pa
                                                         "t_last"]
     rows, _ = query_spark(tmp_path / "ix", query, "selectivity", spark=spark, slices=2)
     assert rows == []
+
+
+def test_a_session_outside_utc_builds_the_same_instants(spark, tmp_path):
+    # Timezone-aware timestamps (Parquet isAdjustedToUTC): the session's time zone must
+    # not shift them (Arrow hands pandas wall times of the session's zone).
+    base = pd.Timestamp("2024-03-10 06:00", tz="UTC")
+    df = pd.DataFrame({"event_id": range(6), "group": [0, 0, 0, 1, 1, 1],
+                       "t_lo": [base + pd.Timedelta(seconds=s) for s in (0, 4, 9, 1, 5, 8)],
+                       "x": [1.0, 2.0, 3.0, 1.5, 2.5, 3.5]})
+    df["t_hi"] = df["t_lo"] + pd.Timedelta(seconds=2)
+    df.to_parquet(tmp_path / "in.parquet", index=False, coerce_timestamps="us")
+    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 2 WITHIN 10 CONFIDENCE 0.01"
+    want = uc.build_index(df, time_unit="1s").query(query)
+    assert len(want) > 0
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        uc.build_index_spark(tmp_path / "in.parquet", tmp_path / "ix", time_unit="1s",
+                             spark=spark, log=lambda _: None)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    got = uc.open_index(tmp_path / "ix").query(query)
+    pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(want), check_exact=True)

@@ -137,8 +137,9 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups")
+        frame, micros = _timestamps_as_micros(frame)
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
-                       settings=settings, reject_rows=reject_rows)
+                       settings=settings, reject_rows=reject_rows, micros_columns=micros)
         n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
                    .mapInPandas(_task(job), _summary_schema()))
@@ -287,6 +288,20 @@ def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Index
 
 def _summary_schema() -> str:
     return ", ".join(f"{k} {v}" for k, v in SUMMARY_COLUMNS.items())
+
+
+def _timestamps_as_micros(frame: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
+    """Timestamp columns as microseconds since the epoch, computed in Spark: Arrow hands
+    timestamps to pandas as wall times of the session's time zone, so a user's session
+    outside UTC would shift every instant. The tasks turn them back into UTC times
+    (:class:`~uncertain_cep.pipeline.group_builder.GroupJob`'s ``micros_columns``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    names = tuple(f.name for f in frame.schema.fields if isinstance(f.dataType, TimestampType))
+    if not names:
+        return frame, ()
+    return frame.withColumns({n: F.unix_micros(F.col(n)) for n in names}), names
 
 
 def _task(job: GroupJob) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:

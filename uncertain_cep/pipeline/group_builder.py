@@ -49,6 +49,9 @@ class GroupJob:
     time_unit: Any
     settings: BuildSettings
     reject_rows: bool        # set bad rows aside (True) or fail the build (False)
+    # Timestamp columns that arrive as microseconds since the epoch (UTC), whatever the
+    # session's time zone (build_job._timestamps_as_micros).
+    micros_columns: tuple[str, ...] = ()
 
 
 def build_partition(job: GroupJob, partition: int, attempt: int,
@@ -56,6 +59,8 @@ def build_partition(job: GroupJob, partition: int, attempt: int,
     """Index every group of one partition; return one summary row per group."""
     out = PartitionWriter(job.draft, partition, attempt)
     summaries: list[dict[str, Any]] = []
+    if job.micros_columns:
+        batches = (_as_timestamps(b, job.micros_columns) for b in batches)
     try:
         for key, rows in _groups(batches, job.group_by):
             summaries.append(_build_group(job, key, rows, out))
@@ -63,6 +68,11 @@ def build_partition(job: GroupJob, partition: int, attempt: int,
     finally:
         out.abort()
     return pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS))
+
+
+def _as_timestamps(batch: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Microseconds since the epoch back into (naive, UTC) timestamps."""
+    return batch.assign(**{c: pd.to_datetime(batch[c], unit="us") for c in columns})
 
 
 def _groups(batches: Iterator[pd.DataFrame], group_by: str
