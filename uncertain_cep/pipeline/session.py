@@ -35,10 +35,12 @@ def spark_session(master: str | None = None) -> SparkSession:
     master
         Spark master URL; ``None`` keeps a running session's master, or starts
         ``$UNCERTAIN_CEP_SPARK_MASTER`` (default ``local[*]``).
+
+    A session already running in this process is the user's: it is returned as it is
+    (never stopped, its master and ``PYSPARK_PYTHON`` untouched); asking for another
+    master then is an :class:`~uncertain_cep.errors.InputError`. Only a session made
+    here gets the project's settings (UTC, Arrow, this interpreter on the executors).
     """
-    # Executors must run the project's own interpreter, not whatever `python3` is on PATH.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
@@ -49,10 +51,19 @@ def spark_session(master: str | None = None) -> SparkSession:
             "'uncertain-cep[spark]' (and Java 17+); building and querying in this process "
             "need no Spark (uc.build_index, --engine local)") from e
     active = SparkSession.getActiveSession()
-    if active is not None and (master is None or active.sparkContext.master == master):
-        return active
     if active is not None:
-        active.stop()
+        # A running session is the user's: used as it is, never stopped or reconfigured.
+        running = active.conf.get("spark.master", None)
+        if master is None or running == master:
+            return active
+        from uncertain_cep.errors import InputError
+
+        raise InputError(f"a SparkSession on {running} is running in this process; pass it "
+                         f"as spark= (or leave out master=), or stop it to run on {master}")
+    # Executors of a session made here run the project's own interpreter, not whatever
+    # `python3` is on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     url = master or os.environ.get("UNCERTAIN_CEP_SPARK_MASTER", DEFAULT_MASTER)
     spark = (SparkSession.builder.master(url).appName("uncertain-cep")
              # Instants are whole units since the epoch in UTC (SEMANTICS A1).
