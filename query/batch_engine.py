@@ -31,7 +31,6 @@ from uncertain_cep.query.batches import (
     CandidateNodes,
     candidate_passes,
     extend,
-    in_segment_order,
     item_windows,
     merge,
     prune_bounds,
@@ -43,7 +42,7 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
-from uncertain_cep.query.grouping_kernels import group_values_in_segments
+from uncertain_cep.query.grouping_kernels import group_values_in_segments, order_by_group
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 
@@ -181,15 +180,20 @@ class BatchEngine:
         for grown, segments, made in self._grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
-            if segments is None:
-                grown = merge(table, grown) if not negations else grown.in_tuple_order()
-            elif negations:
-                grown = in_segment_order(grown, segments, item)
+            if negations and segments is not None:
+                # No merging under negation: group each segment's extensions by new
+                # event, prune, and order the survivors into tuples, in one gather.
+                grown, tuples = self._pruned_in_tuple_order(grown, segments, item)
+                found += tuples
             else:
-                grown = merge(table, grown, segments, item)
-            starts, bound = prune_bounds(grown, self.attribute)
-            found += len(starts)
-            grown = self._keep(grown, starts, bound)
+                if segments is None:
+                    grown = (merge(table, grown) if not negations
+                             else grown.in_tuple_order())
+                else:
+                    grown = merge(table, grown, segments, item)
+                starts, bound = prune_bounds(grown, self.attribute)
+                found += len(starts)
+                grown = self._keep(grown, starts, bound)
             kept += len(grown)
             if len(grown):
                 for piece in split_by_tuples(grown.events, np.ones(len(grown), np.int64),
@@ -260,10 +264,10 @@ class BatchEngine:
             if int(weights[piece].sum()) <= self.limit:
                 yield [(part, candidates, start[piece], stop[piece])]
                 continue
+            windows = item_windows(table, part, item, self.ctx.window)
             for some in candidate_passes(table, candidates, start[piece], stop[piece],
                                          self.limit):
-                lo, hi = window_bounds(some, *item_windows(table, part, item,
-                                                           self.ctx.window))
+                lo, hi = window_bounds(some, *windows)
                 pairs = np.maximum(hi - lo, 0)
                 if int(pairs.sum()) <= self.limit:
                     yield [(part, some, lo, hi)]
@@ -279,6 +283,22 @@ class BatchEngine:
         events[:, item] = table.row[nodes]
         chosen[:, item] = nodes
         return Batch(events, chosen, table.poi[nodes].copy())
+
+    def _pruned_in_tuple_order(self, grown: Batch, segments: np.ndarray, item: int
+                               ) -> tuple[Batch, int]:
+        """A batch just extended by ``item`` (:func:`extend`), its new tuples pruned by
+        their bounds and the survivors' entries made contiguous; and how many tuples
+        there were."""
+        ids, first = group_values_in_segments(grown.events[:, item], segments)
+        order = order_by_group(ids, len(first))
+        theta = self.ctx.theta
+        if theta > TOLERANCE:
+            bound = (np.bincount(ids, weights=grown.prob, minlength=len(first))
+                     * self.attribute(grown.events[first]))
+            passing = bound >= theta - TOLERANCE
+            self.ctx.stats.tuples_pruned += int((~passing).sum())
+            order = order[passing[ids[order]]]
+        return grown.take(order), len(first)
 
     def _keep(self, batch: Batch, starts: np.ndarray, bound: np.ndarray) -> Batch:
         """The entries of the tuples whose bound reaches the threshold."""

@@ -31,7 +31,6 @@ from uncertain_cep.query.chain_kernels import extended
 from uncertain_cep.query.grouping_kernels import (
     group_rows,
     group_rows_in_segments,
-    group_values_in_segments,
     order_by_group,
 )
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
@@ -43,7 +42,6 @@ __all__ = [
     "candidate_passes",
     "extend",
     "grouping_order",
-    "in_segment_order",
     "item_windows",
     "merge",
     "prune_bounds",
@@ -108,8 +106,24 @@ def tuple_starts(events: np.ndarray) -> np.ndarray:
     """First entry of each tuple in a batch in tuple order."""
     if len(events) == 0:
         return np.zeros(0, dtype=np.int64)
-    change = np.any(events[1:] != events[:-1], axis=1)
-    return np.flatnonzero(np.concatenate([[True], change]))
+    with KERNEL_LOCK:
+        return np.flatnonzero(_tuple_changes(np.ascontiguousarray(events, dtype=np.int64)))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _tuple_changes(events: np.ndarray) -> np.ndarray:
+    """Whether each row starts a new run of equal rows."""
+    n, k = events.shape
+    out = np.empty(n, dtype=np.bool_)
+    out[0] = True
+    for r in numba.prange(1, n):
+        change = False
+        for c in range(k):
+            if events[r, c] != events[r - 1, c]:
+                change = True
+                break
+        out[r] = change
+    return out
 
 
 def split_by_tuples(events: np.ndarray, weights: np.ndarray, limit: int
@@ -143,33 +157,71 @@ def item_windows(table: NodeTable, batch: Batch, item: int, window: float
     and within the pattern's window of the matched items (SEMANTICS A4 conditions 1-2;
     the columnar form of :meth:`~uncertain_cep.query.evaluation.QueryContext.item_window`).
     Empty windows have ``lo > hi``."""
-    matched = batch.nodes >= 0
-    instants = np.where(matched, table.instant[np.maximum(batch.nodes, 0)], 0)
-    return windows_from_instants(instants, matched, item, window)
+    with KERNEL_LOCK:
+        return _item_windows(np.ascontiguousarray(batch.nodes, dtype=np.int64),
+                             table.instant, int(item), *_window_length(window))
 
 
 def windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
                           window: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`item_windows` from an instants matrix and its matched mask."""
-    n, k = matched.shape
-    lo = np.full(n, -NO_TIME, dtype=np.int64)
-    hi = np.full(n, NO_TIME, dtype=np.int64)
+    with KERNEL_LOCK:
+        return _windows_from_instants(np.ascontiguousarray(instants, dtype=np.int64),
+                                      np.ascontiguousarray(matched, dtype=np.bool_),
+                                      int(item), *_window_length(window))
+
+
+def _window_length(window: float) -> tuple[int, bool]:
+    return (0, False) if window == np.inf else (int(window), True)
+
+
+@numba.njit(cache=True, nogil=True)
+def _window_of_row(instants: np.ndarray, matched: np.ndarray, r: int, item: int,
+                   length: int, bounded: bool) -> tuple[int, int]:
+    k = matched.shape[1]
+    lo, hi = -NO_TIME, NO_TIME
+    first, last = -1, -1
     for c in range(k):
-        m = matched[:, c]
+        if not matched[r, c]:
+            continue
+        if first < 0:
+            first = c
+        last = c
         if c < item:
-            lo = np.where(m, np.maximum(lo, instants[:, c] + (item - c)), lo)
+            lo = max(lo, instants[r, c] + (item - c))
         elif c > item:
-            hi = np.where(m, np.minimum(hi, instants[:, c] - (c - item)), hi)
-    some = matched.any(axis=1)
-    if window != np.inf and k and some.any():
-        first = np.argmax(matched, axis=1)
-        last = k - 1 - np.argmax(matched[:, ::-1], axis=1)
-        rows = np.arange(n)
-        length = int(window)
-        lo = np.where(some, np.maximum(lo, instants[rows, last] + (k - 1 - last) - length
-                                       + item), lo)
-        hi = np.where(some, np.minimum(hi, instants[rows, first] - first + length
-                                       - (k - 1 - item)), hi)
+            hi = min(hi, instants[r, c] - (c - item))
+    if bounded and first >= 0:
+        lo = max(lo, instants[r, last] + (k - 1 - last) - length + item)
+        hi = min(hi, instants[r, first] - first + length - (k - 1 - item))
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
+                           length: int, bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    n = len(matched)
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    for r in numba.prange(n):
+        lo[r], hi[r] = _window_of_row(instants, matched, r, item, length, bounded)
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _item_windows(nodes: np.ndarray, instant: np.ndarray, item: int, length: int,
+                  bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    n, k = nodes.shape
+    instants = np.zeros((n, k), dtype=np.int64)
+    matched = nodes >= 0
+    for r in numba.prange(n):
+        for c in range(k):
+            if matched[r, c]:
+                instants[r, c] = instant[nodes[r, c]]
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    for r in numba.prange(n):
+        lo[r], hi[r] = _window_of_row(instants, matched, r, item, length, bounded)
     return lo, hi
 
 
@@ -221,21 +273,11 @@ def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes
     in its window (:func:`window_bounds`) that an OI of its group can pass between the
     entry's nodes around it in that group (its probability multiplied by the chain
     factor). Also returns the boundaries of the extensions of each tuple (the segments
-    :func:`merge` and :func:`in_segment_order` take)."""
+    :func:`merge` takes)."""
     events, nodes, prob, offsets = extended(table, batch.events, batch.nodes, batch.prob,
                                             item, start, stop, candidates.nodes)
     segments = np.append(offsets[tuple_starts(batch.events)], len(prob))
     return Batch(events, nodes, prob), segments
-
-
-def in_segment_order(batch: Batch, segments: np.ndarray, item: int) -> Batch:
-    """A batch extended by ``item`` (:func:`extend`) in tuple order: within each segment
-    (one tuple before the extension) the entries of each event ``item`` took made
-    contiguous (in order of first appearance; linear time)."""
-    if len(batch) < 2:
-        return batch
-    ids, first = group_values_in_segments(batch.events[:, item], segments)
-    return batch.take(order_by_group(ids, len(first)))
 
 
 def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
