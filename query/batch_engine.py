@@ -128,10 +128,17 @@ class BatchEngine:
                 self._finish(batch)
                 continue
             items, estimated = choose(self, batch, depth)
-            single = len(items) == 0 or items.min() == items.max()
-            for item in items[:1] if single else np.unique(items):
-                part = batch if single else batch.take(items == item)
-                self._step(part, int(item), depth, estimated, stack)
+            if len(items) == 0:
+                continue
+            if items.min() == items.max():
+                self._step(batch, int(items[0]), depth, estimated, stack)
+                continue
+            # One gather, then a slice per item (a stable order keeps tuples contiguous).
+            order = np.argsort(items, kind="stable")
+            batch, items = batch.take(order), items[order]
+            cuts = np.flatnonzero(np.diff(items)) + 1
+            for a, b in itertools.pairwise([0, *cuts.tolist(), len(items)]):
+                self._step(batch.take(slice(a, b)), int(items[a]), depth, estimated, stack)
                 estimated = None   # counted once per step
         return self._matches()
 
