@@ -24,6 +24,7 @@ from functools import cached_property
 
 import numpy as np
 from rtree import index as rtree_index
+from tqdm.auto import tqdm
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.codes import CodeScheme, code_scheme
@@ -201,7 +202,10 @@ class EventIndex:
         members = None
         if forests is None and load_forests is None:
             members = archive.group_members()
-            forests = [self._build_group(g, m) for g, m in enumerate(members)]
+            # A bar on a terminal or in a notebook, only when the build takes a while.
+            groups = tqdm(members, desc="building OI-trees", unit=" groups", delay=3,
+                          disable=None, leave=False)
+            forests = [self._build_group(g, m) for g, m in enumerate(groups)]
         if forests is not None:
             self.__dict__["forests"] = list(forests)
         elif layout is None or node_table is None:

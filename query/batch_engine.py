@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.answer import Answer
@@ -71,6 +72,7 @@ class BatchEngine:
         self._steps: dict[int, StepStats] = {}
         self._step_symbols: dict[int, list[str]] = {}
         self._answers: list[Answer] = []
+        self._progress = tqdm(disable=True)   # run() shows one while it searches
 
     @cached_property
     def table(self) -> NodeTable:
@@ -122,6 +124,17 @@ class BatchEngine:
         start = Batch(np.full((1, k), -1, dtype=np.int64), np.full((1, k), -1, np.int64),
                       np.ones(1))
         stack: list[tuple[Batch, int]] = [(start, 0)]
+        # Entries created so far, on a terminal or in a notebook, once a query runs long.
+        self._progress = tqdm(desc="query", unit=" entries", unit_scale=True, delay=3,
+                              disable=None, leave=False)
+        try:
+            self._search(stack, choose)
+        finally:
+            self._progress.close()
+        return self._matches()
+
+    def _search(self, stack: list[tuple[Batch, int]], choose: ItemChooser) -> None:
+        k = self.k
         while stack:
             batch, depth = stack.pop()
             if depth == k:
@@ -140,7 +153,6 @@ class BatchEngine:
             for a, b in itertools.pairwise([0, *cuts.tolist(), len(items)]):
                 self._step(batch.take(slice(a, b)), int(items[a]), depth, estimated, stack)
                 estimated = None   # counted once per step
-        return self._matches()
 
     def _step(self, batch: Batch, item: int, depth: int, estimated: float | None,
               stack: list[tuple[Batch, int]]) -> None:
@@ -160,6 +172,7 @@ class BatchEngine:
             created, found, kept = self._extend_and_push(batch, item, depth, start, stop,
                                                          candidates, stack)
         ctx.stats.entries_created += created
+        self._progress.update(created)
         step = self._steps.get(depth)
         if step is None:
             step = self._steps[depth] = StepStats(depth + 1, {}, None, 0, 0, 0, 0, 0.0)

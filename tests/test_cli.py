@@ -317,3 +317,28 @@ def test_a_repeated_symbol_names_its_columns_by_position(tmp_path):
     res.to_file(tmp_path / "r.csv")
     assert list(pd.read_csv(tmp_path / "r.csv").columns[:3]) == ["A@1", "B@2", "A@3"]
     pd.testing.assert_frame_equal(read_answer(tmp_path / "r.csv"), _expected(res))
+
+
+@pytest.mark.parametrize(("flags", "level"), [([], "WARNING"), (["-v"], "INFO"),
+                                              (["--verbose"], "INFO"), (["-q"], "ERROR")])
+def test_verbosity_flags_go_after_the_command_and_set_the_log_level(tmp_path, flags, level):
+    import logging
+
+    _events().to_parquet(tmp_path / "e.parquet", index=False)
+    assert cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
+                     "--group-by", "person", "--engine", "local", *flags]) == 0
+    assert logging.getLevelName(logging.getLogger("uncertain_cep").level) == level
+
+
+def test_a_quiet_build_prints_no_spark_banner(tmp_path):
+    _events().to_parquet(tmp_path / "e.parquet", index=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "uncertain_cep.cli", "build", str(tmp_path / "e.parquet"),
+         "--out", str(tmp_path / "ix"), "--group-by", "person"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    # The JVM itself announces the incubator module Spark adds; nothing else is said.
+    said = [line for line in proc.stderr.splitlines()
+            if line.strip() and not line.startswith("WARNING: Using incubator modules")]
+    assert said == [], proc.stderr

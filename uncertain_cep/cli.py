@@ -87,6 +87,7 @@ EPILOG = """exit status:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _configure_logging(args.verbose, args.quiet)
     from uncertain_cep.errors import UncertainCepError, UsageError
 
     try:
@@ -97,6 +98,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UncertainCepError as e:
         print(f"error: {_as_typed(str(e))}", file=sys.stderr)
         return EXIT_DATA_ERROR
+
+
+def _configure_logging(verbose: int, quiet: bool) -> None:
+    """The project's loggers on stderr: warnings by default, progress with ``-v`` (and
+    Spark's own progress bars and log with ``-vv``), errors only with ``-q``."""
+    import logging
+
+    level = (logging.ERROR if quiet else logging.INFO if verbose
+             else logging.WARNING)
+    logger = logging.getLogger("uncertain_cep")
+    logger.setLevel(level)
+    if not any(getattr(h, "_uncertain_cep_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._uncertain_cep_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    from uncertain_cep.pipeline import session
+
+    session.SPARK_OUTPUT = verbose >= 2 and not quiet
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """``-v/--verbose`` and ``-q/--quiet`` on every (sub)command, so they go anywhere."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="count", default=0,
+                       help="say what the job does (-vv: also Spark's progress and log)")
+    group.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_verbosity(sub)
 
 
 # Keyword arguments the library's messages name, as this command line spells them.
@@ -238,6 +270,7 @@ def _parser() -> argparse.ArgumentParser:
     matcher.set_defaults(run=_match)
 
     add_datasets_parser(sub)
+    _add_verbosity(parser)
     return parser
 
 

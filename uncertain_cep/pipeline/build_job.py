@@ -19,8 +19,8 @@ few example reasons.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["BadInputPolicy", "BuildSummary", "build_index_spark"]
+
+_log = logging.getLogger(__name__)
 
 
 class BadInputPolicy(ParamEnum):
@@ -114,7 +116,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     """
     started = time.perf_counter()
     phases: dict[str, float] = {}
-    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = log or _log.info
     reject_rows = BadInputPolicy.get_value(on_bad_rows) == "report"
     report_groups = BadInputPolicy.get_value(on_bad_groups) == "report"
     settings = BuildSettings(condition2=_condition2(max_speed, coordinates, pair_predicate),
@@ -155,7 +157,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         if totals["rows_total"] == 0:
             # As uc.build_index does: an empty archive is an empty index, which answers
             # every query with no rows.
-            say(f"warning: {source} has no rows; the index is empty")
+            (log or _log.warning)(f"warning: {source} has no rows; the index is empty")
             write_index_tables(EventIndex(probe, settings), draft.path)
         phases["validate_index_write_groups"] = time.perf_counter() - mark
         mark = time.perf_counter()

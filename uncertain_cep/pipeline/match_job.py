@@ -19,6 +19,7 @@ trace, and fails the job with it.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["match_spark"]
+
+_log = logging.getLogger(__name__)
 
 _ERROR = "_uc_error"
 
@@ -80,7 +83,7 @@ def match_spark(source: str | os.PathLike[str], query: str, *, engine: str = "jo
         Input that is missing or unreadable, or that the query cannot run on.
     """
     started = time.perf_counter()
-    say = log or (lambda _msg: None)
+    say = log or _log.info
     pattern = parse_temporal_query(query)
     engine = MatchEngine.get_value(engine)
     fmt, files = input_files(source)

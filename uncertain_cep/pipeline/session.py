@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MASTER", "spark_available", "spark_session"]
 
 DEFAULT_MASTER = "local[*]"
+
+# Whether a session made here shows Spark's stage bars and log (the CLI's -vv). Quiet by
+# default: log4j at ERROR from the start (log4j2-quiet.properties), no bars.
+SPARK_OUTPUT = False
+_QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
 
 def spark_available() -> bool:
@@ -65,12 +71,16 @@ def spark_session(master: str | None = None) -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     url = master or os.environ.get("UNCERTAIN_CEP_SPARK_MASTER", DEFAULT_MASTER)
-    spark = (SparkSession.builder.master(url).appName("uncertain-cep")
+    builder = SparkSession.builder
+    if not SPARK_OUTPUT:
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile={_QUIET_LOG4J.as_uri()}")
+    spark = (builder.master(url).appName("uncertain-cep")
              # Instants are whole units since the epoch in UTC (SEMANTICS A1).
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "true")
+             .config("spark.ui.showConsoleProgress", str(SPARK_OUTPUT).lower())
              .config("spark.sql.shuffle.partitions", str(max(4, 4 * (os.cpu_count() or 1))))
              .config("spark.driver.memory", os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY", "4g"))
              .config("spark.log.structuredLogging.enabled", "false")
