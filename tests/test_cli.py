@@ -87,6 +87,11 @@ def test_demo_runs_as_a_real_process(tmp_path):
     assert all((out / f"{name}.csv").is_file() for name in cli.DEMO_QUERIES)
     assert (out / "report.html").is_file()
     assert _temporaries(out) == []
+    # Quiet by default: no Spark banner, log4j WARN lines or stage bars. The JVM itself
+    # announces the incubator module Spark adds; nothing else is said on stderr.
+    said = [line for line in proc.stderr.splitlines()
+            if line.strip() and not line.startswith("WARNING: Using incubator modules")]
+    assert said == [], proc.stderr
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
@@ -321,24 +326,14 @@ def test_a_repeated_symbol_names_its_columns_by_position(tmp_path):
 
 @pytest.mark.parametrize(("flags", "level"), [([], "WARNING"), (["-v"], "INFO"),
                                               (["--verbose"], "INFO"), (["-q"], "ERROR")])
-def test_verbosity_flags_go_after_the_command_and_set_the_log_level(tmp_path, flags, level):
+def test_verbosity_flags_go_after_the_command_and_set_the_log_level(tmp_path, flags, level,
+                                                                   monkeypatch):
     import logging
 
+    logger = logging.getLogger("uncertain_cep")
+    monkeypatch.setattr(logger, "handlers", [])     # restored after the test
+    monkeypatch.setattr(logger, "level", logger.level)
     _events().to_parquet(tmp_path / "e.parquet", index=False)
     assert cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
                      "--group-by", "person", "--engine", "local", *flags]) == 0
-    assert logging.getLevelName(logging.getLogger("uncertain_cep").level) == level
-
-
-def test_a_quiet_build_prints_no_spark_banner(tmp_path):
-    _events().to_parquet(tmp_path / "e.parquet", index=False)
-    proc = subprocess.run(
-        [sys.executable, "-m", "uncertain_cep.cli", "build", str(tmp_path / "e.parquet"),
-         "--out", str(tmp_path / "ix"), "--group-by", "person"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-    # The JVM itself announces the incubator module Spark adds; nothing else is said.
-    said = [line for line in proc.stderr.splitlines()
-            if line.strip() and not line.startswith("WARNING: Using incubator modules")]
-    assert said == [], proc.stderr
+    assert logging.getLevelName(logger.level) == level
