@@ -24,7 +24,7 @@ from functools import cached_property
 
 import numpy as np
 from rtree import index as rtree_index
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.codes import CodeScheme, code_scheme

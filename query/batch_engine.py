@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.answer import Answer

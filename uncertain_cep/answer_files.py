@@ -66,7 +66,6 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
     list column takes. A table without ``events`` (a part-B answer) is written as it is.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     target = Path(path)
     check_table_path(target, "answer file")
@@ -93,13 +92,18 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
     id_type = (next(iter(columns.values())).type if columns
                else pa.from_numpy_dtype(id_dtype) if id_dtype is not None and
                id_dtype.kind in "iuf" else pa.string())
-    events = pa.array(rows if rows else [], type=pa.list_(id_type))
-    table = pa.table({"events": events, **columns,
-                      **{c: pa.array(v) for c, v in tail.items()}})
-    meta = {"query": query, "items": list(items) if items is not None else None}
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           _METADATA_KEY: json.dumps(meta).encode()})
-    atomic_write(target, lambda tmp: pq.write_table(table, tmp))
+    table = pd.DataFrame({"events": pd.Series([list(e) for e in rows], dtype=object),
+                          **dict(zip(names, ids)), **tail},
+                         columns=["events", *names, *_TAIL])
+    # The schema fixes the id type even when there are no rows to infer it from.
+    schema = pa.schema([("events", pa.list_(id_type)),
+                        *[(name, id_type) for name in names],
+                        ("confidence", pa.float64()), ("t_first", pa.int64()),
+                        ("t_last", pa.int64())],
+                       metadata={_METADATA_KEY: json.dumps(
+                           {"query": query,
+                            "items": list(items) if items is not None else None}).encode()})
+    atomic_write(target, lambda tmp: table.to_parquet(tmp, index=False, schema=schema))
 
 
 def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
