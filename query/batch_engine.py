@@ -37,6 +37,7 @@ from uncertain_cep.query.batches import (
     prune_bounds,
     split_by_tuples,
     tuple_starts,
+    weight_cuts,
     window_bounds,
     windows_from_instants,
 )
@@ -292,7 +293,7 @@ class BatchEngine:
                 if int(pairs.sum()) <= self.limit:
                     yield [(part, some, lo, hi)]
                     continue
-                cuts = _cuts(pairs, self.limit)
+                cuts = weight_cuts(pairs, self.limit).tolist()
                 yield [(part.take(slice(a, b)), some, lo[a:b], hi[a:b])
                        for a, b in itertools.pairwise(cuts)]
 
@@ -311,22 +312,24 @@ class BatchEngine:
         there were."""
         ids, first = group_values_in_segments(grown.events[:, item], segments)
         order = order_by_group(ids, len(first))
-        theta = self.ctx.theta
-        if theta > TOLERANCE:
+        if self.ctx.theta > TOLERANCE:
             bound = (np.bincount(ids, weights=grown.prob, minlength=len(first))
                      * self.attribute(grown.events[first]))
-            passing = bound >= theta - TOLERANCE
-            self.ctx.stats.tuples_pruned += int((~passing).sum())
-            order = order[passing[ids[order]]]
+            order = order[self._passing(bound)[ids[order]]]
         return grown.take(order), len(first)
+
+    def _passing(self, bound: np.ndarray) -> np.ndarray:
+        """Which tuples' bounds reach the threshold (the rest are counted as pruned)."""
+        passing = bound >= self.ctx.theta - TOLERANCE
+        self.ctx.stats.tuples_pruned += int((~passing).sum())
+        return passing
 
     def _keep(self, batch: Batch, starts: np.ndarray, bound: np.ndarray) -> Batch:
         """The entries of the tuples whose bound reaches the threshold."""
         theta = self.ctx.theta
         if theta <= TOLERANCE or len(batch) == 0:
             return batch
-        passing = bound >= theta - TOLERANCE
-        self.ctx.stats.tuples_pruned += int((~passing).sum())
+        passing = self._passing(bound)
         sizes = np.diff(np.concatenate([starts, [len(batch)]]))
         return batch.take(np.repeat(passing, sizes))
 
@@ -374,9 +377,8 @@ class BatchEngine:
             events = grown.events[first]
             attribute = self.attribute(events)
             bound = np.bincount(ids, weights=grown.prob, minlength=len(first)) * attribute
-            passing = (bound >= theta - TOLERANCE if theta > TOLERANCE
+            passing = (self._passing(bound) if theta > TOLERANCE
                        else np.ones(len(first), dtype=bool))
-            ctx.stats.tuples_pruned += int((~passing).sum())
             keep = passing[ids]
             kept += int(keep.sum())
             sub, tuple_of = grown.take(keep), ids[keep]
@@ -455,18 +457,6 @@ def estimate_candidates(engine: BatchEngine, batch: Batch, item: int) -> float:
     """Expected candidates of ``item`` summed over the batch's tuples (for EXPLAIN)."""
     _, _, lo, hi = tuple_item_windows(engine, batch)
     return float(engine.estimates.expected_many(item, lo[:, item], hi[:, item]).sum())
-
-
-def _cuts(pairs: np.ndarray, limit: int) -> np.ndarray:
-    """Boundaries cutting rows into runs of at most ``limit`` summed ``pairs`` (a row
-    with more is a run of its own), from 0 to the number of rows."""
-    total = np.cumsum(pairs)
-    cuts = [0]
-    while cuts[-1] < len(pairs):
-        base = total[cuts[-1] - 1] if cuts[-1] else 0
-        end = int(np.searchsorted(total, base + limit, side="right"))
-        cuts.append(max(end, cuts[-1] + 1))
-    return np.array(cuts)
 
 
 def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]],

@@ -20,6 +20,7 @@ never sees half a tuple.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ import numpy as np
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.chain_kernels import extended
 from uncertain_cep.query.grouping_kernels import (
+    _rows_equal,
     group_rows,
     group_rows_in_segments,
     order_by_group,
@@ -47,6 +49,7 @@ __all__ = [
     "prune_bounds",
     "split_by_tuples",
     "tuple_starts",
+    "weight_cuts",
     "window_bounds",
     "windows_from_instants",
 ]
@@ -113,16 +116,11 @@ def tuple_starts(events: np.ndarray) -> np.ndarray:
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _tuple_changes(events: np.ndarray) -> np.ndarray:
     """Whether each row starts a new run of equal rows."""
-    n, k = events.shape
+    n = len(events)
     out = np.empty(n, dtype=np.bool_)
     out[0] = True
     for r in numba.prange(1, n):
-        change = False
-        for c in range(k):
-            if events[r, c] != events[r - 1, c]:
-                change = True
-                break
-        out[r] = change
+        out[r] = not _rows_equal(events, r, r - 1)
     return out
 
 
@@ -138,16 +136,27 @@ def split_by_tuples(events: np.ndarray, weights: np.ndarray, limit: int
         yield slice(0, n)
         return
     starts = tuple_starts(events)
-    per_tuple = np.add.reduceat(weights, starts)
-    ends = np.concatenate([starts[1:], [n]])
-    cum = np.cumsum(per_tuple)
-    first = 0
-    while first < len(starts):
-        base = cum[first - 1] if first else 0
-        last = int(np.searchsorted(cum, base + limit, side="right")) - 1
-        last = max(last, first)
-        yield slice(int(starts[first]), int(ends[last]))
-        first = last + 1
+    bounds = np.append(starts, n)
+    cuts = weight_cuts(np.add.reduceat(weights, starts), limit)
+    for a, b in itertools.pairwise(cuts.tolist()):
+        yield slice(int(bounds[a]), int(bounds[b]))
+
+
+def weight_cuts(weights: np.ndarray, limit: int) -> np.ndarray:
+    """Boundaries cutting units into consecutive runs whose summed ``weights`` stay
+    within ``limit`` (a unit heavier than that is a run of its own), from 0 to the
+    number of units.
+
+    >>> weight_cuts(np.array([2, 2, 5, 1, 1]), 4).tolist()
+    [0, 2, 3, 5]
+    """
+    total = np.cumsum(weights)
+    cuts = [0]
+    while cuts[-1] < len(weights):
+        base = total[cuts[-1] - 1] if cuts[-1] else 0
+        end = int(np.searchsorted(total, base + limit, side="right"))
+        cuts.append(max(end, cuts[-1] + 1))
+    return np.array(cuts, dtype=np.int64)
 
 
 def item_windows(table: NodeTable, batch: Batch, item: int, window: float
@@ -218,11 +227,7 @@ def _item_windows(nodes: np.ndarray, instant: np.ndarray, item: int, length: int
         for c in range(k):
             if matched[r, c]:
                 instants[r, c] = instant[nodes[r, c]]
-    lo = np.empty(n, dtype=np.int64)
-    hi = np.empty(n, dtype=np.int64)
-    for r in numba.prange(n):
-        lo[r], hi[r] = _window_of_row(instants, matched, r, item, length, bounded)
-    return lo, hi
+    return _windows_from_instants(instants, matched, item, length, bounded)
 
 
 def window_bounds(candidates: CandidateNodes, lo: np.ndarray, hi: np.ndarray
@@ -258,13 +263,9 @@ def candidate_passes(table: NodeTable, candidates: CandidateNodes, start: np.nda
                       - np.bincount(stop[open_], minlength=len(candidates.nodes) + 1))
     used = np.flatnonzero(cover[:-1] > 0)
     rows, of_row = np.unique(table.row[candidates.nodes[used]], return_inverse=True)
-    pairs = np.cumsum(np.bincount(of_row, weights=cover[used], minlength=len(rows)))
-    first = 0
-    while first < len(rows):
-        base = pairs[first - 1] if first else 0.0
-        last = max(int(np.searchsorted(pairs, base + limit, side="right")) - 1, first)
-        yield candidates.take(used[(of_row >= first) & (of_row <= last)])
-        first = last + 1
+    pairs = np.bincount(of_row, weights=cover[used], minlength=len(rows))
+    for first, end in itertools.pairwise(weight_cuts(pairs, limit).tolist()):
+        yield candidates.take(used[(of_row >= first) & (of_row < end)])
 
 
 def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,

@@ -88,6 +88,24 @@ def _insertion(b: int, m: int, a: int, poi: np.ndarray, code: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True)
+def _neighbours(nodes: np.ndarray, r: int, item: int, g: int, group: np.ndarray
+                ) -> tuple[int, int]:
+    """Entry ``r``'s nearest matched nodes of group ``g`` before and after column
+    ``item`` (-1: none)."""
+    b = -1
+    for c in range(item):
+        x = nodes[r, c]
+        if x >= 0 and group[x] == g:
+            b = x
+    a = -1
+    for c in range(nodes.shape[1] - 1, item, -1):
+        x = nodes[r, c]
+        if x >= 0 and group[x] == g:
+            a = x
+    return b, a
+
+
+@numba.njit(cache=True, nogil=True)
 def _insertion_factors(before: np.ndarray, node: np.ndarray, after: np.ndarray,
                        poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
                        tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
@@ -141,17 +159,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
         kept = 0
         for p in range(start[r], stop[r]):
             m = candidates[p]
-            g = group[m]
-            b = -1
-            for c in range(item):
-                x = nodes[r, c]
-                if x >= 0 and group[x] == g:
-                    b = x
-            a = -1
-            for c in range(k - 1, item, -1):
-                x = nodes[r, c]
-                if x >= 0 and group[x] == g:
-                    a = x
+            b, a = _neighbours(nodes, r, item, group[m], group)
             f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
                            tree_virtual, tree_last_code)
             slot_factor[offset[r] + p - start[r]] = f
@@ -245,17 +253,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
         for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
             for p in range(start[r], stop[r]):
                 m = candidates[p]
-                g = group[m]
-                b = -1
-                for c in range(item):
-                    x = nodes[r, c]
-                    if x >= 0 and group[x] == g:
-                        b = x
-                a = -1
-                for c in range(k - 1, item, -1):
-                    x = nodes[r, c]
-                    if x >= 0 and group[x] == g:
-                        a = x
+                b, a = _neighbours(nodes, r, item, group[m], group)
                 f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
                                tree_virtual, tree_last_code)
                 if f <= 0:
