@@ -44,7 +44,6 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
-from uncertain_cep.query.grouping_kernels import group_values_in_segments, order_by_group
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 
@@ -92,6 +91,11 @@ class BatchEngine:
             instants.append(found.instants)
             weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
         return NegatedNodes(columns, nodes, instants, weights)
+
+    @cached_property
+    def gaps(self) -> np.ndarray:
+        """Per NOT item, the positive item before its gap (what merging must respect)."""
+        return np.unique(np.array([k for k, _, _ in self.ctx.negations], dtype=np.int64))
 
     @cached_property
     def estimates(self) -> ItemEstimates:
@@ -196,25 +200,16 @@ class BatchEngine:
                          stack: list[tuple[Batch, int]]) -> tuple[int, int, int]:
         """Extend by ``item``, merge, prune, and push the survivors in bounded pieces.
         Returns the entries created, the tuples they form and the entries kept."""
-        table, negations = self.table, self.ctx.negations
+        table, gaps = self.table, self.gaps
         created = found = kept = 0
         for grown, segments, made in self._grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
-            if negations and segments is not None:
-                # No merging under negation: group each segment's extensions by new
-                # event, prune, and order the survivors into tuples, in one gather.
-                grown, tuples = self._pruned_in_tuple_order(grown, segments, item)
-                found += tuples
-            else:
-                if segments is None:
-                    grown = (merge(table, grown) if not negations
-                             else grown.in_tuple_order())
-                else:
-                    grown = merge(table, grown, segments, item)
-                starts, bound = prune_bounds(grown, self.attribute)
-                found += len(starts)
-                grown = self._keep(grown, starts, bound)
+            grown = (merge(table, grown, gaps=gaps) if segments is None
+                     else merge(table, grown, segments, item, gaps))
+            starts, bound = prune_bounds(grown, self.attribute)
+            found += len(starts)
+            grown = self._keep(grown, starts, bound)
             kept += len(grown)
             if len(grown):
                 for piece in split_by_tuples(grown.events, np.ones(len(grown), np.int64),
@@ -265,8 +260,7 @@ class BatchEngine:
             for part, some, lo, hi in units:
                 grown, segments = extend(table, part, item, some, lo, hi)
                 made += len(grown)
-                parts.append(grown if self.ctx.negations
-                             else merge(table, grown, segments, item))
+                parts.append(merge(table, grown, segments, item, self.gaps))
             yield Batch.concat(parts), None, made
 
     def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
@@ -304,19 +298,6 @@ class BatchEngine:
         events[:, item] = table.row[nodes]
         chosen[:, item] = nodes
         return Batch(events, chosen, table.poi[nodes].copy())
-
-    def _pruned_in_tuple_order(self, grown: Batch, segments: np.ndarray, item: int
-                               ) -> tuple[Batch, int]:
-        """A batch just extended by ``item`` (:func:`extend`), its new tuples pruned by
-        their bounds and the survivors' entries made contiguous; and how many tuples
-        there were."""
-        ids, first = group_values_in_segments(grown.events[:, item], segments)
-        order = order_by_group(ids, len(first))
-        if self.ctx.theta > TOLERANCE:
-            bound = (np.bincount(ids, weights=grown.prob, minlength=len(first))
-                     * self.attribute(grown.events[first]))
-            order = order[self._passing(bound)[ids[order]]]
-        return grown.take(order), len(first)
 
     def _passing(self, bound: np.ndarray) -> np.ndarray:
         """Which tuples' bounds reach the threshold (the rest are counted as pruned)."""
@@ -370,25 +351,28 @@ class BatchEngine:
         for grown, segments, made in self._grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
-            if segments is None:    # one tuple's chunks: all its extensions in one segment
-                segments = np.array([0, len(grown)])
-            ids, first = group_values_in_segments(grown.events[:, item], segments)
-            found += len(first)
-            events = grown.events[first]
+            # Entries that finish alike (negation factors included) are added up first.
+            grown = (merge(table, grown, gaps=self.gaps) if segments is None
+                     else merge(table, grown, segments, item, self.gaps))
+            starts = tuple_starts(grown.events)
+            ids = np.repeat(np.arange(len(starts)),
+                            np.diff(np.append(starts, len(grown))))
+            found += len(starts)
+            events = grown.events[starts]
             attribute = self.attribute(events)
-            bound = np.bincount(ids, weights=grown.prob, minlength=len(first)) * attribute
+            bound = np.add.reduceat(grown.prob, starts) * attribute
             passing = (self._passing(bound) if theta > TOLERANCE
-                       else np.ones(len(first), dtype=bool))
+                       else np.ones(len(starts), dtype=bool))
             keep = passing[ids]
             kept += int(keep.sum())
             sub, tuple_of = grown.take(keep), ids[keep]
             prob = sub.prob * negation_factors(table, sub.events, sub.nodes, self.negated)
             live = prob > 0
             tuple_of, nodes = tuple_of[live], sub.nodes[live]
-            total = np.bincount(tuple_of, weights=prob[live], minlength=len(first))
-            earliest = np.full(len(first), NO_TIME, dtype=np.int64)
+            total = np.bincount(tuple_of, weights=prob[live], minlength=len(starts))
+            earliest = np.full(len(starts), NO_TIME, dtype=np.int64)
             np.minimum.at(earliest, tuple_of, table.instant[nodes[:, 0]])
-            latest = np.full(len(first), -NO_TIME, dtype=np.int64)
+            latest = np.full(len(starts), -NO_TIME, dtype=np.int64)
             np.maximum.at(latest, tuple_of, table.instant[nodes[:, -1]])
             conf = total * attribute
             answer = passing & (conf >= theta - TOLERANCE) & (conf > 0)

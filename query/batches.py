@@ -282,20 +282,28 @@ def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes
 
 
 def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
-          item: int = 0) -> Batch:
+          item: int = 0, gaps: np.ndarray | None = None) -> Batch:
     """Add up entries whose futures coincide, in tuple order. Two entries of one tuple
     extend and finish alike when they agree on every node a later item can be inserted
     next to (per group, the matched nodes with an unmatched item between them and the
     group's next or previous matched node) and on every instant a later window or the
     answer reads (the first and last matched items and the neighbours of unmatched ones).
-    Only valid without negation: a negation's factor reads every node's instant.
+
+    With negation (``gaps``: per NOT item, the positive item before it), they must also
+    agree on every node a negation factor can read. OIs are time-ordered and Markov in
+    their nodes (what follows a node depends on the node alone), so a group's weighted
+    sum through a chain is its probability times, per gap, the weighted fraction of the
+    paths between the chain's last node before the gap and its first node after it
+    (SEMANTICS A4, condition 4): per gap and group, the nearest matched node on either
+    side is kept; the gap's own bounds are such nodes.
 
     With ``segments`` (a batch just extended by ``item``, :func:`extend`), entries are
     merged within their segment only, which is where all of a tuple's entries are."""
     if len(batch) < 2:
         return batch.in_tuple_order()
+    gaps = np.zeros(0, dtype=np.int64) if gaps is None else np.asarray(gaps, np.int64)
     with KERNEL_LOCK:
-        key = _merge_keys(batch.events, batch.nodes, table.group, table.instant)
+        key = _merge_keys(batch.events, batch.nodes, table.group, table.instant, gaps)
     if segments is not None:
         first, prob = group_rows_in_segments(key, batch.events[:, item], batch.prob,
                                              segments)
@@ -314,7 +322,7 @@ def grouping_order(events: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
-                node_instant: np.ndarray) -> np.ndarray:
+                node_instant: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     """Per entry: its events, then the nodes that matter (else -1), then the instants
     that matter (else a sentinel); see :func:`merge`."""
     n, k = events.shape
@@ -351,6 +359,22 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 elif node_group[nodes[r, d]] == g:
                     break
                 d += 1
+            # The nearest node of its group on one side of a negation's gap.
+            for j in gaps:
+                if need:
+                    break
+                if c <= j:
+                    need = True
+                    for d in range(c + 1, j + 1):
+                        if nodes[r, d] >= 0 and node_group[nodes[r, d]] == g:
+                            need = False
+                            break
+                else:
+                    need = True
+                    for d in range(j + 1, c):
+                        if nodes[r, d] >= 0 and node_group[nodes[r, d]] == g:
+                            need = False
+                            break
             if need:
                 key[r, k + c] = m
             edge = c in (first, last)

@@ -140,6 +140,20 @@ def test_several_negations_in_one_gap_equal_possible_worlds(strategy, df, patter
                        idx.query(pattern, strategy="possible_worlds"))
 
 
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=60, deadline=None)
+@given(df=archives(max_groups=3, max_events=10, max_per_group=5),
+       pattern=patterns(("x",), negation=True, min_items=5, max_items=6))
+def test_entries_merged_under_negation_in_several_gaps_equal_possible_worlds(
+        strategy, df, pattern):
+    # Five or six items with NOT items in one or more gaps: entries of one tuple that
+    # differ only in nodes no gap reads are added up before their negation factors.
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    idx = uc.build_index(df)
+    assert_same_answer(idx.query(pattern, strategy=strategy),
+                       idx.query(pattern, strategy="possible_worlds"))
+
+
 def test_a_process_that_queried_can_still_fork():
     # Compiled kernels must not leave a runtime behind that kills forked children (as
     # numba's OpenMP threading layer does). The fork happens in a fresh interpreter: forking
