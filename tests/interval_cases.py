@@ -8,7 +8,12 @@ from __future__ import annotations
 import pandas as pd
 from hypothesis import strategies as st
 
-from uncertain_cep.interval.relations import ALLEN_RELATIONS, HierarchyOperator
+from uncertain_cep.interval.relations import (
+    ALLEN_RELATIONS,
+    AllenRelation,
+    HierarchyOperator,
+    inverse,
+)
 
 # Constraints over A, B, C of the reference's own property test.
 CONSTRAINTS = ["A meets; overlaps; before B", "B during; starts C", "A SEQ C", "A followed_by C",
@@ -82,18 +87,39 @@ def cases(draw):
     return tables, chosen, draw(st.sampled_from(["", "WITHIN 12", "WITHIN 25"]))
 
 
+def _allen_inverse(name: str) -> str:
+    return inverse(AllenRelation(name)).value
+
+
 @st.composite
 def constraint_text(draw, names):
-    """One PATTERN group between two of ``names``: relations, an operator, followed_by or
-    an endpoint restriction."""
+    """One PATTERN group between two of ``names``: relations, an operator, followed_by,
+    a disjunction holding followed_by/follows, or an endpoint restriction."""
     left, right = draw(st.permutations(names))[:2]
-    kind = draw(st.sampled_from(["relations", "relations", "operator", "followed", "ends"]))
+    kind = draw(st.sampled_from(["relations", "relations", "operator", "followed", "mixed",
+                                 "ends"]))
     if kind == "relations":
         chosen = draw(st.lists(st.sampled_from([r.value for r in ALLEN_RELATIONS]),
                                min_size=1, max_size=7, unique=True))
         return f"{left} {'; '.join(chosen)} {right}"
     if kind == "operator":
         return f"{left} {draw(st.sampled_from([op.value for op in HierarchyOperator]))} {right}"
+    if kind == "mixed":
+        # followed_by / follows in a disjunction with other relations (SEMANTICS B2),
+        # each term written either way round.
+        words = draw(st.lists(st.sampled_from([r.value for r in ALLEN_RELATIONS]
+                                              + ["followed_by", "follows"]),
+                              min_size=2, max_size=4, unique=True))
+        if not {"followed_by", "follows"} & set(words):
+            words[0] = draw(st.sampled_from(["followed_by", "follows"]))
+        terms = []
+        for word in words:
+            if draw(st.booleans()):
+                terms.append(f"{left} {word} {right}")
+            else:
+                inverse = {"followed_by": "follows", "follows": "followed_by"}.get(word)
+                terms.append(f"{right} {inverse or _allen_inverse(word)} {left}")
+        return "; ".join(terms)
     if kind == "followed":
         return f"{left} {draw(st.sampled_from(['followed_by', 'follows', 'followed-by']))} {right}"
     ends = st.sampled_from(["ts", "te"])

@@ -225,8 +225,6 @@ def test_syntax_errors_name_line_column_and_what_was_expected(text, line, column
 @pytest.mark.parametrize(("text", "at", "message"), [
     (definitions("PATTERN A meets D"), "A meets D", "symbol D is not defined"),
     (definitions("PATTERN A meets B; A meets C"), "A meets C", "one disjunction relates one pair"),
-    (definitions("PATTERN A followed_by B; A meets B"), "followed_by",
-     "cannot be combined with other relations"),
     (definitions("PATTERN A.ts < A.te"), "A.ts", "relates A with itself"),
     (definitions("PATTERN A meets A"), "A meets A", "relates A with itself"),
     (definitions("PATTERN A meets B RETURN median(A.x)"), "median", "not a valid aggregate"),
@@ -258,3 +256,28 @@ def test_default_return_alias_and_type_errors():
     assert pattern.returns == (ReturnItem(Aggregate.count, "A", "x", "count_A_x"),)
     with pytest.raises(TypeError):
         parse_temporal_query(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "relations", "succession"), [
+    ("A followed_by B; A meets B", {"meets"}, {"followed_by"}),
+    ("A overlaps; followed_by B", {"overlaps"}, {"followed_by"}),
+    ("B follows A; B meets A", {"met_by"}, {"followed_by"}),
+    ("A follows; followed_by B", set(), {"follows", "followed_by"}),
+    ("A SOSEQ B; B follows A", {"meets", "overlaps"}, {"followed_by"}),
+])
+def test_followed_by_and_follows_join_a_disjunction_like_any_relation(text, relations,
+                                                                      succession):
+    # SEMANTICS B2: both are relations, so a disjunction may hold them with others.
+    (constraint,) = parse_temporal_query(definitions(f"PATTERN {text}")).constraints
+    again = parse_temporal_query(definitions(f"PATTERN {constraint}")).constraints
+    assert again == (constraint,)
+    if constraint.symbols == ("B", "A"):
+        constraint = constraint.inverted()
+    assert {r.value for r in constraint.relations} == relations
+    assert {r.value for r in constraint.succession} == succession
+
+
+def test_a_succession_implied_by_before_in_its_disjunction_adds_nothing():
+    (constraint,) = parse_temporal_query(
+        definitions("PATTERN A before; followed_by B")).constraints
+    assert constraint == RelationConstraint("A", "B", frozenset({R.before}))

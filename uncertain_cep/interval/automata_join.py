@@ -18,7 +18,10 @@ Pair results, per kind of constraint:
   sorted table (bounded by the window), found by binary search.
 * **followed_by**: its automaton ``(Z|E)+ O+ (I|E)+`` on the stream of *all* situations
   of both symbols: the gap is one ``O`` segment exactly when no situation of either symbol
-  meets it (SEMANTICS B2), touching or not.
+  meets it (SEMANTICS B2), touching or not. In a disjunction (``A overlaps B; A
+  followed_by B``) its pairs join the others' (``follows`` runs it from B to A); no pair is
+  found twice, since a disjunction holding ``before`` (``after``) drops its ``followed_by``
+  (``follows``) and the Allen relations exclude each other.
 * **Endpoint restrictions** have no automaton: they are applied in the join, as soon as
   both their symbols are bound, by the reference's own test
   (:meth:`~uncertain_cep.interval.relations.EndpointRestriction.evaluate`).
@@ -127,9 +130,14 @@ def _pair_result(index: int, constraint: RelationConstraint | FollowedBy,
     dtype = np.result_type(a.ts, a.te, b.ts, b.te)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     if isinstance(constraint, FollowedBy):
-        stream = pair_stream(a, np.arange(len(a)), b, np.arange(len(b)))
-        parts.append(stream.detect(AUTOMATA[SuccessionRelation.followed_by]))
+        parts.append(_followed_by(a, b))
     else:
+        for succession in constraint.followed_by_pairs():
+            if succession.left == constraint.left:
+                parts.append(_followed_by(a, b))
+            else:
+                b_rows, a_rows, trigger = _followed_by(b, a)
+                parts.append((a_rows, b_rows, trigger))
         automata = [AUTOMATA[r] for r in constraint.relations
                     if r not in (AllenRelation.before, AllenRelation.after)]
         if automata:
@@ -152,6 +160,13 @@ def _pair_result(index: int, constraint: RelationConstraint | FollowedBy,
                  <= within)
     return _Pairs(index, constraint.left, constraint.right, left[keep], right[keep],
                   trigger[keep])
+
+
+def _followed_by(a: SymbolArrays, b: SymbolArrays
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a followed_by b``: its automaton on the stream of every situation of both."""
+    stream = pair_stream(a, np.arange(len(a)), b, np.arange(len(b)))
+    return stream.detect(AUTOMATA[SuccessionRelation.followed_by])
 
 
 def _without_touching(s: SymbolArrays) -> list[np.ndarray]:

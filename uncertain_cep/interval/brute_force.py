@@ -133,6 +133,11 @@ def _match_partition(parts: Mapping[str, pd.DataFrame], pattern: TemporalPattern
             any_holds = np.zeros(total, dtype=bool)
             for relation in constraint.relations:
                 any_holds |= holds(relation, a_ts, a_te, b_ts, b_te)
+            for succession in constraint.followed_by_pairs():
+                if succession.left == constraint.left:
+                    any_holds |= _followed_by(succession, parts, a_ts, a_te, b_ts, b_te)
+                else:
+                    any_holds |= _followed_by(succession, parts, b_ts, b_te, a_ts, a_te)
             ok &= any_holds
         else:
             ok &= _followed_by(constraint, parts, a_ts, a_te, b_ts, b_te)

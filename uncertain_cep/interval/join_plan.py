@@ -63,7 +63,8 @@ def expected_partners(pattern: TemporalPattern, new: str, bound: frozenset[str] 
         elif isinstance(constraint, RelationConstraint):
             relations = (constraint.relations if left == new
                          else {inverse(r) for r in constraint.relations})
-            estimate = sum(max(_SHARE.get(r, 0.0) * reach, 1.0) for r in relations)
+            estimate = (sum(max(_SHARE.get(r, 0.0) * reach, 1.0) for r in relations)
+                        + len(constraint.succession))   # each at most one partner
         else:
             estimate = 1.0 if constraint.op == "=" else max(0.5 * reach, 1.0)
         best = min(best, estimate, reach)

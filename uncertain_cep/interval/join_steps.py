@@ -217,13 +217,19 @@ class Step:
             elif isinstance(constraint, FollowedBy):
                 low, high = self._followed_by_range(constraint, symbols, pid, rows, low, high)
             elif len(constraint.relations) < len(ALLEN_RELATIONS):
-                # A disjunction: the hull of the runs of its relations.
+                # A disjunction: the hull of the runs of its relations (followed_by and
+                # follows among them).
                 hull_low = np.full(len(pid), len(new), dtype=np.int64)
                 hull_high = np.zeros(len(pid), dtype=np.int64)
+                runs = []
                 for conjunction in _relation_bounds(constraint, self.new):
                     r_low, r_high = low, high
                     for b in conjunction:
                         r_low, r_high = tighten(b, r_low, r_high)
+                    runs.append((r_low, r_high))
+                runs.extend(self._followed_by_range(succession, symbols, pid, rows, low, high)
+                            for succession in constraint.followed_by_pairs())
+                for r_low, r_high in runs:
                     some = r_low < r_high
                     hull_low = np.where(some, np.minimum(hull_low, r_low), hull_low)
                     hull_high = np.where(some, np.maximum(hull_high, r_high), hull_high)
@@ -283,16 +289,25 @@ class Step:
                 some = np.zeros(len(pid), dtype=bool)
                 for relation in constraint.relations:
                     some |= holds(relation, a_ts, a_te, b_ts, b_te)
+                for succession in constraint.followed_by_pairs():
+                    some |= _followed_by_holds(succession, symbols, rows, pid, ends)
                 ok &= some
             else:
-                ok &= holds(AllenRelation.before, a_ts, a_te, b_ts, b_te)
-                ok &= ~_meets_gap(symbols[constraint.left], rows[constraint.left], +1,
-                                  pid, a_te, b_ts)
-                ok &= ~_meets_gap(symbols[constraint.right], rows[constraint.right], -1,
-                                  pid, a_te, b_ts)
+                ok &= _followed_by_holds(constraint, symbols, rows, pid, ends)
         if self.within is not None:
             ok &= latest - earliest <= self.within
         return ok
+
+
+def _followed_by_holds(constraint: FollowedBy, symbols: Mapping[str, SymbolArrays],
+                       rows: Mapping[str, np.ndarray], pid: np.ndarray,
+                       ends: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """``left before right`` with no other situation of either symbol in the gap."""
+    (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
+    ok = holds(AllenRelation.before, a_ts, a_te, b_ts, b_te)
+    ok &= ~_meets_gap(symbols[constraint.left], rows[constraint.left], +1, pid, a_te, b_ts)
+    ok &= ~_meets_gap(symbols[constraint.right], rows[constraint.right], -1, pid, a_te, b_ts)
+    return ok
 
 
 def _neighbour(symbol: SymbolArrays, rows: np.ndarray, pid: np.ndarray,

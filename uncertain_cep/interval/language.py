@@ -314,6 +314,7 @@ class _Builder:
         pair = (str(first[0]), str(first[-1]))
         position = _position(first[0])
         relations: set[AllenRelation] = set()
+        succession: set[SuccessionRelation] = set()
         for term in terms:
             words = tokens(term)
             left, right = str(words[0]), str(words[-1])
@@ -325,18 +326,20 @@ class _Builder:
                 with self.blame(_position(word)):
                     relation = lookup_relation(str(word))
                 if isinstance(relation, SuccessionRelation):
-                    if len(terms) > 1 or len(words) > 3:
-                        raise self.error(f"{word} cannot be combined with other relations "
-                                         "in a disjunction", _position(word))
-                    if relation is SuccessionRelation.follows:
-                        left, right = right, left
-                    with self.blame(position):
-                        return FollowedBy(left, right), position
+                    # A relation like the others (SEMANTICS B2), read from the pair's left.
+                    succession.add(relation if (left, right) == pair else relation.inverse)
+                    continue
                 found = (relation.relations if isinstance(relation, HierarchyOperator)
                          else frozenset({relation}))
                 relations |= found if (left, right) == pair else {inverse(r) for r in found}
         with self.blame(position):
-            return RelationConstraint(pair[0], pair[1], frozenset(relations)), position
+            if not relations and len(succession) == 1:
+                (only,) = succession
+                if only is SuccessionRelation.follows:
+                    return FollowedBy(pair[1], pair[0]), position
+                return FollowedBy(pair[0], pair[1]), position
+            return (RelationConstraint(pair[0], pair[1], frozenset(relations),
+                                       frozenset(succession)), position)
 
     def return_item(self, tree: Tree) -> ReturnItem:
         aggregate, symbol, column, *alias = tokens(tree)

@@ -39,6 +39,7 @@ from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
     EndpointRestriction,
+    SuccessionRelation,
     inverse,
 )
 
@@ -221,31 +222,43 @@ def _check_pair(left: object, right: object, what: str) -> None:
 @dataclass(frozen=True)
 class RelationConstraint:
     """``left r1; r2; ... right``: the pair is in at least one of ``relations`` (TPStream
-    Definition 10). Hierarchy operators are stored as their sets of Allen relations.
+    Definition 10), or in one of ``succession`` (``followed_by``/``follows``, read from
+    ``left`` to ``right``: SEMANTICS B2 makes them relations that may join a disjunction
+    like any other). Hierarchy operators are stored as their sets of Allen relations; a
+    succession already implied by ``before``/``after`` in the set is dropped.
 
     >>> c = RelationConstraint("C", "B", frozenset({AllenRelation.during}))
     >>> str(c), str(c.inverted())
     ('C during B', 'B contains C')
+    >>> c = RelationConstraint("A", "B", frozenset({AllenRelation.overlaps}),
+    ...                        frozenset({SuccessionRelation.followed_by}))
+    >>> str(c), str(c.inverted()), c.followed_by_pairs()
+    ('A overlaps; followed_by B', 'B overlapped_by; follows A', (FollowedBy(left='A', right='B'),))
     """
 
     left: str
     right: str
     relations: frozenset[AllenRelation]
+    succession: frozenset[SuccessionRelation] = frozenset()
 
     def __post_init__(self) -> None:
         _check_pair(self.left, self.right, "a relation constraint")
-        if isinstance(self.relations, (str, bytes)):
-            raise QueryParseError(f"relations must be a set of Allen relations, "
-                                  f"got {self.relations!r}")
+        for given in (self.relations, self.succession):
+            if isinstance(given, (str, bytes)):
+                raise QueryParseError(f"relations must be a set of relations, got {given!r}")
         try:
             relations = frozenset(AllenRelation(AllenRelation.get_value(r))
                                   for r in self.relations)
+            succession = frozenset(SuccessionRelation(SuccessionRelation.get_value(r))
+                                   for r in self.succession)
         except InvalidOptionError as error:
             raise QueryParseError(str(error)) from None
-        if not relations:
+        succession = frozenset(r for r in succession if r.base not in relations)
+        if not relations and not succession:
             raise QueryParseError(f"the constraint between {self.left} and {self.right} "
                                   "allows no relation")
         object.__setattr__(self, "relations", relations)
+        object.__setattr__(self, "succession", succession)
 
     @property
     def symbols(self) -> tuple[str, str]:
@@ -254,11 +267,21 @@ class RelationConstraint:
     def inverted(self) -> RelationConstraint:
         """The same constraint read from ``right`` to ``left``."""
         return RelationConstraint(self.right, self.left,
-                                  frozenset(inverse(r) for r in self.relations))
+                                  frozenset(inverse(r) for r in self.relations),
+                                  frozenset(r.inverse for r in self.succession))
+
+    def followed_by_pairs(self) -> tuple[FollowedBy, ...]:
+        """The disjunction's successions as ``followed_by`` constraints (``A follows B``
+        is ``B followed_by A``)."""
+        return tuple(FollowedBy(self.left, self.right)
+                     if r is SuccessionRelation.followed_by
+                     else FollowedBy(self.right, self.left)
+                     for r in sorted(self.succession, key=lambda r: r.value))
 
     def __str__(self) -> str:
-        names = "; ".join(str(r) for r in ALLEN_RELATIONS if r in self.relations)
-        return f"{self.left} {names} {self.right}"
+        names = [str(r) for r in ALLEN_RELATIONS if r in self.relations]
+        names += [str(r) for r in SuccessionRelation if r in self.succession]
+        return f"{self.left} {'; '.join(names)} {self.right}"
 
 
 @dataclass(frozen=True)
