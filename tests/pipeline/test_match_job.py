@@ -56,6 +56,24 @@ def test_cli_match_reads_a_csv_directory_of_intervals_and_writes_csv(spark, tmp_
     pd.testing.assert_frame_equal(pd.read_csv(out), expected)
 
 
+def test_cli_match_refuses_a_folder_mixing_number_and_timestamp_times(spark, tmp_path,
+                                                                      capsys):
+    # Spark would read every file with one file's schema: the timestamps would come back
+    # as raw integers and the run would "succeed".
+    (tmp_path / "in").mkdir()
+    events = pd.DataFrame({"symbol": ["A", "B", "A"], "time": [1, 2, 3], "v": [1.0, 2.0, 3.0]})
+    events.to_parquet(tmp_path / "in" / "a.parquet", index=False)
+    events.assign(time=pd.to_datetime(events["time"], unit="s").astype("datetime64[us]")) \
+        .to_parquet(tmp_path / "in" / "b.parquet", index=False)
+    out = tmp_path / "answer.csv"
+    assert cli.main(["match", str(tmp_path / "in"),
+                     "DEFINE A AS v > 0, B AS v > 0 PATTERN A before B",
+                     "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "column 'time' is bigint in" in err and "a.parquet" in err and "b.parquet" in err
+    assert not out.exists()
+
+
 def test_a_malformed_query_exits_2_before_spark_starts(tmp_path, capsys, monkeypatch):
     from uncertain_cep.pipeline import match_job
 

@@ -52,7 +52,8 @@ from uncertain_cep.pipeline.group_builder import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BadInputPolicy", "BuildSummary", "build_index_spark"]
+__all__ = ["BadInputPolicy", "BuildSummary", "build_index_spark", "input_files",
+           "read_parquet_files"]
 
 _log = logging.getLogger(__name__)
 
@@ -213,12 +214,37 @@ def input_files(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
     return kind[1:], found
 
 
+def read_parquet_files(spark: SparkSession, names: list[str]) -> DataFrame:
+    """The Parquet files as one DataFrame, refusing files whose columns disagree in type.
+
+    Spark reads every file with the schema of one of them unless asked to merge, so a
+    folder where one file has int64 times and another timestamps would come back as raw
+    integers; merging makes the disagreement an error, named here by column and file."""
+    try:
+        return spark.read.option("mergeSchema", "true").parquet(*names)
+    except Exception as e:
+        if "CANNOT_MERGE_SCHEMAS" not in str(e) and "merge incompatible" not in str(e):
+            raise
+        first = {f.name: f.dataType for f in spark.read.parquet(names[0]).schema.fields}
+        for name in names[1:]:
+            for field in spark.read.parquet(name).schema.fields:
+                theirs = first.get(field.name)
+                if theirs is not None and theirs != field.dataType:
+                    raise InputError(
+                        f"column {field.name!r} is {theirs.simpleString()} in {names[0]} "
+                        f"but {field.dataType.simpleString()} in {name}: the files of one "
+                        "input must agree on every column's type; rewrite them with one "
+                        "type (for times: all numbers or all timestamps)") from None
+        raise InputError(f"the Parquet files of the input do not share one schema: "
+                         f"{str(e).splitlines()[0][:300]}") from None
+
+
 def _read(spark: SparkSession, fmt: str, files: list[Path]) -> DataFrame:
     from pyspark.sql import functions as F
 
     names = [str(f) for f in files]
     if fmt == "parquet":
-        df = spark.read.parquet(*names)
+        df = read_parquet_files(spark, names)
         return df.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
                          F.col("_metadata.row_index").alias(ROW_COLUMN))
     df = spark.read.option("header", True).option("inferSchema", True).csv(names)

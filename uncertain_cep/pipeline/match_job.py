@@ -30,7 +30,7 @@ import pandas as pd
 from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
 from uncertain_cep.interval.api import MatchEngine, match
 from uncertain_cep.interval.language import parse_temporal_query
-from uncertain_cep.pipeline.build_job import input_files
+from uncertain_cep.pipeline.build_job import input_files, read_parquet_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -117,7 +117,7 @@ def _read(spark: SparkSession, fmt: str, files: list[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     if fmt == "parquet":
-        return spark.read.parquet(*files)
+        return read_parquet_files(spark, files)
     frame = spark.read.option("header", True).option("inferSchema", True).csv(files)
     # pandas reads CSV numbers as int64/float64; Spark infers int and may infer float.
     casts = {"IntegerType": "bigint", "ShortType": "bigint", "ByteType": "bigint",
