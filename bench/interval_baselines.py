@@ -344,18 +344,8 @@ def _constraint_sql(constraint: RelationConstraint | FollowedBy | EndpointRestri
     """ON-clause conditions for one constraint, led by a comment naming it."""
     if isinstance(constraint, EndpointRestriction):
         return [f"-- {constraint}", _restriction_sql(constraint, alias)]
-    a, b = alias[constraint.left], alias[constraint.right]
     if isinstance(constraint, FollowedBy):
-        out = [f"-- {constraint}", f"{a}.te < {b}.ts"]
-        for name in (constraint.left, constraint.right):
-            # Another situation of A's or B's symbol meets the gap [A.te, B.ts) iff it
-            # starts before B.ts and ends after A.te (intervals are half-open). The
-            # chosen A and B never do, so they need not be excluded.
-            same = "".join(f"other.{k} = {a}.{k} AND " for k in keys)
-            out.append(f"NOT EXISTS (SELECT 1 FROM {alias[name]} AS other\n"
-                       f"                    WHERE {same}other.ts < {b}.ts "
-                       f"AND {a}.te < other.te)")
-        return out
+        return [f"-- {constraint}", *_followed_by_sql(constraint, alias, keys)]
     if len(constraint.relations) == len(ALLEN_RELATIONS):
         # Every pair of intervals is in one of the 13: no condition to write.
         return [f"-- {constraint.left} AND {constraint.right}: any relation"]
@@ -366,10 +356,28 @@ def _constraint_sql(constraint: RelationConstraint | FollowedBy | EndpointRestri
             _restriction_sql(EndpointRestriction(names[r.left], r.left_end, r.op,
                                                  names[r.right], r.right_end), alias)
             for r in definition(relation)))
+    for succession in constraint.followed_by_pairs():
+        disjuncts.append(" AND ".join(_followed_by_sql(succession, alias, keys)))
     text = f"-- {constraint}"
     if len(disjuncts) == 1:
         return [text, disjuncts[0]]
     return [text, "(" + "\n      OR ".join(f"({d})" for d in disjuncts) + ")"]
+
+
+def _followed_by_sql(constraint: FollowedBy, alias: Mapping[str, str],
+                     keys: Sequence[str]) -> list[str]:
+    """The conditions of ``A followed_by B``, to be joined with AND."""
+    a, b = alias[constraint.left], alias[constraint.right]
+    out = [f"{a}.te < {b}.ts"]
+    for name in (constraint.left, constraint.right):
+        # Another situation of A's or B's symbol meets the gap [A.te, B.ts) iff it
+        # starts before B.ts and ends after A.te (intervals are half-open). The
+        # chosen A and B never do, so they need not be excluded.
+        same = "".join(f"other.{k} = {a}.{k} AND " for k in keys)
+        out.append(f"NOT EXISTS (SELECT 1 FROM {alias[name]} AS other\n"
+                   f"                    WHERE {same}other.ts < {b}.ts "
+                   f"AND {a}.te < other.te)")
+    return out
 
 
 def _restriction_sql(restriction: EndpointRestriction, alias: Mapping[str, str]) -> str:
@@ -545,21 +553,37 @@ def _admissible(chosen: tuple[int, ...], bound: Sequence[str], name: str,
             some = np.zeros(len(candidates), dtype=bool)
             for relation in constraint.relations:
                 some |= holds(relation, a_ts, a_te, b_ts, b_te)
+            for fb in constraint.followed_by_pairs():
+                # In a disjunction the gap test runs on every candidate.
+                mask = np.ones(len(candidates), dtype=bool)
+                _gap_free(mask, fb, ends, symbols, pid)
+                some |= mask
             ok &= some
     for constraint in succession:
         # The gap test compares each remaining candidate with every situation of both
         # symbols in the partition: the dearest check, so it runs on the survivors only.
-        left = np.flatnonzero(ok)
-        if not len(left):
+        if not ok.any():
             break
-        a_te = np.broadcast_to(ends[constraint.left][1], ok.shape)[left]
-        b_ts = np.broadcast_to(ends[constraint.right][0], ok.shape)[left]
-        for other in (constraint.left, constraint.right):
-            x = symbols[other]
-            x_ts = x.ts[x.start[pid]:x.stop[pid]]
-            x_te = x.te[x.start[pid]:x.stop[pid]]
-            # [x.ts, x.te) meets [A.te, B.ts) iff x.ts < B.ts and A.te < x.te.
-            meets_gap = ((x_ts[None, :] < b_ts[:, None])
-                         & (a_te[:, None] < x_te[None, :])).any(axis=1)
-            ok[left[meets_gap]] = False
+        _gap_free(ok, constraint, ends, symbols, pid)
     return ok
+
+
+def _gap_free(ok: np.ndarray, constraint: FollowedBy,
+              ends: Mapping[str, tuple[np.ndarray, np.ndarray]],
+              symbols: Mapping[str, _Symbol], pid: int) -> None:
+    """Clear ``ok`` where ``constraint.left followed_by constraint.right`` fails."""
+    (a_ts, a_te), (b_ts, b_te) = ends[constraint.left], ends[constraint.right]
+    ok &= np.broadcast_to(holds(AllenRelation.before, a_ts, a_te, b_ts, b_te), ok.shape)
+    left = np.flatnonzero(ok)
+    if not len(left):
+        return
+    a_te = np.broadcast_to(a_te, ok.shape)[left]
+    b_ts = np.broadcast_to(b_ts, ok.shape)[left]
+    for other in (constraint.left, constraint.right):
+        x = symbols[other]
+        x_ts = x.ts[x.start[pid]:x.stop[pid]]
+        x_te = x.te[x.start[pid]:x.stop[pid]]
+        # [x.ts, x.te) meets [A.te, B.ts) iff x.ts < B.ts and A.te < x.te.
+        meets_gap = ((x_ts[None, :] < b_ts[:, None])
+                     & (a_te[:, None] < x_te[None, :])).any(axis=1)
+        ok[left[meets_gap]] = False
