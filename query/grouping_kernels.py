@@ -19,8 +19,7 @@ import numpy as np
 
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
-__all__ = ["group_rows", "group_rows_in_segments", "group_values_in_segments",
-           "order_by_group"]
+__all__ = ["group_rows", "group_rows_in_segments", "order_by_group"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -140,72 +139,6 @@ def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: n
             np.ascontiguousarray(order_key, dtype=np.int64),
             np.ascontiguousarray(weights, dtype=np.float64),
             np.ascontiguousarray(segments, dtype=np.int64))
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _group_values_in_segments(key: np.ndarray, seg: np.ndarray
-                              ) -> tuple[np.ndarray, np.ndarray]:
-    n = len(key)
-    n_seg = len(seg) - 1
-    ids = np.empty(n, dtype=np.int64)       # within the segment, then made global
-    firsts = np.empty(n, dtype=np.int64)    # segment s's groups at seg[s] + g
-    counts = np.zeros(n_seg, dtype=np.int64)
-    slots = np.empty(4 * n + 4, dtype=np.int64)   # as in _group_rows_in_segments
-    for s in numba.prange(n_seg):
-        lo, hi = seg[s], seg[s + 1]
-        if hi == lo:
-            continue
-        size = 1
-        while size < 2 * (hi - lo):
-            size *= 2
-        mask = np.uint64(size - 1)
-        base = 4 * lo
-        slots[base:base + size] = -1
-        groups = 0
-        for i in range(lo, hi):
-            v = key[i]
-            t = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32))
-                         & mask)
-            while True:
-                g = slots[base + t]
-                if g < 0:
-                    slots[base + t] = groups
-                    firsts[lo + groups] = i
-                    ids[i] = groups
-                    groups += 1
-                    break
-                if key[firsts[lo + g]] == v:
-                    ids[i] = g
-                    break
-                t = (t + 1) & np.int64(mask)
-        counts[s] = groups
-    offset = np.zeros(n_seg + 1, dtype=np.int64)
-    for s in range(n_seg):
-        offset[s + 1] = offset[s] + counts[s]
-    first = np.empty(offset[n_seg], dtype=np.int64)
-    for s in numba.prange(n_seg):
-        lo, b = seg[s], offset[s]
-        for j in range(counts[s]):
-            first[b + j] = firsts[lo + j]
-        for i in range(lo, seg[s + 1]):
-            ids[i] += b
-    return ids, first
-
-
-def group_values_in_segments(key: np.ndarray, segments: np.ndarray
-                             ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by an integer ``key`` within each segment (``segments``: boundaries,
-    from 0 to the number of rows): per row its group id, and each group's first row;
-    groups numbered segment by segment, within one in order of first appearance.
-    Segments are hashed apart and run in parallel.
-
-    >>> ids, first = group_values_in_segments(np.array([7, 5, 7, 7]), np.array([0, 3, 4]))
-    >>> ids.tolist(), first.tolist()
-    ([0, 1, 0, 2], [0, 1, 3])
-    """
-    with KERNEL_LOCK:
-        return _group_values_in_segments(np.ascontiguousarray(key, dtype=np.int64),
-                                         np.ascontiguousarray(segments, dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
