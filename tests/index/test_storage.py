@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from random_archives import archives, patterns
 
 import uncertain_cep as uc
@@ -22,6 +22,9 @@ def _example() -> uc.UncertainIndex:
     return uc.build_index(pd.read_csv(EXAMPLE / "archive.csv"), codes="paper")
 
 
+# Each example writes and opens two indexes (about a second): the query engine's own
+# properties are tested elsewhere on many more archives.
+@settings(max_examples=12)
 @given(df=archives(max_groups=3, max_events=8), pattern=patterns())
 def test_reopened_index_answers_like_the_original(tmp_path_factory, df, pattern):
     path = tmp_path_factory.mktemp("ix") / "index"
