@@ -1,8 +1,8 @@
 """Reading an on-disk index: the one door to its files (written by
 :mod:`uncertain_cep.index.storage`).
 
-:func:`open_reader` checks an index directory (its manifest, format version and every
-file's checksum) and returns an :class:`IndexReader`: the typed
+:func:`open_reader` checks an index directory (its manifest, format version and the
+files' checksums: see :func:`read_manifest`) and returns an :class:`IndexReader`: the typed
 :class:`~uncertain_cep.index.manifest.Manifest` and the reads the rest of the package
 needs, each with its filter pushed into the Parquet scan, so only the rows asked for are
 read:
@@ -72,6 +72,7 @@ from uncertain_cep.index.storage import (
     NODES,
     RTREE,
     RTREE_FILES,
+    STATS,
     TIME_STATS,
     TREES,
     sha256_file,
@@ -82,12 +83,18 @@ from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 
 __all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest",
-           "open_reader", "read_event_times", "read_manifest"]
+           "open_reader", "read_event_times", "read_manifest", "read_when_opened"]
 
 
-def read_manifest(root: str | os.PathLike[str]) -> Manifest:
-    """The manifest of an index directory, after checking its format version and every
-    file's checksum.
+def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> Manifest:
+    """The manifest of an index directory, after checking its format version, its own
+    checksum, that every file it lists is there, and the files' checksums.
+
+    With ``verify_all=False`` only the files opening an index reads are hashed (the events
+    table, the statistics and the R*-tree file: :func:`read_when_opened`), so opening
+    costs what it reads, not the size of the index; the node columns (memory-mapped) are
+    then checked against the manifest's counts, and the nodes and trees tables are hashed
+    when they are first read (:meth:`IndexReader.load`).
 
     Raises
     ------
@@ -127,6 +134,18 @@ def read_manifest(root: str | os.PathLike[str]) -> Manifest:
     for name in checksums:
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
+    _verify_files(root, {name: digest for name, digest in checksums.items()
+                         if verify_all or read_when_opened(name)})
+    return manifest
+
+
+def read_when_opened(name: str) -> bool:
+    """Whether opening an index reads the file ``name`` (relative to the index) whole."""
+    return name.startswith((f"{EVENTS}/", f"{STATS}/")) or name in RTREE_FILES
+
+
+def _verify_files(root: Path, checksums: dict[str, str]) -> None:
+    """Hash the files ``checksums`` names and compare (IndexFormatError on a mismatch)."""
     # Hashing releases the GIL: a few threads check the files at disk speed.
     try:
         names = sorted(checksums, key=lambda n: -(root / n).stat().st_size)
@@ -138,10 +157,9 @@ def read_manifest(root: str | os.PathLike[str]) -> Manifest:
                                            f"checksum in {MANIFEST}; rebuild the index")
     except OSError as e:
         raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
-    return manifest
 
 
-def open_reader(path: str | os.PathLike[str]) -> IndexReader:
+def open_reader(path: str | os.PathLike[str], *, verify_all: bool = True) -> IndexReader:
     """Check the index directory ``path`` (:func:`read_manifest`) and return its reader.
 
     An index being rebuilt at that path meanwhile (the build swaps the new directory in)
@@ -150,31 +168,32 @@ def open_reader(path: str | os.PathLike[str]) -> IndexReader:
     for attempt in range(_ATTEMPTS):
         before = _identity(root)
         try:
-            manifest = read_manifest(root)
+            manifest = read_manifest(root, verify_all=verify_all)
         except (IndexFormatError, OSError):
             if attempt + 1 < _ATTEMPTS and _being_replaced(root, before):
                 time.sleep(_PAUSE * (attempt + 1))
                 continue
             raise
         if _identity(root) == before:
-            return IndexReader(root, manifest, before)
+            return IndexReader(root, manifest, before, verified_all=verify_all)
     raise IndexFormatError(f"{root} was replaced {_ATTEMPTS} times while being opened; "
                            "open it once its rebuilds are done")
 
 
 def load_index(path: str | os.PathLike[str],
-               pair_predicate: PairPredicate | None = None) -> EventIndex:
+               pair_predicate: PairPredicate | None = None, *,
+               verify_all: bool = True) -> EventIndex:
     """Open an index directory written by :func:`~uncertain_cep.index.storage.save_index`
-    or the Spark build."""
-    return load_index_and_manifest(path, pair_predicate)[0]
+    or the Spark build (``verify_all``: see :func:`read_manifest`)."""
+    return load_index_and_manifest(path, pair_predicate, verify_all=verify_all)[0]
 
 
 def load_index_and_manifest(path: str | os.PathLike[str],
-                            pair_predicate: PairPredicate | None = None
-                            ) -> tuple[EventIndex, Manifest]:
+                            pair_predicate: PairPredicate | None = None, *,
+                            verify_all: bool = True) -> tuple[EventIndex, Manifest]:
     """:func:`load_index`, and the checked manifest it was read by (its build records)."""
     for attempt in range(_ATTEMPTS):
-        reader = open_reader(path)
+        reader = open_reader(path, verify_all=verify_all)
         try:
             index = reader.load(pair_predicate)
         except Exception:
@@ -250,6 +269,7 @@ class IndexReader:
     root: Path
     manifest: Manifest
     identity: tuple[int, int] | None = None
+    verified_all: bool = True
 
     def was_replaced(self) -> bool:
         """Whether another directory (a rebuild) took the reader's path since it opened."""
@@ -287,6 +307,10 @@ class IndexReader:
                                    "(its trees are read on first use); open it again")
         if self.was_replaced():
             raise rebuilt
+        if not self.verified_all:
+            # Opened without hashing these tables: check them now, before they are read.
+            _verify_files(self.root, {name: digest for name, digest in self.manifest.sha256
+                                      if name.startswith((f"{TREES}/", f"{NODES}/"))})
         try:
             forests = _forests(self._read_table(TREES), self._read_table(NODES), labels,
                                paper_codes)

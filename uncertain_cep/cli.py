@@ -234,6 +234,9 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     query.add_argument("--out", default=None, type=table_path_argument,
                        help="write the answer to .parquet or .csv")
+    query.add_argument("--verify", action="store_true",
+                       help="hash every file of the index before answering (by default "
+                            "only the files opening reads are hashed)")
     query.set_defaults(run=_query)
 
     reporter = sub.add_parser("report", help="a standalone HTML report of one query over a "
@@ -410,12 +413,13 @@ def _query(args: argparse.Namespace) -> int:
 
     text = _query_text(args.query)
     if args.explain and EngineName.get_value(args.engine) == "local":
-        explanation = uc.open_index(args.index).explain(text, strategy=args.strategy)
+        explanation = uc.open_index(args.index, verify=args.verify).explain(
+            text, strategy=args.strategy)
         assert explanation.answer is not None
         res = explanation.answer
     else:
         res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
-                             master=args.master)
+                             master=args.master, verify=args.verify)
         explanation = uc.Explanation(text, len(res), res.stats, res)
     if args.explain:
         print(explanation)

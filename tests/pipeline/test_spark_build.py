@@ -180,7 +180,7 @@ def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
     data[len(data) // 2] ^= 0xFF
     part.write_bytes(bytes(data))
     with pytest.raises(IndexFormatError, match="does not match its checksum"):
-        uc.open_index(tmp_path / "ix")
+        uc.open_index(tmp_path / "ix", verify=True)
     with pytest.raises(IndexFormatError, match="does not match its checksum"):
         query_spark(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
                     spark=spark)
