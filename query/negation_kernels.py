@@ -88,6 +88,7 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
                 continue
             if not relevant[m]:
                 relevant[m] = True
+                weight[m] = 1.0
                 touched[n_touched] = m
                 n_touched += 1
             weight[m] *= neg_weights[p]
@@ -102,6 +103,7 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
             x = _up(touched[i], parent, tree, tree_virtual)
             while x >= 0 and not relevant[x]:
                 relevant[x] = True
+                weight[x] = 1.0
                 touched[n_touched] = x
                 n_touched += 1
                 x = _up(x, parent, tree, tree_virtual)
@@ -111,6 +113,7 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
                 required[x] = True
                 if not relevant[x]:
                     relevant[x] = True
+                    weight[x] = 1.0
                     touched[n_touched] = x
                     n_touched += 1
                 x = _up(x, parent, tree, tree_virtual)
@@ -139,7 +142,6 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
         x = touched[i]
         relevant[x] = False
         required[x] = False
-        weight[x] = 1.0
         value[x] = 0.0
     for gi in range(n_groups):
         weighted_group[out_groups[gi]] = False
@@ -211,15 +213,12 @@ class _Memo:
 
 @numba.njit(cache=True, nogil=True)
 def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
-                      gaps: np.ndarray, neg: tuple, t: tuple,
+                      gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple,
                       poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray
                       ) -> np.ndarray:
     n, k = events.shape
     group, row, tree, tree_virtual, group_root = t[0], t[1], t[9], t[10], t[11]
-    n_nodes, n_all_groups = len(group), len(group_root)
-    scratch = (np.ones(n_nodes), np.zeros(n_nodes), np.zeros(n_nodes, dtype=np.bool_),
-               np.zeros(n_nodes, dtype=np.bool_), np.empty(n_nodes, dtype=np.int64),
-               np.zeros(n_all_groups, dtype=np.bool_))
+    n_all_groups = len(group_root)
     found_groups = np.empty(n_all_groups, dtype=np.int64)
     found_values = np.empty(n_all_groups)
     n_gaps, width = gaps.shape
@@ -328,5 +327,13 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     t = (table.group, table.row, table.kind, table.parent, table.cond, table.depth,
          table.child_start, table.child_list, table.child_root, table.tree,
          table.tree_virtual, group_root)
+    # Scratch per node of the whole index, allocated here rather than in compiled code:
+    # numpy's zeroed allocations are mapped lazily, and a call writes only the entries of
+    # the nodes it touches (a weight is set when its node becomes relevant), so memory
+    # and time follow the query, not the size of the index.
+    n_nodes = len(table.group)
+    scratch = (np.zeros(n_nodes), np.zeros(n_nodes), np.zeros(n_nodes, dtype=np.bool_),
+               np.zeros(n_nodes, dtype=np.bool_), np.zeros(n_nodes, dtype=np.int64),
+               np.zeros(len(group_root), dtype=np.bool_))
     return _negation_factors(events, nodes, gap_id, np.ascontiguousarray(gaps[first]), neg,
-                             t, table.poi, table.tree_parent, table.tree_level)
+                             t, scratch, table.poi, table.tree_parent, table.tree_level)
