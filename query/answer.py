@@ -108,7 +108,10 @@ def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
     # Confidences equal up to rounding noise must not reorder rows between strategies.
     order = (np.lexsort(_id_keys(ids) + [-np.round(conf, 12)]) if len(conf)
              else np.zeros(0, dtype=np.int64))
-    columns = [col[order].tolist() for col in (ids if values is None else values)]
+    # Object columns are zipped as they are (their items are the id objects already);
+    # numeric ones become lists first, so that tuples hold Python ints, not numpy scalars.
+    columns = ([col[order].tolist() for col in ids] if values is None
+               else [col[order] for col in values])
     rows = zip(*columns) if columns else (() for _ in range(len(order)))
     series = pd.Series(np.fromiter(rows, dtype=object, count=len(order)), dtype=object,
                        copy=False)
