@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.codes import CodeScheme, code_scheme
+from uncertain_cep.index.domains import interval
 from uncertain_cep.index.forest import REAL, GroupForest
 from uncertain_cep.index.forest_builder import build_forest
 from uncertain_cep.index.isolation import hall_violation
@@ -122,10 +123,19 @@ class BuildSettings:
 def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequence[int],
                        t_hi: Sequence[int], pair_check: GroupPairCheck | None,
                        settings: BuildSettings) -> GroupForest:
-    """Index one dependency group: plan its OI-tree(s) and instantiate them.
+    """Index one dependency group: plan its OI-tree(s) and instantiate them (Zhou et al. 4.1).
 
-    Raises :class:`InputError` if the group has no order instance (naming the events that
-    cannot all fit) and :class:`IndexBuildError` if it needs more nodes than the budget.
+    The node budget is checked first, from an exact count of the nodes that makes none
+    (:func:`~uncertain_cep.index.oi_tree.count_nodes`), so an oversized group fails
+    before anything is allocated.
+
+    Raises
+    ------
+    InputError
+        If the group has no order instance (naming the events that cannot all fit).
+    IndexBuildError
+        If it needs more nodes than the budget (naming the group, a lower bound of its
+        size and what to do), or if memory runs out while it is built.
     """
     try:
         with _recursion_for(len(t_lo)):
@@ -135,7 +145,7 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     except GroupInfeasible as e:
         names = ", ".join(repr(_plain(event_ids[i])) for i in e.events)
         if e.window is None:
-            violation = hall_violation({i: tuple(range(int(t_lo[i]), int(t_hi[i]) + 1))
+            violation = hall_violation({i: interval(int(t_lo[i]), int(t_hi[i]))
                                         for i in e.events})
             window = violation.window if violation else None
         else:
@@ -147,9 +157,27 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
         raise InputError(f"group {_plain(label)!r} has no order instance: events {names}{where}; "
                          "widen their intervals or use a finer time unit") from None
     except IndexBuildError as e:
-        raise IndexBuildError(f"group {_plain(label)!r} ({len(t_lo)} events) is too large to "
-                              f"index: {e}; use a coarser time unit, split the group, or raise "
-                              "node_budget") from None
+        raise IndexBuildError(f"{_too_large(label, len(t_lo))}: {e}; {_REMEDY}raise "
+                              f"node_budget= (now {_budget(settings)})") from None
+    except MemoryError as e:
+        # Within the budget, yet more than this process can hold (a large budget, or
+        # little memory): the same advice, never a bare MemoryError.
+        raise IndexBuildError(f"{_too_large(label, len(t_lo))}: memory ran out while building "
+                              f"its OI-trees (node_budget= is {_budget(settings)}); {_REMEDY}"
+                              "give the build more memory") from e
+
+
+# What to do about a group too large to index (the CLI spells keywords as its flags).
+_REMEDY = ("use a coarser time unit (time_unit= with a larger unit) so that intervals span "
+           "fewer instants, split the group into smaller dependency groups, or ")
+
+
+def _too_large(label: object, n_events: int) -> str:
+    return f"group {_plain(label)!r} ({n_events} events) is too large to index"
+
+
+def _budget(settings: BuildSettings) -> str:
+    return "unset" if settings.node_budget is None else f"{settings.node_budget:,}"
 
 
 @contextmanager

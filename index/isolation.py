@@ -1,7 +1,9 @@
 """Isolated subsequences: the two steps of Zhou et al. section 4.1.2.
 
-A *state* maps each not-yet-placed event of a group to its domain: the sorted tuple of
-instants it may still take. Two steps find the isolated subsequences of a state:
+A *state* maps each not-yet-placed event of a group to its domain: the instants it may
+still take, as sorted disjoint intervals (:mod:`uncertain_cep.index.domains`; nothing here
+is per instant, so intervals 100,000 instants wide cost no more than narrow ones). Two steps
+find the isolated subsequences of a state:
 
 1. *Splitting instants* (Definition 2): an instant ``t`` such that every domain lies wholly
    at or before ``t`` or wholly after it cuts the state in two.
@@ -16,11 +18,12 @@ Both steps repeat to a fixpoint (:func:`propagate`), then :func:`split_isolated`
 every splitting instant. Under Condition 2 a cut is kept only where no pair across it can
 violate the predicate; otherwise the two sides stay in one subsequence.
 
->>> state = {1: (1, 2, 3), 2: (2, 3), 3: (2, 3), 4: (3, 4, 5, 6, 7), 5: (4, 5, 6),
-...          6: (5, 6), 7: (6, 7)}
+>>> from uncertain_cep.index.domains import interval
+>>> state = {1: interval(1, 3), 2: interval(2, 3), 3: interval(2, 3), 4: interval(3, 7),
+...          5: interval(4, 6), 6: interval(5, 6), 7: interval(6, 7)}
 >>> state = propagate(state)
 >>> state[1], state[4]
-((1,), (4, 5, 6, 7))
+(((1, 1),), ((4, 7),))
 >>> [sorted(part) for part in split_isolated(state)]
 [[1], [2, 3], [4, 5, 6, 7]]
 """
@@ -29,11 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from uncertain_cep.index.domains import Domain, first, instants, last, without
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["Infeasible", "State", "hall_violation", "propagate", "split_isolated"]
 
-State = dict[int, tuple[int, ...]]
+State = dict[int, Domain]
 
 
 class Infeasible(Exception):
@@ -45,7 +49,7 @@ class Infeasible(Exception):
         self.window = window
 
 
-def propagate(state: Mapping[int, tuple[int, ...]]) -> State:
+def propagate(state: Mapping[int, Domain]) -> State:
     """Apply Lemma 1 windows until nothing changes; raise :class:`Infeasible` on a window
     holding more events than instants, or on an empty domain.
 
@@ -65,9 +69,9 @@ def propagate(state: Mapping[int, tuple[int, ...]]) -> State:
         for (a, b), inside in tight:
             for e in component:
                 dom = current[e]
-                if e in inside or dom[-1] < a or dom[0] > b:
+                if e in inside or last(dom) < a or first(dom) > b:
                     continue
-                kept = tuple(t for t in dom if t < a or t > b)
+                kept = without(dom, a, b)
                 if not kept:
                     raise Infeasible(sorted(inside | {e}), (a, b))
                 if kept != dom:
@@ -78,22 +82,22 @@ def propagate(state: Mapping[int, tuple[int, ...]]) -> State:
     return current
 
 
-def _components(state: Mapping[int, tuple[int, ...]]) -> list[list[int]]:
+def _components(state: Mapping[int, Domain]) -> list[list[int]]:
     """Events grouped into maximal runs whose spans overlap (splitting instants cut them)."""
-    items = sorted(state.items(), key=lambda item: (item[1][0], item[0]))
+    items = sorted(state.items(), key=lambda item: (first(item[1]), item[0]))
     out: list[list[int]] = []
     reach = None
     for e, dom in items:
-        if reach is None or dom[0] > reach:
+        if reach is None or first(dom) > reach:
             out.append([e])
-            reach = dom[-1]
+            reach = last(dom)
         else:
             out[-1].append(e)
-            reach = max(reach, dom[-1])
+            reach = max(reach, last(dom))
     return out
 
 
-def hall_violation(state: Mapping[int, tuple[int, ...]]) -> Infeasible | None:
+def hall_violation(state: Mapping[int, Domain]) -> Infeasible | None:
     """The first window holding more events than instants, if any."""
     try:
         _tight_windows(state)
@@ -102,7 +106,7 @@ def hall_violation(state: Mapping[int, tuple[int, ...]]) -> Infeasible | None:
     return None
 
 
-def _tight_windows(state: Mapping[int, tuple[int, ...]]
+def _tight_windows(state: Mapping[int, Domain]
                    ) -> list[tuple[tuple[int, int], frozenset[int]]]:
     """Windows ``[a, b]`` holding exactly ``b - a + 1 >= 2`` events' whole domains.
 
@@ -113,14 +117,14 @@ def _tight_windows(state: Mapping[int, tuple[int, ...]]
     For each right end ``b`` (a domain maximum), the events ending by ``b`` sorted by
     their minimum, largest first: the ``k`` first of them fit in ``[m_k, b]``.
     """
-    by_max = sorted(state.items(), key=lambda item: item[1][-1])
+    by_max = sorted(state.items(), key=lambda item: last(item[1]))
     windows = []
     ended: list[tuple[int, int]] = []  # (min, event) of domains ending at or before b
     i = 0
     while i < len(by_max):
-        b = by_max[i][1][-1]
-        while i < len(by_max) and by_max[i][1][-1] == b:
-            ended.append((by_max[i][1][0], by_max[i][0]))
+        b = last(by_max[i][1])
+        while i < len(by_max) and last(by_max[i][1]) == b:
+            ended.append((first(by_max[i][1]), by_max[i][0]))
             i += 1
         ended.sort(reverse=True)
         k = 0
@@ -139,36 +143,36 @@ def _tight_windows(state: Mapping[int, tuple[int, ...]]
     return windows
 
 
-def split_isolated(state: Mapping[int, tuple[int, ...]],
+def split_isolated(state: Mapping[int, Domain],
                    pair_check: GroupPairCheck | None = None) -> list[State]:
     """Cut a propagated state at its splitting instants into isolated subsequences, in time
     order. Under Condition 2 a cut survives only if every pair across it is always allowed.
     """
     if not state:
         return []
-    items = sorted(state.items(), key=lambda item: (item[1][0], item[0]))
-    parts: list[list[tuple[int, tuple[int, ...]]]] = [[items[0]]]
-    reach = items[0][1][-1]
+    items = sorted(state.items(), key=lambda item: (first(item[1]), item[0]))
+    parts: list[list[tuple[int, Domain]]] = [[items[0]]]
+    reach = last(items[0][1])
     for e, dom in items[1:]:
-        if dom[0] > reach:
+        if first(dom) > reach:
             parts.append([(e, dom)])
         else:
             parts[-1].append((e, dom))
-        reach = max(reach, dom[-1])
+        reach = max(reach, last(dom))
     if pair_check is not None and len(parts) > 1:
         parts = _merge_unsafe_cuts(parts, pair_check)
     return [dict(p) for p in parts]
 
 
-def _merge_unsafe_cuts(parts: list[list[tuple[int, tuple[int, ...]]]],
-                       pair_check: GroupPairCheck) -> list[list[tuple[int, tuple[int, ...]]]]:
+def _merge_unsafe_cuts(parts: list[list[tuple[int, Domain]]],
+                       pair_check: GroupPairCheck) -> list[list[tuple[int, Domain]]]:
     """Merge neighbouring parts wherever some pair across the cut may violate Condition 2.
 
     A cut between ``parts[:k]`` and ``parts[k:]`` is safe when every event before it and
     every event after it are allowed at every pair of their instants.
     """
     n = len(parts)
-    before: list[tuple[int, tuple[int, ...]]] = []
+    before: list[tuple[int, Domain]] = []
     safe = [False] * n
     for k in range(1, n):
         before.extend(parts[k - 1])
@@ -184,9 +188,10 @@ def _merge_unsafe_cuts(parts: list[list[tuple[int, tuple[int, ...]]]],
     return merged
 
 
-def _always_allowed(a: int, da: tuple[int, ...], b: int, db: tuple[int, ...],
+def _always_allowed(a: int, da: Domain, b: int, db: Domain,
                     pair_check: GroupPairCheck) -> bool:
     gap = pair_check.min_gap(a, b)
     if gap is not None:
-        return db[0] - da[-1] >= gap
-    return all(pair_check.allows(a, b, ta, tb) for ta in da for tb in db)
+        return first(db) - last(da) >= gap
+    # A predicate of unknown shape (a user's) can only be asked instant by instant.
+    return all(pair_check.allows(a, b, ta, tb) for ta in instants(da) for tb in instants(db))

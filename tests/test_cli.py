@@ -282,6 +282,20 @@ def test_errors_name_flags_as_typed(tmp_path, capsys):
     assert "--time-unit" in err and "time_unit=" not in err
 
 
+@pytest.mark.timeout(30)
+def test_an_oversized_group_fails_at_once_naming_the_flags_that_fix_it(tmp_path, capsys):
+    wide = pd.DataFrame({"event_id": [1, 2, 3], "group": "busy", "t_lo": 0, "t_hi": 100_000})
+    wide.to_csv(tmp_path / "e.csv", index=False)
+    assert cli.main(["build", str(tmp_path / "e.csv"), "--out", str(tmp_path / "ix"),
+                     "--engine", "local"]) == 1
+    err = capsys.readouterr().err
+    assert "group 'busy' (3 events) is too large to index" in err
+    assert "need more than 2,000,000 nodes (at least " in err
+    assert "coarser time unit (--time-unit with a larger unit)" in err
+    assert "split the group" in err and "raise --node-budget (now 2,000,000)" in err
+    assert not (tmp_path / "ix").exists()
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_answer_files_keep_ids_with_spaces_apart(tmp_path, suffix):
     df = pd.DataFrame({"event_id": ["a", "b c", "a b", "c"], "group": [0, 0, 1, 1],

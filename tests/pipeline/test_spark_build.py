@@ -164,9 +164,14 @@ def test_an_oversized_group_names_the_group_and_suggests_a_coarser_time_unit(spa
             for i in range(8)]
     path = _write(tmp_path, GOOD + wide)
     with pytest.raises(IndexBuildError, match=r"group 'busy' \(8 events\) is too large to "
-                                              r"index.*coarser time unit"):
+                                              r"index.*coarser time unit") as caught:
         uc.build_index_spark(path, tmp_path / "ix", spark=spark, node_budget=500,
                              log=lambda _: None)
+    # The same words as the in-process build: the size found and every remedy.
+    with pytest.raises(IndexBuildError) as in_process:
+        uc.build_index(pd.DataFrame(wide), node_budget=500)
+    assert "need more than 500 nodes (at least " in str(in_process.value)
+    assert str(in_process.value) in str(caught.value)
     summary = uc.build_index_spark(path, tmp_path / "ix", spark=spark, node_budget=500,
                                    on_bad_groups="report", log=lambda _: None)
     assert (summary.groups, summary.rejected_groups) == (1, 1)
