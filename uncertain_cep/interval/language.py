@@ -16,7 +16,7 @@ either order, ``B finishes C`` counts for ``C finished_by B``), a hierarchy oper
 endpoint restrictions (``A.ts < C.ts <= B.te``, ISEQ's TList). Relation names take any
 case and ``_`` or ``-``. Durations and windows are numbers in the data's unit or carry a
 unit (``5s``, ``30 SECONDS``, ``5 MINUTES``, ``2 HOURS``, also ms, min, h, days); the
-pattern keeps it (:class:`~uncertain_cep.interval.patterns.Duration`) and the matcher converts with
+pattern keeps it (:class:`~uncertain_cep.durations.Duration`) and the matcher converts with
 the ``time_unit`` of the data. Columns may be qualified by the source's name or alias
 (``CS.accel``). ``-- comments`` run to the end of the line.
 
@@ -48,7 +48,9 @@ from lark import Lark, Token, Tree, UnexpectedInput
 from uncertain_cep.errors import InvalidOptionError, QueryParseError
 from uncertain_cep.grammar import (
     COMMON_TERMINALS,
+    DURATION_GRAMMAR,
     TERMINAL_WORDS,
+    duration,
     keyword_terminals,
     located,
     syntax_error,
@@ -65,7 +67,6 @@ from uncertain_cep.interval.patterns import (
     ReturnItem,
     SituationDefinition,
     TemporalPattern,
-    TimeUnit,
     _pattern_problem,
 )
 from uncertain_cep.interval.relations import (
@@ -91,8 +92,6 @@ _RELATION_WORDS = sorted({w.lower() for w in [*(r.value for r in AllenRelation),
                                                *(o.value for o in HierarchyOperator)]},
                          key=len, reverse=True)
 _RELATION_REGEX = "|".join(w.replace("_", "[_-]") for w in _RELATION_WORDS)
-_UNIT_REGEX = ("milliseconds?|msec|ms|seconds?|secs?|s|minutes?|mins?|min|hours?|hrs?|hr|h"
-               "|days?|d")
 
 _GRAMMAR = r"""
 start: source? partition? define pattern within? returns? ";"?
@@ -105,7 +104,6 @@ definition: NAME _AS condition bound?
 bound: _AT _LEAST duration                        -> at_least
      | _AT _MOST duration                         -> at_most
      | _DURATION? _BETWEEN duration _AND duration -> between
-duration: NUMBER UNIT?
 
 ?condition: conjunction
           | condition _OR conjunction             -> or_
@@ -137,9 +135,8 @@ EQ: "="
 NE: "!=" | "<>"
 GT: ">"
 GE: ">="
-""" + COMMON_TERMINALS + keyword_terminals(_KEYWORDS) + (
+""" + COMMON_TERMINALS + DURATION_GRAMMAR + keyword_terminals(_KEYWORDS) + (
     f"RELATION.3: /(?:{_RELATION_REGEX})(?![A-Za-z0-9_])/i\n"
-    f"UNIT.2: /(?:{_UNIT_REGEX})(?![A-Za-z0-9_])/i\n"
     "ENDPOINT.2: /t[se](?![A-Za-z0-9_])/i\n")
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
@@ -147,7 +144,6 @@ _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 _TERMINAL_WORDS = {
     **TERMINAL_WORDS,
     "RELATION": "a temporal relation",
-    "UNIT": "a time unit",
     "ENDPOINT": "'ts' or 'te'",
 }
 
@@ -290,9 +286,8 @@ class _Builder:
             return Literal(float(token))
 
     def duration(self, tree: Tree) -> Duration:
-        number, *unit = tokens(tree)
-        with self.blame(_position(number)):
-            return Duration(float(number), TimeUnit.named(str(unit[0])) if unit else None)
+        with self.blame(_position(tokens(tree)[0])):
+            return duration(tree)[1]
 
     def group(self, tree: Tree) -> list[tuple[Constraint, tuple[int, int]]]:
         if tree.data == "restrictions":
