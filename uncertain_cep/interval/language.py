@@ -79,7 +79,7 @@ from uncertain_cep.interval.relations import (
     lookup_relation,
 )
 
-__all__ = ["parse_temporal_query"]
+__all__ = ["parse_temporal_query", "plain_duration_positions"]
 
 _KEYWORDS = ("FROM", "PARTITION", "BY", "DEFINE", "AS", "AT", "LEAST", "MOST", "DURATION",
              "BETWEEN", "AND", "OR", "NOT", "PATTERN", "WITHIN", "RETURN")
@@ -167,6 +167,20 @@ def parse_temporal_query(text: str) -> TemporalPattern:
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from error
     return _Builder(text).pattern(tree)
+
+
+def plain_duration_positions(text: str) -> list[tuple[int, int]]:
+    """Where each duration or window written as a plain number other than 0 starts in
+    (valid) query text, in text order: the places
+    :meth:`~uncertain_cep.interval.patterns.TemporalPattern.plain_durations` lists.
+
+    >>> plain_duration_positions("DEFINE A AS x > 0 AT LEAST 3s, B AS x < 0\\n"
+    ...                          "PATTERN A meets B WITHIN 10")
+    [(2, 26)]
+    """
+    return [_position(tokens(tree)[0]) for tree in _PARSER.parse(text).iter_subtrees_topdown()
+            if tree.data == "duration" and len(tokens(tree)) == 1
+            and float(tokens(tree)[0]) != 0]
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:

@@ -301,6 +301,31 @@ class TemporalPattern:
         return (self.partition_by + spans + tuple(r.alias for r in self.returns)
                 + ("detected_at",))
 
+    def plain_durations(self) -> tuple[tuple[str, str, Duration], ...]:
+        """The durations and the window written as plain numbers other than 0 (a 0 is
+        the same in every unit), in the order of the query text: each as ``(where,
+        keyword, duration)``, ``where`` naming its place and ``keyword`` the word it
+        follows.
+
+        >>> from uncertain_cep.interval.language import parse_temporal_query
+        >>> parse_temporal_query("DEFINE A AS x > 0 AT LEAST 3, B AS x < 0 BETWEEN 0 AND 5s "
+        ...                      "PATTERN A meets B WITHIN 10").plain_durations()
+        (('symbol A: AT LEAST', 'AT LEAST', Duration(value=3.0, unit=None)),
+         ('WITHIN', 'WITHIN', Duration(value=10.0, unit=None)))
+        """
+        found: list[tuple[str, str, Duration | None]] = []
+        for s in self.symbols:
+            low, high = s.min_duration, s.max_duration
+            if low is not None and high is not None:
+                found += [(f"symbol {s.name}: DURATION BETWEEN", "BETWEEN", low),
+                          (f"symbol {s.name}: DURATION BETWEEN {low} AND", "AND", high)]
+            else:
+                found += [(f"symbol {s.name}: AT LEAST", "AT LEAST", low),
+                          (f"symbol {s.name}: AT MOST", "AT MOST", high)]
+        found.append(("WITHIN", "WITHIN", self.within))
+        return tuple((where, keyword, d) for where, keyword, d in found
+                     if d is not None and d.unit is None and d.value != 0)
+
     def resolve_units(self, time_unit: float | str | None) -> TemporalPattern:
         """The same pattern with every duration and the window in the data's unit.
 
