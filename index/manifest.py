@@ -40,13 +40,17 @@ from uncertain_cep.index.codes import CodeSchemeName
 from uncertain_cep.index.event_index import BuildSettings
 from uncertain_cep.index.statistics import EventStatistics, StatisticsGrid
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
+from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SELF_CHECKSUM", "AttributeNames", "BuildRecord",
            "IndexCounts", "Manifest", "RTreeInfo", "RejectedCounts", "StoredCondition2",
            "StoredSettings", "StoredStatistics", "TimeDomain", "manifest_digest"]
 
 FORMAT = "uncertain-cep index"
-FORMAT_VERSION = 4
+# 5: the time axis (time unit, and for datetimes one instant's length and the time zone)
+# replaced the time unit's text; a version-4 index cannot say whether its times were
+# datetimes, so it would answer them as integers.
+FORMAT_VERSION = 5
 # The manifest file's own checksum: the SHA-256 of its other fields (see manifest_digest),
 # so that an edited manifest is refused like an edited table.
 SELF_CHECKSUM = "manifest_sha256"
@@ -321,6 +325,25 @@ class TimeDomain:
                 "max_interval": self.max_interval}
 
 
+def _time_axis(o: _Object) -> TimeAxis:
+    """The archive's :class:`~uncertain_cep.model.time_axis.TimeAxis`: ``time_unit`` (text),
+    ``unit_ns`` (positive, or null for times given as numbers) and ``timezone`` (null for
+    naive datetimes and numbers)."""
+    unit_ns = o.integer_or_none("unit_ns")
+    if unit_ns is not None and unit_ns < 1:
+        raise o.fail("unit_ns", "a positive integer or null", unit_ns)
+    timezone = o.text_or_none("timezone")
+    if unit_ns is None and timezone is not None:
+        raise o.fail("timezone", "null when unit_ns is (times given as numbers)", timezone)
+    out = TimeAxis(o.text("time_unit"), unit_ns, timezone)
+    o.done()
+    return out
+
+
+def _time_axis_json(axis: TimeAxis) -> dict[str, Any]:
+    return {"time_unit": axis.time_unit, "unit_ns": axis.unit_ns, "timezone": axis.timezone}
+
+
 @dataclass(frozen=True)
 class RTreeInfo:
     """The R*-tree file: its number of dimensions and of entries (one per event)."""
@@ -442,8 +465,11 @@ class Manifest:
         (empty for an index without events).
     settings
         The build settings (:meth:`StoredSettings.build_settings` gives them back).
-    time_unit
-        The discretisation the archive was read with, as text, or ``None``.
+    time_axis
+        The discretisation the archive was read with
+        (:class:`~uncertain_cep.model.time_axis.TimeAxis`: the time unit as text and, for
+        datetime times, one instant's length and the time zone), or ``None`` for integer
+        instants.
     counts, time, rtree, statistics
         Sizes, the time domain, the R*-tree file and the statistics' scalars.
     input_fingerprint
@@ -460,7 +486,7 @@ class Manifest:
     attributes: AttributeNames
     schema: tuple[tuple[str, str], ...]
     settings: StoredSettings
-    time_unit: str | None
+    time_axis: TimeAxis | None
     counts: IndexCounts
     time: TimeDomain
     rtree: RTreeInfo
@@ -498,7 +524,8 @@ class Manifest:
             attributes=AttributeNames._read(o.child("attributes")),
             schema=o.text_map("schema"),
             settings=StoredSettings._read(o.child("settings")),
-            time_unit=o.text_or_none("time_unit"),
+            time_axis=None if o.raw("time_axis") is None else _time_axis(
+                o.child("time_axis")),
             counts=IndexCounts._read(o.child("counts")),
             time=TimeDomain._read(o.child("time")),
             rtree=RTreeInfo._read(o.child("rtree")),
@@ -514,7 +541,8 @@ class Manifest:
         out: dict[str, Any] = {
             "format": FORMAT, "format_version": self.format_version, "group_by": self.group_by,
             "attributes": self.attributes.to_json(), "schema": dict(self.schema),
-            "settings": self.settings.to_json(), "time_unit": self.time_unit,
+            "settings": self.settings.to_json(),
+            "time_axis": None if self.time_axis is None else _time_axis_json(self.time_axis),
             "counts": self.counts.to_json(), "time": self.time.to_json(),
             "rtree": self.rtree.to_json(), "statistics": self.statistics.to_json(),
             "input_fingerprint": self.input_fingerprint, "sha256": dict(self.sha256)}
@@ -527,9 +555,12 @@ class Manifest:
     def provenance(self) -> dict[str, Any]:
         """Where the index came from, as :attr:`IndexSummary.provenance
         <uncertain_cep.index.summary.IndexSummary.provenance>` shows it (less the path)."""
+        axis = self.time_axis
         out: dict[str, Any] = {"format_version": self.format_version,
-                               "time_unit": self.time_unit,
+                               "time_unit": None if axis is None else axis.time_unit,
                                "input_fingerprint": self.input_fingerprint}
+        if axis is not None and axis.is_datetime:
+            out["time_zone"] = axis.timezone or "naive"
         if self.build is not None:
             out["build"] = self.build.to_json()
         if self.rejected is not None:

@@ -36,6 +36,7 @@ query engine checks the index once on the driver and ships the reader to executo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -284,7 +285,7 @@ class IndexReader:
         try:
             events = self._read_table(EVENTS)
             settings = self.manifest.settings.build_settings(pair_predicate)
-            archive, layout = _archive_from_events(events, self.manifest.group_by)
+            archive, layout = _archive_from_events(events, self.manifest)
             table = open_node_columns(root / COLUMNS)
             rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                      else None)
@@ -335,7 +336,8 @@ class IndexReader:
         schema = pq.read_schema(self.root / table_files(self.root, EVENTS)[0])
         empty = schema.empty_table().to_pandas().drop(
             columns=[c for c in schema.names if c.startswith(EVENT_COLUMN_PREFIX)])
-        return read_archive(pd.DataFrame(empty), group_by=self.manifest.group_by)
+        archive = read_archive(pd.DataFrame(empty), group_by=self.manifest.group_by)
+        return dataclasses.replace(archive, time_axis=self.manifest.time_axis)
 
     def time_buckets(self) -> TimeBuckets:
         """Events and latest instant per bucket of earliest instants, for the buckets that
@@ -365,7 +367,7 @@ class IndexReader:
         if events.empty:
             return None
         settings = self.manifest.settings.build_settings(None)
-        archive, layout = _archive_from_events(events, self.manifest.group_by)
+        archive, layout = _archive_from_events(events, self.manifest)
         labels = list(archive.group_labels)
         span = (int(layout.t_min.min()), int(layout.t_max.max()))
         trees = self._scan(TREES, pads.field("group").isin(labels))
@@ -425,13 +427,16 @@ def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
     return tree
 
 
-def _archive_from_events(events: pd.DataFrame, group_by: str) -> tuple[Archive, EventLayout]:
-    """The archive and layout stored in an events table (whole, or a slice of it)."""
+def _archive_from_events(events: pd.DataFrame, manifest: Manifest
+                         ) -> tuple[Archive, EventLayout]:
+    """The archive and layout stored in an events table (whole, or a slice of it). The
+    table holds instants; what they stand for is the manifest's time axis."""
     internal = {c: events[c].to_numpy() for c in EVENT_COLUMNS}
     # Columns side by side without copying them (drop() would copy the whole table).
     archive = read_archive(pd.DataFrame({c: events[c] for c in events.columns
                                          if c not in EVENT_COLUMNS}, copy=False),
-                           group_by=group_by)
+                           group_by=manifest.group_by)
+    archive = dataclasses.replace(archive, time_axis=manifest.time_axis)
     pos, t_min, t_max, code_lo, code_hi = (internal[c] for c in EVENT_COLUMNS)
     layout = EventLayout(positions=pos.astype(np.int64), t_min=t_min.astype(np.int64),
                          t_max=t_max.astype(np.int64), code_lo=code_lo.astype(np.float64),

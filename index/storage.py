@@ -91,6 +91,7 @@ from uncertain_cep.index.tables import (
     node_schema,
     tree_schema,
 )
+from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
            "FormatNames", "IndexDraft", "PartitionWriter", "check_replaceable", "finish_index",
@@ -287,10 +288,9 @@ class PartitionWriter:
         self._writers.clear()
 
 
-def save_index(index: EventIndex, path: str | os.PathLike[str], *,
-               time_unit: object = None) -> None:
+def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
     """Write an in-process index to the directory ``path`` atomically (replacing an older
-    index there)."""
+    index there). The manifest records the archive's time axis, as the Spark build does."""
     draft = IndexDraft(path)
     try:
         archive = index.archive
@@ -298,7 +298,7 @@ def save_index(index: EventIndex, path: str | os.PathLike[str], *,
         finish_index(draft, group_by=archive.group_by,
                      attributes=AttributeNames(archive.numeric_names,
                                                archive.categorical_names),
-                     settings=index.settings, time_unit=time_unit,
+                     settings=index.settings, time_axis=archive.time_axis,
                      groups=archive.n_groups, trees=index.n_trees,
                      nodes=index.n_nodes, input_fingerprint=None)
     except BaseException:
@@ -327,12 +327,15 @@ def write_index_tables(index: EventIndex, root: Path) -> None:
 
 
 def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames,
-                 settings: BuildSettings, time_unit: object, groups: int, trees: int,
-                 nodes: int, input_fingerprint: str | None, build: BuildRecord | None = None,
-                 rejected: RejectedCounts | None = None) -> Manifest:
+                 settings: BuildSettings, time_axis: TimeAxis | None, groups: int,
+                 trees: int, nodes: int, input_fingerprint: str | None,
+                 build: BuildRecord | None = None, rejected: RejectedCounts | None = None
+                 ) -> Manifest:
     """Complete a draft whose ``events``, ``nodes`` and ``trees`` tables are written: load
     the R*-tree file and the statistics from the events table (streamed, so memory does not
     grow with the archive), write the manifest, and move the draft into place.
+    ``time_axis`` is the archive's (what its instants stand for; see
+    :class:`~uncertain_cep.model.time_axis.TimeAxis`).
 
     Returns
     -------
@@ -354,7 +357,7 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
         schema=tuple((f.name, str(f.type)) for f in pq.read_schema(
             root / table_files(root, EVENTS)[0])) if n_events else (),
         settings=StoredSettings.of(settings),
-        time_unit=None if time_unit is None else str(time_unit),
+        time_axis=time_axis,
         counts=IndexCounts(n_events, int(groups), int(trees), int(nodes)), time=time_domain,
         rtree=RTreeInfo(dimension, n_events), statistics=StoredStatistics.of(statistics),
         # The archive as validated is what the index answers for; a build from files

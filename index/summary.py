@@ -101,10 +101,11 @@ class IndexSummary:
     provenance
         Where the index came from; not compared (an index built here and the same one
         reopened from disk have equal summaries). For an index opened from disk: its
-        ``path``, the manifest's ``format_version``, ``time_unit``,
-        ``input_fingerprint``, and ``build`` and ``rejected`` where the build recorded
-        them (the Spark job does). The manifest records no build time, so none is shown.
-        Empty for an index built in this process.
+        ``path``, the manifest's ``format_version``, ``time_unit`` (and ``time_zone``
+        when the times were datetimes: a zone, or ``"naive"``), ``input_fingerprint``,
+        and ``build`` and ``rejected`` where the build recorded them (the Spark job
+        does). The manifest records no build time, so none is shown. Empty for an index
+        built in this process.
     """
 
     group_by: str
@@ -240,6 +241,8 @@ class IndexSummary:
         out = [("source", f"{p.get('path')} (format version {p.get('format_version')})")]
         if p.get("time_unit") is not None:
             out.append(("time unit", str(p["time_unit"])))
+        if p.get("time_zone") is not None:
+            out.append(("time zone", f"datetimes, {p['time_zone']}"))
         build = p.get("build")
         if isinstance(build, Mapping):
             out.append(("built by", ", ".join(f"{k} {v}" for k, v in build.items()

@@ -3,7 +3,10 @@
 Every strategy returns an :class:`Answer`: the tuples' archive rows (one column per
 positive item), their confidences, and the earliest and latest instant of each match.
 The answer table users see (:func:`answer_table`) is built from it without a Python loop
-over rows, apart from making each row's tuple of event ids.
+over rows, apart from making each row's tuple of event ids. For an archive whose times
+were datetimes, ``t_first`` and ``t_last`` are datetimes in the input's time zone: the
+start of the instant (:meth:`TimeAxis.datetimes
+<uncertain_cep.model.time_axis.TimeAxis.datetimes>`).
 
 >>> a = Answer.from_matches([Match((0, 2), 0.25, 1, 4), Match((1, 2), 0.5, 2, 4)], 2)
 >>> answer_table(a, np.array(["x", "y", "z"], dtype=object))
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.query.evaluation import Match
 
 __all__ = ["RESULT_COLUMNS", "Answer", "answer_table", "significant", "table_from_rows"]
@@ -64,13 +68,15 @@ class Answer:
                       self.t_last[rows])
 
 
-def answer_table(answer: Answer, event_ids: np.ndarray) -> pd.DataFrame:
+def answer_table(answer: Answer, event_ids: np.ndarray,
+                 time_axis: TimeAxis | None = None) -> pd.DataFrame:
     """The answer table: ``events`` (a tuple of event ids per row, in pattern order),
     ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then by
-    the event ids."""
+    the event ids. ``t_first``/``t_last`` are instants, or with a datetime
+    ``time_axis`` (the archive's) the start of those instants as datetimes."""
     ids = [event_ids[answer.events[:, c]] for c in range(answer.events.shape[1])]
     return _table(ids, answer.confidence, answer.t_first, answer.t_last,
-                  _shared_id_objects(answer.events, event_ids))
+                  _shared_id_objects(answer.events, event_ids), time_axis)
 
 
 def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray) -> list[np.ndarray]:
@@ -87,23 +93,24 @@ def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray) -> list[np.ndarr
     return [objects[position[rows[:, c]]] for c in range(rows.shape[1])]
 
 
-def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]
-                    ) -> pd.DataFrame:
+def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],
+                    time_axis: TimeAxis | None = None) -> pd.DataFrame:
     """:func:`answer_table` from ``(event ids, confidence, t_first, t_last)`` rows (as
-    time slices return them)."""
+    time slices return them, in instants)."""
     k = len(rows[0][0]) if rows else 0
     ids = [np.array([r[0][c] for r in rows], dtype=object) for c in range(k)]
     ids = [col.astype(np.int64) if all(isinstance(v, int) for v in col) else col
            for col in ids]
     return _table(ids, np.array([r[1] for r in rows], dtype=np.float64),
                   np.array([r[2] for r in rows], dtype=np.int64),
-                  np.array([r[3] for r in rows], dtype=np.int64))
+                  np.array([r[3] for r in rows], dtype=np.int64), time_axis=time_axis)
 
 
 def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
-           t_last: np.ndarray, values: list[np.ndarray] | None = None) -> pd.DataFrame:
+           t_last: np.ndarray, values: list[np.ndarray] | None = None,
+           time_axis: TimeAxis | None = None) -> pd.DataFrame:
     """The sorted table; ``values``: the id columns as the objects to show (else
-    ``ids``)."""
+    ``ids``); ``time_axis``: datetime times give datetime ``t_first``/``t_last``."""
     conf = significant(confidence, 15)
     # Confidences equal up to rounding noise must not reorder rows between strategies.
     order = (np.lexsort(_id_keys(ids) + [-np.round(conf, 12)]) if len(conf)
@@ -115,11 +122,14 @@ def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
     rows = zip(*columns) if columns else (() for _ in range(len(order)))
     series = pd.Series(np.fromiter(rows, dtype=object, count=len(order)), dtype=object,
                        copy=False)
-    return pd.DataFrame({"events": series,
-                         "confidence": conf[order],
-                         "t_first": t_first[order].astype(np.int64),
-                         "t_last": t_last[order].astype(np.int64)},
-                        columns=RESULT_COLUMNS)
+    times = [t[order].astype(np.int64) for t in (t_first, t_last)]
+    if time_axis is not None and time_axis.is_datetime:
+        return pd.DataFrame({"events": series, "confidence": conf[order],
+                             "t_first": time_axis.datetimes(times[0]),
+                             "t_last": time_axis.datetimes(times[1])},
+                            columns=RESULT_COLUMNS)
+    return pd.DataFrame({"events": series, "confidence": conf[order],
+                         "t_first": times[0], "t_last": times[1]}, columns=RESULT_COLUMNS)
 
 
 def significant(values: np.ndarray, digits: int = 15) -> np.ndarray:

@@ -90,12 +90,14 @@ class QueryContext:
     def __init__(self, index: EventIndex, pattern: SequencePattern,
                  explain: bool = False) -> None:
         check_symbols(index.archive, pattern)
+        # A window with a unit (WITHIN 6s) becomes instants of this index's time axis.
+        pattern = pattern.in_instants(index.archive.time_axis)
         # Strategies that do not need estimates compute them only for EXPLAIN.
         self.explain = explain
         self.index = index
         self.pattern = pattern
         self.theta = pattern.confidence if pattern.confidence is not None else 0.0
-        self.window = pattern.within if pattern.within is not None else math.inf
+        self.window = pattern.window
         self.positive = [pattern.items[i].symbol for i in pattern.positive_items]
         self.negations = pattern.negations
         self.stats = QueryStats()

@@ -1,5 +1,11 @@
 """Parser for part-A query text (SEMANTICS C): ``PATTERN SEQ(...) DEFINE ... WITHIN ...``.
 
+``WITHIN`` takes a whole number of instants or a duration with a unit, written as part B
+writes them (``6s``, ``6 SECONDS``, ``5 MINUTES``, ``2 HOURS``, also ms, min, h, days; the
+rule is :data:`uncertain_cep.grammar.DURATION_GRAMMAR`). The pattern keeps the duration;
+:func:`bind_query` converts it into instants of an index, blaming the WITHIN clause when
+it cannot.
+
 >>> p = parse_query('''
 ...     PATTERN SEQ(A, NOT C, B)   -- comments run to the end of the line
 ...     DEFINE A AS x BETWEEN 0 AND 2, C AS tag IN ('a', 'b')
@@ -9,6 +15,8 @@
 (((0, 1, 'C'),), 6, None)
 >>> p.symbol("A")
 Symbol(name='A', predicates=(Between(attribute='x', low=0.0, high=2.0),))
+>>> parse_query("PATTERN SEQ(A) WITHIN 5 minutes").within
+Duration(value=5.0, unit=<TimeUnit.MINUTES: 'MINUTES'>)
 >>> parse_query("PATTERN SEQ(A B)")
 Traceback (most recent call last):
 ...
@@ -23,13 +31,17 @@ import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
-from uncertain_cep.errors import QueryParseError
+from uncertain_cep.durations import Duration
+from uncertain_cep.errors import QueryError, QueryParseError
 from uncertain_cep.grammar import (
     COMMON_TERMINALS,
+    DURATION_GRAMMAR,
     TERMINAL_WORDS,
+    duration,
     keyword_terminals,
     located,
     syntax_error,
@@ -50,7 +62,10 @@ from uncertain_cep.query.patterns import (
     _symbol_problem,
 )
 
-__all__ = ["parse_query"]
+if TYPE_CHECKING:
+    from uncertain_cep.model.time_axis import TimeAxis
+
+__all__ = ["bind_query", "parse_query"]
 
 _KEYWORDS = ("PATTERN", "SEQ", "NOT", "DEFINE", "AS", "BETWEEN", "AND", "IN", "WITHIN",
              "CONFIDENCE")
@@ -77,10 +92,10 @@ LE: "<="
 GT: ">"
 GE: ">="
 
-within: _WITHIN NUMBER
+within: _WITHIN duration
 confidence: _CONFIDENCE NUMBER
 
-""" + COMMON_TERMINALS + keyword_terminals(_KEYWORDS)
+""" + COMMON_TERMINALS + DURATION_GRAMMAR + keyword_terminals(_KEYWORDS)
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
@@ -92,7 +107,9 @@ def parse_query(text: str) -> SequencePattern:
     ----------
     text : str
         ``PATTERN SEQ(...) [DEFINE ...] [WITHIN L] [CONFIDENCE theta]``; keywords are
-        case-insensitive, ``-- comments`` run to the end of the line.
+        case-insensitive, ``-- comments`` run to the end of the line. ``L`` is a whole
+        number of instants or a duration with a unit (``6s``, ``5 MINUTES``), which the
+        pattern keeps as a :class:`~uncertain_cep.durations.Duration`.
 
     Raises
     ------
@@ -109,6 +126,47 @@ def parse_query(text: str) -> SequencePattern:
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from error
     return _PatternBuilder(text).pattern(tree)
+
+
+def bind_query(query: str | SequencePattern, time_axis: TimeAxis | None) -> SequencePattern:
+    """Parse ``query`` (if text) and convert its window into instants of an index whose
+    archive has ``time_axis`` (:meth:`SequencePattern.in_instants`).
+
+    Raises
+    ------
+    QueryParseError
+        For malformed text (:func:`parse_query`).
+    QueryError
+        For a window the index cannot take (a unit on an index of plain numbers, a window
+        that is not a whole number of instants); for query text the message names the
+        WITHIN clause's line and column and shows it with a caret.
+
+    >>> from uncertain_cep.model.time_axis import TimeAxis
+    >>> bind_query("PATTERN SEQ(A, B)\\nWITHIN 2 MINUTES", TimeAxis("1s", unit_ns=10**9)).within
+    120
+    >>> bind_query("PATTERN SEQ(A, B)\\nWITHIN 2 MINUTES", None)
+    Traceback (most recent call last):
+    ...
+    uncertain_cep.errors.QueryError: line 2, column 8: WITHIN 2 MINUTES has a time unit, ...
+    """
+    pattern = parse_query(query) if isinstance(query, str) else query
+    try:
+        return pattern.in_instants(time_axis)
+    except QueryError as error:
+        if not isinstance(query, str):
+            raise
+        line, column = _within_position(query)
+        raise QueryError(located(query, line, column, str(error))) from error
+
+
+def _within_position(text: str) -> tuple[int, int]:
+    """Where the number of the WITHIN clause of (valid) query text starts."""
+    for child in _PARSER.parse(text).children:
+        if isinstance(child, Tree) and child.data == "within":
+            window = child.children[0]
+            assert isinstance(window, Tree)
+            return _position(tokens(window)[0])
+    return 1, 1
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:
@@ -157,7 +215,7 @@ class _PatternBuilder:
                     symbols.append(self.symbol(definition))
                     symbol_positions.append(_position(tokens(definition)[0]))
             elif child.data == "within":
-                within = self.within(tokens(child)[0])
+                within = self.within(child.children[0])
             elif child.data == "confidence":
                 token = tokens(child)[0]
                 with self.blame(_position(token)):
@@ -200,9 +258,18 @@ class _PatternBuilder:
             raise self.error(f"number {token} is too large", _position(token))
         return value
 
-    def within(self, token: Token) -> int:
+    def within(self, tree: Tree) -> int | Duration:
+        token, *unit = tokens(tree)
+        if unit:
+            if token.startswith("-"):
+                raise self.error(f"WITHIN takes a duration >= 0, got {token} {unit[0]}",
+                                 _position(token))
+            with self.blame(_position(token)):
+                return duration(tree)[1]
+        # A plain number counts instants: whole, and read as written (`6.0` is no integer).
         if not re.fullmatch(r"[+-]?[0-9]+", token):
             raise self.error(
-                f"WITHIN takes a whole number of instants >= 0, got {token}", _position(token))
+                f"WITHIN takes a whole number of instants >= 0 or a duration with a unit "
+                f"(6s, 5 MINUTES), got {token}", _position(token))
         with self.blame(_position(token)):
             return _check_within(int(token))

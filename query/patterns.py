@@ -16,26 +16,43 @@ WITHIN 6
 Every constructor validates its arguments and raises
 :class:`~uncertain_cep.errors.QueryParseError` (with ``line`` and ``column`` None) when they
 do not describe a pattern the query language could express.
+
+A window is a whole number of instants or a :class:`~uncertain_cep.durations.Duration`
+with a unit (``WITHIN 6s``), kept as written until the pattern meets an index:
+:meth:`SequencePattern.in_instants` converts it with the index's time axis.
+
+>>> from uncertain_cep.model.time_axis import TimeAxis
+>>> q = SequencePattern((PatternItem("A"),), within=Duration(2, "min"))
+>>> q.within, q.in_instants(TimeAxis("1s", unit_ns=10**9)).within
+(Duration(value=2.0, unit=<TimeUnit.MINUTES: 'MINUTES'>), 120)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from uncertain_cep.errors import QueryParseError
+from uncertain_cep.durations import Duration, TimeUnit
+from uncertain_cep.errors import QueryError, QueryParseError
+
+if TYPE_CHECKING:
+    from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = [
     "Between",
     "Comparison",
+    "Duration",
     "InSet",
     "PatternItem",
     "Predicate",
     "SequencePattern",
     "Symbol",
+    "window_instants",
 ]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -302,11 +319,78 @@ class PatternItem:
         return f"NOT {self.symbol}" if self.negated else self.symbol
 
 
-def _check_within(within: object) -> int:
+def _check_within(within: object) -> int | Duration:
+    if isinstance(within, Duration):
+        if within.unit is not None:
+            return within
+        # A plain number is in the data's unit, the instant (SEMANTICS C).
+        if within.value.is_integer():
+            return int(within.value)
+        within = within.value
     if isinstance(within, bool) or not isinstance(within, numbers.Integral) or within < 0:
         raise QueryParseError(
-            f"WITHIN takes a whole number of instants >= 0, got {within!r}")
+            f"WITHIN takes a whole number of instants >= 0 or a duration with a unit "
+            f"(6s, 5 MINUTES), got {within!r}")
     return int(within)
+
+
+def window_instants(window: Duration, time_axis: TimeAxis | None) -> int:
+    """The instants of an index that ``WITHIN window`` spans, exactly.
+
+    A window with a unit needs an index built from datetimes (its instants have a
+    length). It must be a whole number of instants: SEMANTICS A3's ``L`` is an integer,
+    and rounding would silently widen or narrow the window, so ``WITHIN 90s`` on an
+    index of minutes is refused, naming both neighbours.
+
+    >>> from uncertain_cep.model.time_axis import TimeAxis
+    >>> minutes = TimeAxis("1min", unit_ns=60 * 10**9)
+    >>> window_instants(Duration(2, "h"), minutes)
+    120
+    >>> window_instants(Duration(90, "s"), minutes)
+    Traceback (most recent call last):
+    ...
+    uncertain_cep.errors.QueryError: WITHIN 90 SECONDS is 1.5 instants of this index (one
+    instant lasts 1 MINUTES), and a window is a whole number of instants: write WITHIN 60
+    SECONDS or WITHIN 120 SECONDS
+
+    Raises
+    ------
+    QueryError
+        For a window that is not a whole number of instants, and for an index whose times
+        were numbers (their length in seconds is unknown).
+    """
+    if window.unit is None:
+        return _check_within(window)  # type: ignore[return-value]
+    if time_axis is None or not time_axis.is_datetime:
+        given = ("integer instants" if time_axis is None else
+                 f"numbers discretised by time_unit={time_axis.time_unit}")
+        raise QueryError(
+            f"WITHIN {window} has a time unit, but this index's times were {given}, whose "
+            f"length in seconds it does not know: give the window in instants (WITHIN "
+            f"{_format_number(window.value)}), or build the index from datetime t_lo/t_hi "
+            "with time_unit= (e.g. '1s')")
+    unit_ns = time_axis.unit_ns
+    assert unit_ns is not None
+    exact = window.nanoseconds() / unit_ns
+    if exact.denominator != 1:
+        below, above = (_duration_of(n * unit_ns, window.unit)
+                        for n in (math.floor(exact), math.ceil(exact)))
+        raise QueryError(
+            f"WITHIN {window} is {float(exact):.6g} instants of this index (one instant lasts "
+            f"{time_axis.unit_text}), and a window is a whole number of instants: write "
+            f"WITHIN {below} or WITHIN {above}")
+    return int(exact)
+
+
+def _duration_of(nanoseconds: int, unit: TimeUnit) -> Duration:
+    """``nanoseconds`` in ``unit`` when that is exact, else in the largest unit that is
+    (nanoseconds that no unit measures exactly are shown in milliseconds)."""
+    if nanoseconds % unit.nanoseconds == 0:
+        return Duration(nanoseconds // unit.nanoseconds, unit)
+    for larger in sorted(TimeUnit, key=lambda u: -u.nanoseconds):
+        if nanoseconds % larger.nanoseconds == 0:
+            return Duration(nanoseconds // larger.nanoseconds, larger)
+    return Duration(nanoseconds / TimeUnit.MILLISECONDS.nanoseconds, TimeUnit.MILLISECONDS)
 
 
 def _check_confidence(confidence: object) -> float:
@@ -360,8 +444,11 @@ class SequencePattern:
         Definitions of (some of) the symbols named by ``items``, each at most once. An
         undefined symbol, or one defined with no predicates, matches every event; definitions
         with no predicates are dropped so both spellings compare equal.
-    within : int or None
-        ``WITHIN L``: ``ts(last) - ts(first) <= L``; None means no window.
+    within : int, Duration or None
+        ``WITHIN L``: ``ts(last) - ts(first) <= L`` instants; a
+        :class:`~uncertain_cep.durations.Duration` with a unit (``WITHIN 6s``) is kept
+        as written until :meth:`in_instants` binds it to an index; a Duration without a
+        unit is a number of instants. None means no window.
     confidence : float or None
         ``CONFIDENCE theta`` with ``0 < theta <= 1``; None reports every tuple with positive
         confidence.
@@ -378,7 +465,7 @@ class SequencePattern:
 
     items: tuple[PatternItem, ...]
     symbols: tuple[Symbol, ...] = ()
-    within: int | None = None
+    within: int | Duration | None = None
     confidence: float | None = None
 
     def __post_init__(self) -> None:
@@ -394,6 +481,32 @@ class SequencePattern:
             object.__setattr__(self, "within", _check_within(self.within))
         if self.confidence is not None:
             object.__setattr__(self, "confidence", _check_confidence(self.confidence))
+
+    def in_instants(self, time_axis: TimeAxis | None) -> SequencePattern:
+        """The same pattern with its window in instants of an index whose archive has
+        ``time_axis`` (:attr:`Archive.time_axis <uncertain_cep.model.events.Archive>`);
+        itself when the window already is (see :func:`window_instants` for what is
+        refused)."""
+        if not isinstance(self.within, Duration):
+            return self
+        return dataclasses.replace(self, within=window_instants(self.within, time_axis))
+
+    @property
+    def window(self) -> float:
+        """``WITHIN`` in instants (infinite without a window), once :meth:`in_instants`
+        has bound a window with a unit.
+
+        Raises
+        ------
+        QueryError
+            For a window with a unit not yet bound to an index.
+        """
+        if self.within is None:
+            return math.inf
+        if isinstance(self.within, Duration):
+            raise QueryError(f"WITHIN {self.within} has a time unit: bind the pattern to an "
+                             "index's time axis first (SequencePattern.in_instants)")
+        return self.within
 
     def symbol(self, name: str) -> Symbol:
         """The definition of ``name``; ``Symbol(name, ())`` if the pattern leaves it open.

@@ -89,6 +89,7 @@ def possible_worlds_answer(archive: Archive, pattern: SequencePattern,
                            condition2: PairConstraint | None = None) -> list[Match]:
     """Every tuple whose confidence reaches the threshold, computed from the definition."""
     check_symbols(archive, pattern)
+    pattern = pattern.in_instants(archive.time_axis)
     members = archive.group_members()
     worlds = []
     for g, m in enumerate(members):
@@ -110,7 +111,7 @@ class _Enumerator:
         self.group = archive.group_of
         self.worlds = worlds
         self.pos = pos
-        self.window = pattern.within if pattern.within is not None else math.inf
+        self.window = pattern.window
         self.theta = pattern.confidence if pattern.confidence is not None else 0.0
         symbols = [pattern.items[i].symbol for i in pattern.positive_items]
         self.pr = [symbol_probability(archive, pattern.symbol(s)) for s in symbols]

@@ -3,6 +3,7 @@ that the API relies on (outward float rounding, R*-tree search)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -11,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from random_archives import archives
+from random_archives import archives, patterns
 
 import uncertain_cep as uc
 from uncertain_cep.index.event_index import float_down, float_up
@@ -227,3 +228,104 @@ def test_arguments_of_the_wrong_kind_get_clear_errors(tmp_path):
     _archive().to_parquet(archive_file)
     with pytest.raises(uc.IndexFormatError, match="is a file, not an index directory"):
         uc.open_index(archive_file)
+
+
+# --- archives whose times are datetimes ----------------------------------------------------
+
+_UNITS = {"1s": (10**9, uc.Duration(1, "s")), "1min": (60 * 10**9, uc.Duration(1, "min")),
+          "250ms": (250 * 10**6, uc.Duration(250, "ms"))}
+
+
+def _utc_ns(column: pd.Series) -> list[int]:
+    """Datetimes as nanoseconds since the epoch (naive ones read as UTC)."""
+    naive = column.dt.tz_convert("UTC").dt.tz_localize(None) if column.dt.tz else column
+    return naive.to_numpy(dtype="datetime64[ns]").view(np.int64).tolist()
+
+
+@st.composite
+def dated_archives(draw: st.DrawFn):
+    """An archive in integer instants and the same archive as datetimes: instant k is the
+    unit starting k units after the epoch, and every time lies anywhere inside its unit."""
+    df = draw(archives(max_groups=3, max_events=10))
+    unit = draw(st.sampled_from(sorted(_UNITS)))
+    step = _UNITS[unit][0]
+    start = draw(st.integers(-10**9, 4 * 10**9)) * 10**9 // step   # 1938 to 2096
+    zone = draw(st.sampled_from([None, "UTC", "Europe/Berlin", "America/New_York"]))
+    instants = df.assign(t_lo=df["t_lo"] + start, t_hi=df["t_hi"] + start)
+    dated = instants.copy()
+    for column in ("t_lo", "t_hi"):
+        inside = draw(st.lists(st.integers(0, step - 1), min_size=len(df), max_size=len(df)))
+        ns = instants[column].to_numpy(dtype=np.int64) * step + np.array(inside, np.int64)
+        times = pd.Series(ns.view("datetime64[ns]"))
+        dated[column] = times.dt.tz_localize("UTC").dt.tz_convert(zone) if zone else times
+    return instants, dated, unit, zone
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=dated_archives(), pattern=patterns(("x",)),
+       strategy=st.sampled_from(["selectivity", "sequential"]))
+def test_a_datetime_archive_answers_as_the_same_archive_in_instants(case, pattern, strategy):
+    instants, dated, unit, zone = case
+    step, one = _UNITS[unit]
+    want = uc.build_index(instants).query(pattern, strategy=strategy)
+    idx = uc.build_index(dated, time_unit=unit)
+    windows = [pattern]
+    if pattern.within is not None:
+        # WITHIN L instants, written in the unit (6 instants of 250ms: WITHIN 1500 ms).
+        windows.append(dataclasses.replace(pattern, within=uc.Duration(
+            pattern.within * one.value, one.unit)))
+    for query in windows:
+        got = idx.query(query, strategy=strategy)
+        assert got["events"].tolist() == want["events"].tolist()
+        assert got["confidence"].tolist() == want["confidence"].tolist()
+        for column in ("t_first", "t_last"):
+            assert str(got[column].dt.tz) == str(zone)
+            assert _utc_ns(got[column]) == [t * step for t in want[column]]
+    assert got.time_axis == uc.TimeAxis(unit, unit_ns=step, timezone=zone)
+
+
+def test_a_datetime_archive_takes_windows_with_units_and_answers_datetimes():
+    base = pd.Timestamp("2024-03-31 01:59:55", tz="Europe/Berlin")   # before summer time
+    df = pd.DataFrame({"event_id": ["a", "b", "c"], "group": ["p", "p", "q"],
+                       "t_lo": [base, base + pd.Timedelta("3s"), base + pd.Timedelta("7s")],
+                       "x": [1.0, 5.0, 9.0]})
+    df["t_hi"] = df["t_lo"] + pd.Timedelta("1s")
+    idx = uc.build_index(df, time_unit="1s")
+    query = "PATTERN SEQ(A, B) DEFINE A AS x < 2, B AS x > 4 WITHIN {} CONFIDENCE 0.3"
+    res = idx.query(query.format("6s"))
+    assert res["events"].tolist() == [("a", "b")]
+    # The start of each instant, in the input's zone (here across the change to +02:00).
+    assert res["t_first"].tolist() == [base]
+    assert res["t_last"].tolist() == [base + pd.Timedelta("4s")]
+    assert str(res["t_first"].dtype) == "datetime64[ns, Europe/Berlin]"
+    for window in ("6 SECONDS", "6000 ms", "6", "0.1 MINUTES"):
+        pd.testing.assert_frame_equal(idx.query(query.format(window)), res)
+    wider = idx.query(query.format("1 MINUTES"))
+    assert wider["events"].tolist() == [("a", "b"), ("a", "c")]
+    assert wider["t_last"].tolist()[1] == pd.Timestamp("2024-03-31 03:00:03", tz="Europe/Berlin")
+    with pytest.raises(uc.QueryError, match=r"line 1, column 56: WITHIN 1500 MILLISECONDS is "
+                                            r"1\.5 instants"):
+        idx.query(query.format("1500ms"))
+
+
+def test_naive_datetimes_stay_naive_and_plain_numbers_need_no_unit():
+    df = pd.DataFrame({"event_id": [1, 2], "group": 0,
+                       "t_lo": pd.to_datetime(["2020-01-01 00:00", "2020-01-01 00:05"]),
+                       "t_hi": pd.to_datetime(["2020-01-01 00:01", "2020-01-01 00:06"])})
+    res = uc.build_index(df, time_unit="1min").query("PATTERN SEQ(A, B) WITHIN 10 MINUTES")
+    assert str(res["t_first"].dtype) == "datetime64[ns]"
+    assert res["t_first"].tolist() == [pd.Timestamp("2020-01-01 00:00")]
+    assert res["t_last"].tolist() == [pd.Timestamp("2020-01-01 00:06")]
+    # Part A's instants are the index's own unit: WITHIN 10 is ten minutes here.
+    pd.testing.assert_frame_equal(
+        uc.build_index(df, time_unit="1min").query("PATTERN SEQ(A, B) WITHIN 10"), res)
+
+
+def test_a_window_with_a_unit_on_an_index_of_numbers_says_what_to_do():
+    idx = uc.build_index(_archive())
+    with pytest.raises(uc.QueryError, match=r"line 3, column 8: WITHIN 4 SECONDS has a time "
+                                            r"unit.*\(WITHIN 4\).*time_unit="):
+        idx.query(TEXT.replace("WITHIN 4", "WITHIN 4s"))
+    with pytest.raises(uc.QueryError, match="WITHIN 4 SECONDS has a time unit"):
+        uc.build_index(_archive().assign(t_lo=lambda d: d.t_lo * 2.0, t_hi=lambda d: d.t_hi * 2.0),
+                       time_unit=2).query(TEXT.replace("WITHIN 4", "WITHIN 4s"))

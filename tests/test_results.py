@@ -138,3 +138,86 @@ def test_a_saved_index_answers_with_the_same_context(index, result, tmp_path):
     assert again.event_times == result.event_times
     assert _stored_event_times(tmp_path / "ix", set(result.event_times)) == \
         result.event_times
+
+
+# --- an archive whose times are datetimes ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dated():
+    """The archive above with instant k as the second starting k s after 2024-10-27 00:59:30
+    UTC (Berlin leaves summer time at 01:00 UTC, inside the answer)."""
+    df = _archive()
+    start = pd.Timestamp("2024-10-27 00:59:30", tz="UTC")
+    for column in ("t_lo", "t_hi"):
+        df[column] = (start + pd.to_timedelta(df[column], unit="s")).dt.tz_convert(
+            "Europe/Berlin")
+    return uc.build_index(df, time_unit="1s"), start
+
+
+def test_a_datetime_result_shows_datetimes_in_the_input_zone(dated, result):
+    idx, start = dated
+    res = idx.query(TEXT.replace("WITHIN 6", "WITHIN 6s"))
+    assert res["events"].tolist() == result["events"].tolist()
+    assert str(res["t_first"].dtype) == "datetime64[ns, Europe/Berlin]"
+    offset = pd.Timestamp(start).value // 10**9
+    assert [t.value // 10**9 - offset for t in res["t_first"]] == result["t_first"].tolist()
+    assert {t.utcoffset() for t in res["t_last"]} == {pd.Timedelta("2h"), pd.Timedelta("1h")}
+    assert res.event_times == {e: (lo + offset, hi + offset)
+                               for e, (lo, hi) in result.event_times.items()}
+    shown = res._repr_html_()
+    assert str(res["t_first"].iloc[0]) in shown
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_datetime_answer_file_reads_back_the_same_instants(dated, tmp_path, suffix):
+    idx, _ = dated
+    res = idx.query(TEXT)
+    res.to_file(tmp_path / f"a{suffix}")
+    back = uc.read_answer(tmp_path / f"a{suffix}")
+    if suffix == ".parquet":   # Parquet keeps the zone
+        pd.testing.assert_frame_equal(back, pd.DataFrame(res), check_exact=True)
+        empty = idx.query(TEXT.replace("x >= 2", "x >= 100"))
+        empty.to_file(tmp_path / "empty.parquet")
+        assert str(uc.read_answer(tmp_path / "empty.parquet")["t_first"].dtype) == \
+            "datetime64[ns, Europe/Berlin]"
+        return
+    # CSV writes the UTC offset of each time, not the zone's name: the same instants, in UTC.
+    assert back["events"].tolist() == res["events"].tolist()
+    for column in ("t_first", "t_last"):
+        assert str(back[column].dt.tz) == "UTC"
+        assert back[column].tolist() == res[column].tolist()
+
+
+def test_a_naive_datetime_answer_file_stays_naive(tmp_path):
+    df = _archive()
+    for column in ("t_lo", "t_hi"):
+        df[column] = pd.Timestamp("2020-01-01") + pd.to_timedelta(df[column], unit="min")
+    res = uc.build_index(df, time_unit="1min").query(TEXT)
+    for suffix in (".parquet", ".csv"):
+        res.to_file(tmp_path / f"a{suffix}")
+        back = uc.read_answer(tmp_path / f"a{suffix}")
+        assert str(back["t_first"].dtype) == "datetime64[ns]"
+        assert back["t_last"].tolist() == res["t_last"].tolist()
+
+
+def test_the_timeline_of_a_datetime_result_is_drawn_on_dates(dated):
+    from matplotlib import dates
+
+    idx, start = dated
+    res = idx.query(TEXT)
+    ax = res.plot(top=3, align="absolute")
+    first = res["events"].iloc[0][0]
+    lo, hi = res.event_times[first]
+    offset = pd.Timestamp(start).value // 10**9
+    bar = ax.patches[0]
+    assert dates.num2date(bar.get_x()) == start + pd.Timedelta(seconds=lo - offset)
+    assert bar.get_width() == pytest.approx((hi + 1 - lo) / 86400)
+    assert "Europe/Berlin" in ax.get_xlabel()
+    ax = res.plot(top=3, align="tuple")
+    assert ax.patches[0].get_x() == 0 and "of 1 SECONDS" in ax.get_xlabel()
+    # Each row starts at its events' first possible instant, named as a datetime.
+    shift = min(res.event_times[e][0] for e in res["events"].iloc[0])
+    when = (start + pd.Timedelta(seconds=shift - offset)).tz_convert("Europe/Berlin")
+    name = ", ".join(map(str, res["events"].iloc[0]))
+    assert f"{name} @ {when}" in [t.get_text() for t in ax.get_yticklabels()]
+    plt.close("all")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from uncertain_cep.answer_files import read_answer
     from uncertain_cep.api import UncertainIndex, build_index, open_index, query_index
+    from uncertain_cep.durations import Duration
     from uncertain_cep.errors import (
         IndexBuildError,
         IndexFormatError,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from uncertain_cep.interval.api import match
     from uncertain_cep.model.events import read_archive
     from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
+    from uncertain_cep.model.time_axis import TimeAxis
     from uncertain_cep.pipeline.build_job import BuildSummary, build_index_spark
     from uncertain_cep.query.explain import Explanation
     from uncertain_cep.query.language import parse_query
@@ -73,6 +75,8 @@ _EXPORTS = {
     "read_archive": "uncertain_cep.model.events",
     "MaxSpeed": "uncertain_cep.model.feasibility",
     "PairPredicate": "uncertain_cep.model.feasibility",
+    "TimeAxis": "uncertain_cep.model.time_axis",
+    "Duration": "uncertain_cep.durations",
     "parse_query": "uncertain_cep.query.language",
     "SequencePattern": "uncertain_cep.query.patterns",
     "Explanation": "uncertain_cep.query.explain",

@@ -9,6 +9,11 @@ character, so a file never joins them into text:
   the file's metadata.
 * CSV: one column per positive item, then ``confidence``, ``t_first``, ``t_last``.
 
+``t_first``/``t_last`` are instants, or datetimes for an archive whose times were
+datetimes: Parquet keeps them as timestamps with their time zone; CSV writes them in ISO
+8601 with their UTC offset and has no place for the zone's name, so they come back naive
+(naive answers) or in UTC (zoned answers): the same instants.
+
 :func:`read_answer` reads either back into the answer table (``events`` as tuples).
 
 >>> import tempfile, pathlib
@@ -83,7 +88,8 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
                          f"events, but the query has {k} positive items")
     ids = [pd.Series([e[c] for e in rows], dtype=_column_dtype(rows, c, id_dtype))
            for c in range(k)]
-    tail = {c: frame[c].to_numpy() for c in _TAIL}
+    # As Series: to_numpy() would turn zoned datetimes into objects.
+    tail = {c: frame[c].reset_index(drop=True) for c in _TAIL}
     if target.suffix == ".csv":
         table = pd.DataFrame({**dict(zip(names, ids)), **tail}, columns=[*names, *_TAIL])
         atomic_write(target, lambda tmp: table.to_csv(tmp, index=False))
@@ -98,8 +104,8 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
     # The schema fixes the id type even when there are no rows to infer it from.
     schema = pa.schema([("events", pa.list_(id_type)),
                         *[(name, id_type) for name in names],
-                        ("confidence", pa.float64()), ("t_first", pa.int64()),
-                        ("t_last", pa.int64())],
+                        ("confidence", pa.float64()),
+                        *[(c, _time_type(frame[c])) for c in _TAIL[1:]]],
                        metadata={_METADATA_KEY: json.dumps(
                            {"query": query,
                             "items": list(items) if items is not None else None}).encode()})
@@ -109,7 +115,8 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
 def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
     """An answer file written by :func:`write_answer` (or the CLI's ``--out``/``--table``)
     as the answer table: ``events`` tuples, ``confidence``, ``t_first``, ``t_last``.
-    CSV ids come back with the types pandas reads them as (Parquet keeps the archive's).
+    CSV ids come back with the types pandas reads them as (Parquet keeps the archive's),
+    and CSV datetimes naive or in UTC (Parquet keeps their zone).
     """
     target = Path(path)
     check_table_path(target, "answer file")
@@ -124,6 +131,8 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
         names = list(raw.columns[:list(raw.columns).index("confidence")])
         events = list(zip(*(raw[n].tolist() for n in names))) if names \
             else [() for _ in range(len(raw))]
+        for c in _TAIL[1:]:
+            raw[c] = _csv_times(raw[c], target)
     else:
         raw = pd.read_parquet(target)
         if "events" not in raw.columns:
@@ -131,7 +140,31 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
         events = [tuple(e.tolist()) if isinstance(e, np.ndarray) else tuple(e)
                   for e in raw["events"]]
     return pd.DataFrame({"events": pd.Series(events, dtype=object),
-                         **{c: raw[c].to_numpy() for c in _TAIL}})
+                         **{c: raw[c].reset_index(drop=True) for c in _TAIL}})
+
+
+def _time_type(column: pd.Series) -> Any:
+    """The Arrow type of ``t_first``/``t_last``: int64 instants, or timestamps with the
+    column's time zone."""
+    import pyarrow as pa
+
+    if pd.api.types.is_datetime64_any_dtype(column):
+        return pa.array(column.iloc[:0]).type
+    return pa.int64()
+
+
+def _csv_times(column: pd.Series, target: Path) -> pd.Series:
+    """``t_first``/``t_last`` of a CSV answer: instants as read, or the ISO 8601 text of
+    datetimes (with a UTC offset when they had a zone) as datetimes."""
+    if column.dtype != object or not len(column):
+        return column
+    zoned = column.astype(str).str.contains(r"(?:[+-]\d\d:?\d\d|Z)$", regex=True)
+    try:
+        # Offsets differ across a summer-time change; UTC holds every one of them.
+        return pd.to_datetime(column, format="ISO8601", utc=bool(zoned.any()))
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{target} is not an answer file: column {column.name!r} holds "
+                         f"neither instants nor datetimes ({e})") from e
 
 
 def _column_dtype(rows: list[tuple[Any, ...]], c: int, id_dtype: np.dtype[Any] | None

@@ -27,11 +27,12 @@ from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.query.answer import answer_table, table_from_rows
 from uncertain_cep.query.chains import order_instance_fraction
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.explain import Explanation
-from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.language import bind_query, parse_query
 from uncertain_cep.query.patterns import SequencePattern
 from uncertain_cep.query.strategies import StrategyName, get_strategy
 from uncertain_cep.results import QueryResult
@@ -139,7 +140,9 @@ class UncertainIndex:
         QueryResult
             A DataFrame with one row per tuple: ``events`` (event ids in pattern order),
             ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then
-            by event ids. ``res.stats`` holds the evaluation counters
+            by event ids. ``t_first``/``t_last`` are instants, or for an archive whose
+            times were datetimes the start of those instants as datetimes in the input's
+            time zone. ``res.stats`` holds the evaluation counters
             (:class:`~uncertain_cep.query.stats.QueryStats`); in Jupyter
             it shows as a compact table, and ``res.plot()`` draws the matched events'
             possible times (:class:`~uncertain_cep.results.QueryResult`).
@@ -167,12 +170,13 @@ class UncertainIndex:
         if not isinstance(query, str | SequencePattern):
             raise QueryError(f"a query is query text or a SequencePattern, got "
                              f"{type(query).__name__}")
-        pattern = parse_query(query) if isinstance(query, str) else query
+        # A window with a unit becomes instants here, where an error can point at WITHIN.
+        pattern = bind_query(query, self.archive.time_axis)
         name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
         ctx.stats.strategy = name.value
         answer = get_strategy(name)(ctx)
-        frame = answer_table(answer, self.archive.event_ids)
+        frame = answer_table(answer, self.archive.event_ids, self.archive.time_axis)
         used = np.zeros(self.archive.n_events, dtype=bool)
         used[answer.events.ravel()] = True
         rows = np.flatnonzero(used)
@@ -180,7 +184,8 @@ class UncertainIndex:
                          zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
         return QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
                               items=_item_symbols(pattern), event_times=times,
-                              stats=ctx.stats, id_dtype=self.archive.event_ids.dtype)
+                              stats=ctx.stats, id_dtype=self.archive.event_ids.dtype,
+                              time_axis=self.archive.time_axis)
 
     def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
         """Fraction of a group's order instances placing each given event at its instant.
@@ -208,9 +213,11 @@ class UncertainIndex:
         save_index(self._index, path)
 
 
-def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
-    """The answer table from ``(event ids, confidence, t_first, t_last)`` rows."""
-    return table_from_rows(rows)
+def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
+                 time_axis: TimeAxis | None = None) -> pd.DataFrame:
+    """The answer table from ``(event ids, confidence, t_first, t_last)`` rows (times in
+    instants); with the archive's datetime ``time_axis``, times as datetimes."""
+    return table_from_rows(rows, time_axis)
 
 
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
@@ -236,15 +243,15 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
 
     rows, stats = query_spark(os.fspath(path), query, StrategyName.get_value(strategy),
                               master=master)
-    frame = answer_frame(rows)
     from uncertain_cep.index.reader import open_reader
 
+    empty = open_reader(path, verify_all=False).empty_archive()
+    frame = answer_frame(rows, time_axis=empty.time_axis)
     return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
-                          stats=stats,
-                          id_dtype=open_reader(path, verify_all=False
-                                               ).empty_archive().event_ids.dtype,
+                          stats=stats, id_dtype=empty.event_ids.dtype,
                           event_times=_stored_event_times(Path(path),
-                                                          {e for r in rows for e in r[0]}))
+                                                          {e for r in rows for e in r[0]}),
+                          time_axis=empty.time_axis)
 
 
 def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:
@@ -289,7 +296,11 @@ def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "gr
     pair_predicate
         Condition 2 as ``f(a, b, ta, tb) -> bool`` instead (see ``PairPredicate``).
     time_unit
-        Discretisation of non-integer time columns.
+        Discretisation of non-integer time columns: a number for numeric times
+        (instants are ``floor(t / time_unit)``), a duration such as ``"1s"`` for
+        datetimes (whole units since the Unix epoch in UTC). An index built from
+        datetimes takes windows with units (``WITHIN 6s``) and answers ``t_first`` and
+        ``t_last`` as datetimes in the input's time zone.
     multi_tree, codes, node_budget
         Index layout: multi-tree (default) or single tree; ``"compact"`` or ``"paper"``
         codes; the largest number of nodes one group may need.

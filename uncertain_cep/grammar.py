@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping
 
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from uncertain_cep.durations import UNIT_REGEX, Duration, TimeUnit
 from uncertain_cep.errors import QueryParseError
 
-__all__ = ["COMMON_TERMINALS", "TERMINAL_WORDS", "keyword_terminals", "located",
-           "syntax_error", "tokens", "unquote"]
+__all__ = ["COMMON_TERMINALS", "DURATION_GRAMMAR", "TERMINAL_WORDS", "duration",
+           "keyword_terminals", "located", "syntax_error", "tokens", "unquote"]
 
 COMMON_TERMINALS = r"""
 NAME: /[A-Za-z_][A-Za-z0-9_]*/
@@ -34,10 +35,19 @@ COMMENT: /--[^\n]*/
 %ignore COMMENT
 """
 
+# A length of time: a number, then optionally a unit (``5s``, ``30 SECONDS``, ``5
+# MINUTES``); the rule ``duration`` of both languages (read it with :func:`duration`). A
+# unit outranks NAME, and may not end inside a longer word (``5 sets`` is not seconds).
+DURATION_GRAMMAR = f"""
+duration: NUMBER UNIT?
+UNIT.2: /(?:{UNIT_REGEX})(?![A-Za-z0-9_])/i
+"""
+
 TERMINAL_WORDS = {
     "NAME": "a name",
     "NUMBER": "a number",
     "STRING": "a quoted string",
+    "UNIT": "a time unit",
     "$END": "end of query",
 }
 _IGNORED_TERMINALS = {"WS", "COMMENT"}
@@ -116,6 +126,20 @@ def _excerpt(text: str, line: int, column: int, width: int = 72) -> str:
 def tokens(tree: Tree) -> list[Token]:
     """The tokens among a parse-tree node's children."""
     return [child for child in tree.children if isinstance(child, Token)]
+
+
+def duration(tree: Tree) -> tuple[Token, Duration]:
+    """The number token of a ``duration`` rule (where errors point) and the
+    :class:`~uncertain_cep.durations.Duration` it reads, with the unit as written (None for
+    a plain number).
+
+    Raises
+    ------
+    QueryParseError
+        For a negative or infinite number (without a position: the caller knows it).
+    """
+    number, *unit = tokens(tree)
+    return number, Duration(float(number), TimeUnit.named(str(unit[0])) if unit else None)
 
 
 def unquote(token: Token) -> str:

@@ -3,8 +3,10 @@
 :meth:`UncertainIndex.query <uncertain_cep.api.UncertainIndex.query>` returns a
 :class:`QueryResult`: the answer table of SEMANTICS A4 (``events``, ``confidence``,
 ``t_first``, ``t_last``; one row per tuple) plus what the display needs -- the query text,
-the pattern's positive items (the symbols the tuple's events matched, in order) and each
-matched event's possible instants ``[t_lo, t_hi]``. Everything a DataFrame does works as
+the pattern's positive items (the symbols the tuple's events matched, in order), each
+matched event's possible instants ``[t_lo, t_hi]`` and the archive's time axis (for an
+archive whose times were datetimes, ``t_first``/``t_last`` are datetimes in its time zone
+and the timeline is drawn on dates). Everything a DataFrame does works as
 usual; frames derived from it (``res.head()``, ``res[res.confidence > .5]``) are plain
 DataFrames, so nothing stale travels with them.
 
@@ -37,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError
+from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.query.stats import QueryStats
 
 __all__ = ["QueryResult"]
@@ -52,17 +55,20 @@ class QueryResult(pd.DataFrame):
     Build one with :meth:`of`; the index's ``query`` does. Attributes beyond the
     DataFrame's (named so as not to hide ``DataFrame.query`` and ``DataFrame.items``):
     ``query_text``, ``pattern_items`` (the positive items' symbols in pattern order),
-    ``event_times`` (event id -> ``(t_lo, t_hi)``, for the matched events) and ``stats``
-    (what the evaluation did, a :class:`~uncertain_cep.query.stats.QueryStats`).
+    ``event_times`` (event id -> ``(t_lo, t_hi)`` in instants, for the matched events),
+    ``stats`` (what the evaluation did, a :class:`~uncertain_cep.query.stats.QueryStats`)
+    and ``time_axis`` (the archive's :class:`~uncertain_cep.model.time_axis.TimeAxis`, or
+    None for integer instants).
     """
 
     _metadata: ClassVar[list[str]] = ["query_text", "pattern_items", "event_times", "stats",
-                                      "id_dtype"]
+                                      "id_dtype", "time_axis"]
     query_text: str
     pattern_items: tuple[str, ...]
     event_times: dict[Any, tuple[int, int]]
     stats: QueryStats
     id_dtype: np.dtype[Any] | None   # the archive's event-id type (for empty answers)
+    time_axis: TimeAxis | None
 
     @property
     def _constructor(self) -> type[pd.DataFrame]:
@@ -73,7 +79,8 @@ class QueryResult(pd.DataFrame):
     def of(cls, frame: pd.DataFrame, *, query: str, items: Sequence[str],
            event_times: Mapping[Any, tuple[int, int]],
            stats: QueryStats | None = None,
-           id_dtype: np.dtype[Any] | None = None) -> QueryResult:
+           id_dtype: np.dtype[Any] | None = None,
+           time_axis: TimeAxis | None = None) -> QueryResult:
         """Wrap an answer table (its columns and ``attrs`` are kept as they are)."""
         out = cls(frame)
         out.attrs = dict(frame.attrs)
@@ -82,6 +89,7 @@ class QueryResult(pd.DataFrame):
         out.event_times = dict(event_times)
         out.stats = stats if stats is not None else QueryStats()
         out.id_dtype = id_dtype
+        out.time_axis = time_axis
         return out
 
     def to_file(self, path: str | os.PathLike[str]) -> None:
@@ -131,10 +139,11 @@ class QueryResult(pd.DataFrame):
         happened at one of them), coloured by the pattern item it matched; the
         confidences stand in a column on the right.
 
-        ``align="absolute"`` draws every row on the archive's time axis; ``"tuple"``
-        shifts each row to start at its first possible instant (written beside the
-        row's events), so short tuples far apart stay readable; ``"auto"`` picks
-        ``"tuple"`` when the rows span over 10 times their longest tuple.
+        ``align="absolute"`` draws every row on the archive's time axis (dates, in the
+        input's time zone, when its times were datetimes); ``"tuple"`` shifts each row to
+        start at its first possible instant (written beside the row's events), so short
+        tuples far apart stay readable; ``"auto"`` picks ``"tuple"`` when the rows span
+        over 10 times their longest tuple.
         """
         import matplotlib.pyplot as plt
 
@@ -150,6 +159,7 @@ class QueryResult(pd.DataFrame):
             align = "tuple" if longest and everything > 10 * longest else "absolute"
         if ax is None:
             _, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 1) + 1.4))
+        dates = _Dates(self.time_axis)
         colours = plt.get_cmap("tab10")
         labels = []
         right = 0
@@ -157,17 +167,21 @@ class QueryResult(pd.DataFrame):
             y = len(rows) - 1 - position
             shift = min(lo for lo, _ in span) if align == "tuple" and span else 0
             for item, (lo, hi) in enumerate(span):
-                ax.barh(y, hi - lo, left=lo - shift, height=0.6,
+                # Relative positions stay in instants; absolute ones become dates.
+                left, end = ((lo - shift, hi - shift) if align == "tuple"
+                             else dates.place(lo, hi))
+                ax.barh(y, end - left, left=left, height=0.6,
                         color=colours(item % 10), edgecolor="black", linewidth=0.5)
                 right = max(right, hi - shift)
             name = ", ".join(map(str, events))
-            labels.append(f"{name} @ {shift}" if align == "tuple" else name)
+            labels.append(f"{name} @ {dates.label(shift)}" if align == "tuple" else name)
         for position, confidence in enumerate(rows["confidence"]):
             ax.annotate(f"{confidence:.3g}", (1.01, len(rows) - 1 - position),
                         xycoords=("axes fraction", "data"), va="center", fontsize=8)
         ax.set_yticks(np.arange(len(rows))[::-1], labels, fontsize=8)
-        ax.set_xlabel("time since the tuple's first possible instant" if align == "tuple"
-                      else "time (possible instants of each event)")
+        ax.set_xlabel(dates.xlabel(align))
+        if align != "tuple":
+            dates.format(ax)
         ax.set_ylabel("matched events" + (" @ first instant" if align == "tuple" else ""))
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours(i % 10))
                    for i in range(len(self.pattern_items))]
@@ -190,6 +204,44 @@ class QueryResult(pd.DataFrame):
             lo, hi = self.event_times[event]
             out.append((lo, hi + 1))
         return out
+
+
+class _Dates:
+    """Where the timeline puts instants: on the instants' own axis, or for an archive
+    whose times were datetimes on matplotlib's dates, labelled in the input's zone."""
+
+    def __init__(self, axis: TimeAxis | None) -> None:
+        self.axis = axis if axis is not None and axis.is_datetime else None
+
+    def place(self, lo: int, hi: int) -> tuple[float, float]:
+        """The x positions of instants ``lo`` and ``hi``."""
+        if self.axis is None:
+            return float(lo), float(hi)
+        from matplotlib import dates
+
+        unit = self.axis.unit_ns
+        assert unit is not None
+        # Matplotlib counts days since its epoch, in UTC; format() shows the input's zone.
+        start, end = dates.date2num(np.array([lo * unit, hi * unit], dtype="datetime64[ns]"))
+        return float(start), float(end)
+
+    def label(self, instant: int) -> str:
+        if self.axis is None:
+            return str(instant)
+        return str(self.axis.datetimes(np.array([instant]))[0])
+
+    def xlabel(self, align: str) -> str:
+        if align == "tuple":
+            unit = "" if self.axis is None else f" (of {self.axis.unit_text})"
+            return f"instants{unit} since the tuple's first possible instant"
+        if self.axis is None:
+            return "time (possible instants of each event)"
+        zone = self.axis.timezone or "naive, read as UTC"
+        return f"time, {zone} (possible instants of each event)"
+
+    def format(self, ax: Any) -> None:
+        if self.axis is not None:
+            ax.xaxis_date(tz=self.axis.datetimes(np.zeros(0, np.int64)).dt.tz)
 
 
 class _Plot:

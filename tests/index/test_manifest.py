@@ -117,7 +117,7 @@ TAMPERED = [
     ("settings.node_budget", 2.5),
     ("settings.condition2.kind", "min_speed"),
     ("settings.condition2.v_max", "fast"),
-    ("time_unit", 60),
+    ("time_axis", 60),
     ("time.t_min", "1"),
     ("time.bucket_width", 0),
     ("rtree.entries", None),
@@ -148,6 +148,44 @@ def test_opening_an_index_with_a_tampered_manifest_names_the_field(saved, tmp_pa
     with pytest.raises(IndexFormatError, match=re.escape(f"manifest.json: manifest field "
                                                          f"{field!r}")):
         uc.open_index(copy_)
+
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory) -> Path:
+    """An index built from datetimes in Europe/Berlin, one instant a minute."""
+    stamps = pd.to_datetime(["2024-01-01 10:00", "2024-01-01 10:03"]).tz_localize(
+        "Europe/Berlin")
+    df = pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": stamps,
+                       "t_hi": stamps + pd.Timedelta("2min")})
+    path = tmp_path_factory.mktemp("dated") / "ix"
+    uc.build_index(df, time_unit="1min").save(path)
+    return path
+
+
+def test_the_time_axis_round_trips(saved, dated):
+    data = _data(dated)
+    assert data["time_axis"] == {"time_unit": "1min", "unit_ns": 60 * 10**9,
+                                 "timezone": "Europe/Berlin"}
+    manifest = Manifest.from_json(copy.deepcopy(data))
+    assert manifest.time_axis == uc.TimeAxis("1min", 60 * 10**9, "Europe/Berlin")
+    assert manifest.to_json() == data
+    assert manifest.provenance()["time_zone"] == "Europe/Berlin"
+    assert _data(saved)["time_axis"] is None
+
+
+@pytest.mark.parametrize(("field", "value", "wanted"), [
+    ("time_axis.unit_ns", "60s", "an integer"),
+    ("time_axis.unit_ns", 0, "a positive integer or null"),
+    ("time_axis.unit_ns", None, "null when unit_ns is"),    # a zone without datetimes
+    ("time_axis.timezone", 1, "a string"),
+    ("time_axis.time_unit", None, "a string"),
+    ("time_axis.days", 1, "not part of index format"),
+])
+def test_a_tampered_time_axis_is_refused_naming_the_field(dated, field, value, wanted):
+    name = "time_axis.timezone" if value is None and field.endswith("unit_ns") else field
+    with pytest.raises(IndexFormatError, match=rf"manifest field {re.escape(repr(name))} .*"
+                                               rf"{wanted}"):
+        Manifest.from_json(_set(_data(dated), field, value))
 
 
 def test_a_missing_field_is_named(saved):

@@ -14,6 +14,7 @@ import uncertain_cep as uc
 import uncertain_cep.index.storage as storage
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.manifest import manifest_digest
+from uncertain_cep.model.time_axis import timezone_name
 
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example"
 
@@ -34,6 +35,36 @@ def test_reopened_index_answers_like_the_original(tmp_path_factory, df, pattern)
         again = uc.open_index(path)
         assert again.n_nodes == idx.n_nodes and again.n_trees == idx.n_trees
         pd.testing.assert_frame_equal(again.query(pattern), idx.query(pattern))
+
+
+@pytest.mark.parametrize("zone", [None, "UTC", "America/New_York", "+05:30"])
+def test_an_index_built_from_datetimes_reopens_with_its_unit_and_zone(tmp_path, zone):
+    base = pd.Timestamp("2024-11-03 05:59:58", tz="UTC")   # New York's clocks go back at 06:00
+    stamps = [base + pd.Timedelta(seconds=s) for s in (0, 1, 3, 4, 6)]
+    df = pd.DataFrame({"event_id": range(5), "group": [0, 0, 1, 1, 1],
+                       "t_lo": pd.Series(stamps).dt.tz_convert(zone) if zone
+                       else pd.Series(stamps).dt.tz_localize(None), "x": [1.0, 5.0, 1.0, 5.0, 7.0]})
+    df["t_hi"] = df["t_lo"] + pd.Timedelta("1500ms")
+    idx = uc.build_index(df, time_unit="500ms")
+    query = "PATTERN SEQ(A, B) DEFINE A AS x < 2, B AS x > 4 WITHIN 3s"
+    want = idx.query(query)
+    assert len(want) == 4 and timezone_name(want["t_first"].dtype, "t_first") == zone
+    idx.save(tmp_path / "ix")
+    again = uc.open_index(tmp_path / "ix")
+    assert again.archive.time_axis == idx.archive.time_axis == uc.TimeAxis(
+        "500ms", unit_ns=500 * 10**6, timezone=zone)
+    pd.testing.assert_frame_equal(again.query(query), want, check_exact=True)
+    pd.testing.assert_frame_equal(uc.query_index(tmp_path / "ix", query), want)
+    assert again.describe().provenance["time_zone"] == (zone or "naive")
+
+
+def test_an_index_of_numbers_records_its_time_unit_when_saved_here(tmp_path):
+    df = pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [0.2, 1.1], "t_hi": [0.9, 1.9]})
+    uc.build_index(df, time_unit=0.5).save(tmp_path / "ix")
+    again = uc.open_index(tmp_path / "ix")
+    assert again.archive.time_axis == uc.TimeAxis("0.5")
+    assert again.describe().provenance["time_unit"] == "0.5"
+    assert again.query("PATTERN SEQ(A, B) WITHIN 3")["t_first"].dtype == "int64"
 
 
 def test_saving_over_an_index_replaces_it(tmp_path):

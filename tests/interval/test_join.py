@@ -246,6 +246,41 @@ def test_datetime_times_give_the_numeric_answer_as_datetimes(zone):
                                               "PATTERN A meets B")
 
 
+@pytest.mark.parametrize(("changed", "position", "words"), [
+    ("WITHIN 5 MINUTES", (10, 8), "WITHIN 5 on a datetime time column: give a unit, e.g. "
+                                  "WITHIN 5s or WITHIN 5 MINUTES"),
+    ("AT LEAST 5s", (3, 32), "symbol A: AT LEAST 5 on a datetime time column: give a unit, "
+                             "e.g. AT LEAST 5s or AT LEAST 5 MINUTES"),
+    ("AND 30s", (4, 48), "symbol B: DURATION BETWEEN 4 SECONDS AND 30 on a datetime time "
+                         "column: give a unit, e.g. AND 30s or AND 30 MINUTES"),
+])
+def test_a_plain_number_on_datetime_times_is_refused_naming_its_place(changed, position,
+                                                                       words):
+    # On datetimes a plain number would count nanoseconds: WITHIN 5 found nothing, silently.
+    start = pd.Timestamp("2026-11-22 08:00", tz="Europe/Berlin")
+    events = aggressive_cars()
+    dated = events.assign(time=start + pd.to_timedelta(events["time"], unit="s"))
+    query = AGGRESSIVE_DRIVERS.replace(changed, changed.rstrip("s").replace(" MINUTES", ""))
+    assert query != AGGRESSIVE_DRIVERS
+    for engine in ("join", "automata", "brute_force"):
+        with pytest.raises(QueryError) as info:
+            uc.match(dated, query, engine=engine, tick="1s")
+        line, column = position
+        assert str(info.value).startswith(f"line {line}, column {column}: {words}")
+    with pytest.raises(QueryError, match=r"^symbol A: AT LEAST 5 on a datetime"):
+        uc.match(dated, parse_temporal_query(AGGRESSIVE_DRIVERS.replace("5s,", "5,")),
+                 tick="1s")
+    # Numbers keep their meaning on numeric times (with or without a time_unit) ...
+    numeric = uc.match(events, query.replace("WITHIN 5\n", "WITHIN 300\n"), time_unit="1s")
+    assert len(numeric) == len(uc.match(events, AGGRESSIVE_DRIVERS, time_unit="1s"))
+    # ... and 0 is the same in every unit.
+    zero = ("PARTITION BY car_id DEFINE A AS accel > 8 AT LEAST 0, B AS speed > 70 "
+            "PATTERN A overlaps B WITHIN {}")
+    assert len(uc.match(dated, zero.format("1 MINUTES"), tick="1s")) == len(
+        uc.match(events, zero.format(60))) > 0
+    assert uc.match(dated, zero.format(0), tick="1s").empty
+
+
 @given(st.data())
 def test_shuffled_situation_tables_give_the_sorted_answer(data):
     """The engines skip sorting tables that arrive sorted; any order gives the same."""

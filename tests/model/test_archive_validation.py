@@ -206,6 +206,36 @@ def test_tz_aware_datetimes_count_units_since_epoch_in_utc() -> None:
     assert archive.t_hi.tolist() == [1603588200]
 
 
+def test_the_archive_remembers_its_time_unit_and_the_datetimes_zone() -> None:
+    assert read_archive(frame()).time_axis is None
+    assert read_archive(frame(), time_unit=1).time_axis == uc.TimeAxis("1")
+    stamps = pd.Series(pd.to_datetime(["2020-01-01 10:00"] * 3))
+    naive = read_archive(frame(t_lo=stamps, t_hi=stamps), time_unit="100ms").time_axis
+    assert naive == uc.TimeAxis("100ms", unit_ns=10**8, timezone=None)
+    zoned = stamps.dt.tz_localize("Asia/Kolkata")
+    axis = read_archive(frame(t_lo=zoned, t_hi=zoned).drop(columns=["t_lo", "t_hi"]).assign(
+        t=zoned), time_unit=pd.Timedelta("1min")).time_axis
+    assert axis == uc.TimeAxis("0 days 00:01:00", unit_ns=60 * 10**9, timezone="Asia/Kolkata")
+
+
+def test_time_columns_in_different_zones_are_rejected_naming_both() -> None:
+    stamps = pd.Series(pd.to_datetime(["2020-01-01 10:00"] * 3)).dt.tz_localize("UTC")
+    with pytest.raises(InputError, match=names("t_lo is in UTC", "t_hi is in Europe/Berlin",
+                                               "one time zone")):
+        read_archive(frame(t_lo=stamps, t_hi=stamps.dt.tz_convert("Europe/Berlin")),
+                     time_unit="1s")
+    with pytest.raises(InputError, match=names("t_lo is in UTC", "t_hi is naive")):
+        read_archive(frame(t_lo=stamps, t_hi=stamps.dt.tz_localize(None)), time_unit="1s")
+
+
+@pytest.mark.parametrize("unit", [2, 1.0, "two seconds", "-1s", "0s"])
+def test_a_time_unit_that_is_not_a_positive_duration_is_rejected_for_datetimes(unit) -> None:
+    stamps = pd.to_datetime(["2020-01-01 10:00"] * 3)
+    with pytest.raises(InputError, match=names("time_unit", "'t_lo'")
+                       if isinstance(unit, (int, float)) else "time_unit"):
+        read_archive(frame(t_lo=stamps, t_hi=stamps), time_unit=unit)
+
+
 def test_single_t_column_is_a_certain_time() -> None:
     archive = read_archive(frame().drop(columns=["t_lo", "t_hi"]).assign(t=[4, 6, 5]))
     assert archive.t_lo.tolist() == archive.t_hi.tolist() == [4, 6, 5]

@@ -62,6 +62,7 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
                                       pq.read_table(d / "local" / name).to_pandas())
     manifests = [json.loads((d / x / "manifest.json").read_text()) for x in ("ix", "local")]
     assert manifests[0]["statistics"] == manifests[1]["statistics"]
+    assert manifests[0]["time_axis"] == manifests[1]["time_axis"] is None
     expected = local.query(pattern)
     opened = uc.open_index(d / "ix")
     assert_node_columns_match_forests(opened._index)   # several part files per table
@@ -247,24 +248,49 @@ def test_an_empty_archive_is_an_empty_index_in_spark_as_in_the_api(spark, tmp_pa
     assert rows == []
 
 
-def test_a_session_outside_utc_builds_the_same_instants(spark, tmp_path):
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", None])
+def test_a_session_outside_utc_builds_the_same_instants(spark, tmp_path, zone):
     # Timezone-aware timestamps (Parquet isAdjustedToUTC): the session's time zone must
-    # not shift them (Arrow hands pandas wall times of the session's zone).
-    base = pd.Timestamp("2024-03-10 06:00", tz="UTC")
+    # not shift them (Arrow hands pandas wall times of the session's zone). Both builders
+    # record the input's zone, and both engines answer in it.
+    base = pd.Timestamp("2024-03-31 00:59:55", tz="UTC")   # Berlin's summer time at 01:00
     df = pd.DataFrame({"event_id": range(6), "group": [0, 0, 0, 1, 1, 1],
                        "t_lo": [base + pd.Timedelta(seconds=s) for s in (0, 4, 9, 1, 5, 8)],
                        "x": [1.0, 2.0, 3.0, 1.5, 2.5, 3.5]})
+    df["t_lo"] = df["t_lo"].dt.tz_convert(zone) if zone else df["t_lo"].dt.tz_localize(None)
     df["t_hi"] = df["t_lo"] + pd.Timedelta(seconds=2)
     df.to_parquet(tmp_path / "in.parquet", index=False, coerce_timestamps="us")
-    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 2 WITHIN 10 CONFIDENCE 0.01"
-    want = uc.build_index(df, time_unit="1s").query(query)
-    assert len(want) > 0
-    zone = spark.conf.get("spark.sql.session.timeZone")
+    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 2 WITHIN 10s CONFIDENCE 0.01"
+    local = uc.build_index(df, time_unit="1s")
+    want = local.query(query)
+    assert len(want) > 0 and str(want["t_first"].dt.tz) == str(zone)
+    session = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     try:
         uc.build_index_spark(tmp_path / "in.parquet", tmp_path / "ix", time_unit="1s",
                              spark=spark, log=lambda _: None)
     finally:
-        spark.conf.set("spark.sql.session.timeZone", zone)
+        spark.conf.set("spark.sql.session.timeZone", session)
+    local.save(tmp_path / "local")
+    manifests = [json.loads((tmp_path / x / "manifest.json").read_text())
+                 for x in ("ix", "local")]
+    assert manifests[0]["time_axis"] == manifests[1]["time_axis"] == {
+        "time_unit": "1s", "unit_ns": 10**9, "timezone": zone}
     got = uc.open_index(tmp_path / "ix").query(query)
     pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(want), check_exact=True)
+    on_spark = uc.query_index(tmp_path / "ix", query, engine="spark")
+    pd.testing.assert_frame_equal(pd.DataFrame(on_spark), pd.DataFrame(want), check_exact=True)
+
+
+def test_parquet_files_in_different_time_zones_are_refused(spark, tmp_path):
+    stamps = pd.Series(pd.to_datetime(["2024-01-01 10:00", "2024-01-01 10:05"]))
+    (tmp_path / "in").mkdir()
+    for name, zone in (("a", "UTC"), ("b", "Europe/Berlin")):
+        local = stamps.dt.tz_localize("UTC").dt.tz_convert(zone)
+        pd.DataFrame({"event_id": [f"{name}1", f"{name}2"], "group": name, "t_lo": local,
+                      "t_hi": local}).to_parquet(tmp_path / "in" / f"{name}.parquet",
+                                                 coerce_timestamps="us")
+    with pytest.raises(InputError, match=r"one time zone.*is UTC.*is Europe/Berlin"):
+        uc.build_index_spark(tmp_path / "in", tmp_path / "ix", time_unit="1s", spark=spark,
+                             log=lambda _: None)
+    assert not (tmp_path / "ix").exists()

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uncertain_cep.errors import QueryParseError
-from uncertain_cep.query.language import parse_query
+from uncertain_cep.durations import Duration, TimeUnit
+from uncertain_cep.errors import QueryError, QueryParseError
+from uncertain_cep.model.time_axis import TimeAxis
+from uncertain_cep.query.language import bind_query, parse_query
 from uncertain_cep.query.patterns import (
     Between,
     Comparison,
@@ -17,6 +19,7 @@ from uncertain_cep.query.patterns import (
     PatternItem,
     SequencePattern,
     Symbol,
+    window_instants,
 )
 
 SEMANTICS_C_QUERY = """\
@@ -208,6 +211,107 @@ def test_negative_window_is_rejected_at_its_position():
     assert (error.line, error.column) == (1, 26)
 
 
+# --- windows with a time unit (as part B writes them) ----------------------------------------
+
+@pytest.mark.parametrize(("text", "window"), [
+    ("6s", Duration(6, TimeUnit.SECONDS)),
+    ("6 SECONDS", Duration(6, TimeUnit.SECONDS)),
+    ("1 second", Duration(1, TimeUnit.SECONDS)),
+    ("5 MINUTES", Duration(5, TimeUnit.MINUTES)),
+    ("5min", Duration(5, TimeUnit.MINUTES)),
+    ("2 HOURS", Duration(2, TimeUnit.HOURS)),
+    ("1.5h", Duration(1.5, TimeUnit.HOURS)),
+    ("250ms", Duration(250, TimeUnit.MILLISECONDS)),
+    ("3 days", Duration(3, TimeUnit.DAYS)),
+    ("0s", Duration(0, TimeUnit.SECONDS)),
+    ("6", 6),
+])
+def test_within_takes_a_duration_with_a_unit_and_keeps_it(text, window):
+    pattern = parse_query(f"PATTERN SEQ(A, B) WITHIN {text} CONFIDENCE 0.5")
+    assert pattern.within == window and pattern.confidence == 0.5
+    assert parse_query(str(pattern)) == pattern
+
+
+def test_a_window_with_a_unit_that_is_negative_or_misspelt_is_rejected_at_its_position():
+    error = parse_error("PATTERN SEQ(A, B)\nWITHIN -6s")
+    assert (error.line, error.column) == (2, 8) and "WITHIN" in str(error)
+    error = parse_error("PATTERN SEQ(A, B) WITHIN 6 sets")
+    assert (error.line, error.column) == (1, 28)
+    assert "a time unit" in error.expected and "'CONFIDENCE'" in error.expected
+
+
+# One instant of an index built from datetimes with time_unit="1s", "1min", "250ms".
+SECONDS = TimeAxis("1s", unit_ns=10**9, timezone="UTC")
+MINUTES = TimeAxis("1min", unit_ns=60 * 10**9)
+QUARTERS = TimeAxis("250ms", unit_ns=250 * 10**6, timezone="Europe/Berlin")
+
+
+@pytest.mark.parametrize(("window", "axis", "instants"), [
+    (Duration(6, "s"), SECONDS, 6),
+    (Duration(5, "min"), SECONDS, 300),
+    (Duration(2, "h"), MINUTES, 120),
+    (Duration(1.5, "min"), SECONDS, 90),
+    (Duration(0.1, "s"), TimeAxis("100ms", unit_ns=10**8), 1),   # exact: 0.1 is a tenth
+    (Duration(3, "s"), QUARTERS, 12),
+    (Duration(0, "s"), MINUTES, 0),
+    (Duration(1, "d"), MINUTES, 1440),
+])
+def test_a_window_with_a_unit_is_the_exact_number_of_the_index_instants(window, axis,
+                                                                         instants):
+    assert window_instants(window, axis) == instants
+    pattern = SequencePattern((PatternItem("A"), PatternItem("B")), within=window)
+    assert pattern.in_instants(axis).within == instants
+    assert pattern.in_instants(axis).window == instants
+
+
+def test_a_window_that_is_not_a_whole_number_of_instants_is_refused_naming_both_neighbours():
+    with pytest.raises(QueryError, match=r"WITHIN 90 SECONDS is 1\.5 instants .* lasts 1 "
+                                         r"MINUTES.* WITHIN 60 SECONDS or WITHIN 120 SECONDS"):
+        window_instants(Duration(90, "s"), MINUTES)
+    with pytest.raises(QueryError, match=r"0\.4 instants .* WITHIN 0 MILLISECONDS or "
+                                         r"WITHIN 250 MILLISECONDS"):
+        window_instants(Duration(100, "ms"), QUARTERS)
+
+
+@pytest.mark.parametrize("axis", [None, TimeAxis("0.5")])
+def test_a_window_with_a_unit_on_an_index_of_plain_numbers_says_what_to_do(axis):
+    with pytest.raises(QueryError, match=r"WITHIN 6 SECONDS has a time unit.*WITHIN 6\b.*"
+                                         r"datetime t_lo/t_hi with time_unit="):
+        window_instants(Duration(6, "s"), axis)
+
+
+@pytest.mark.parametrize("axis", [None, TimeAxis("0.5"), SECONDS, MINUTES])
+def test_a_plain_window_counts_instants_on_every_index(axis):
+    # SEMANTICS C: plain numbers are in the data's unit; an index's unit is its instant.
+    assert bind_query("PATTERN SEQ(A, B) WITHIN 7", axis).within == 7
+
+
+def test_binding_query_text_blames_the_within_clause():
+    text = "PATTERN SEQ(A, B)\n  DEFINE A AS x > 1\n  WITHIN 90 s CONFIDENCE 0.5"
+    with pytest.raises(QueryError) as info:
+        bind_query(text, MINUTES)
+    message = str(info.value)
+    assert message.startswith("line 3, column 10: WITHIN 90 SECONDS is 1.5 instants")
+    assert message.endswith("  WITHIN 90 s CONFIDENCE 0.5\n             ^")
+    # A pattern object has no text to point into: the message alone.
+    with pytest.raises(QueryError, match=r"^WITHIN 90 SECONDS"):
+        bind_query(parse_query(text), MINUTES)
+
+
+def test_a_window_with_a_unit_must_be_bound_before_it_counts_instants():
+    pattern = parse_query("PATTERN SEQ(A, B) WITHIN 5 MINUTES")
+    with pytest.raises(QueryError, match="bind the pattern"):
+        pattern.window  # noqa: B018
+    assert parse_query("PATTERN SEQ(A, B)").window == math.inf
+
+
+def test_a_duration_without_a_unit_is_a_number_of_instants():
+    items = (PatternItem("A"),)
+    assert SequencePattern(items, within=Duration(6)).within == 6
+    with pytest.raises(QueryParseError, match="whole number of instants"):
+        SequencePattern(items, within=Duration(6.5))
+
+
 @pytest.mark.parametrize("theta", ["0", "1.5", "-0.1"])
 def test_confidence_outside_zero_one_is_rejected_at_its_position(theta):
     error = parse_error(f"PATTERN SEQ(A)\n  CONFIDENCE {theta}")
@@ -361,7 +465,9 @@ def sequence_patterns(draw):
     return SequencePattern(
         tuple(items),
         tuple(draw(symbols(name)) for name in defined),
-        within=draw(st.none() | st.integers(0, 10**12)),
+        within=draw(st.none() | st.integers(0, 10**12) | st.builds(
+            Duration, st.integers(0, 10**6) | st.floats(0, 1e6, allow_nan=False),
+            st.sampled_from(TimeUnit))),
         confidence=draw(st.none() | st.floats(0, 1, exclude_min=True)),
     )
 

@@ -40,10 +40,11 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError, ParamEnum, QueryError
+from uncertain_cep.grammar import located
 from uncertain_cep.interval.automata_join import match_automata
 from uncertain_cep.interval.brute_force import match_brute_force
 from uncertain_cep.interval.join import match_join
-from uncertain_cep.interval.language import parse_temporal_query
+from uncertain_cep.interval.language import parse_temporal_query, plain_duration_positions
 from uncertain_cep.interval.patterns import TemporalPattern, seconds_per_unit
 from uncertain_cep.interval.situations import derive_situations, situations_from_intervals
 
@@ -93,7 +94,7 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
         partition with more than two million combinations.
     time_column : str
         The point events' time column: numbers in the data's unit, or datetimes (then
-        durations and windows with units need no ``time_unit``, and the answer's
+        durations and windows need units, which need no ``time_unit``, and the answer's
         instants are datetimes in the same time zone).
     time_unit : float or str, optional
         Seconds per data time unit (or text such as ``"1s"``, ``"100ms"``); needed when
@@ -120,7 +121,9 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
     InputError
         Data that is neither kind of input, or invalid (missing columns, bad times).
     QueryError
-        A query that cannot run on the data (a column it reads is missing).
+        A query that cannot run on the data: a column it reads is missing, or a duration
+        or window written as a plain number (other than 0) on datetime times, which have
+        no unit a number could count (the message names its place and suggests units).
     """
     chosen = MatchEngine(MatchEngine.get_value(engine))
     pattern = _pattern(query)
@@ -128,6 +131,7 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
         raise InputError(f"the data must be a pandas DataFrame, got {type(data).__name__}")
     data, clock = _as_nanoseconds(data, time_column, symbol_column)
     if clock is not None:
+        _refuse_plain_numbers(pattern, query if isinstance(query, str) else None)
         time_unit, tick = _datetime_options(time_unit, tick)
     situations = _situations(data, pattern, time_column=time_column, time_unit=time_unit,
                              tick=tick, symbol_column=symbol_column)
@@ -167,6 +171,21 @@ def _as_nanoseconds(data: pd.DataFrame, time_column: str,
         utc = values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz else values
         converted[column] = utc.to_numpy(dtype="datetime64[ns]").view(np.int64)
     return data.assign(**converted), _Clock(getattr(data[dated[0]].dtype, "tz", None))
+
+
+def _refuse_plain_numbers(pattern: TemporalPattern, text: str | None) -> None:
+    """On datetime times a plain number would count nanoseconds: refuse it, pointing at
+    it in the query text when there is one."""
+    plain = pattern.plain_durations()
+    if not plain:
+        return
+    where, keyword, duration = plain[0]
+    message = (f"{where} {duration} on a datetime time column: give a unit, e.g. "
+               f"{keyword} {duration}s or {keyword} {duration} MINUTES (a plain number "
+               "has no unit to count on datetimes)")
+    if text is not None:
+        message = located(text, *plain_duration_positions(text)[0], message)
+    raise QueryError(message)
 
 
 def _datetime_options(time_unit: float | str | None,

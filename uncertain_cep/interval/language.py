@@ -16,7 +16,7 @@ either order, ``B finishes C`` counts for ``C finished_by B``), a hierarchy oper
 endpoint restrictions (``A.ts < C.ts <= B.te``, ISEQ's TList). Relation names take any
 case and ``_`` or ``-``. Durations and windows are numbers in the data's unit or carry a
 unit (``5s``, ``30 SECONDS``, ``5 MINUTES``, ``2 HOURS``, also ms, min, h, days); the
-pattern keeps it (:class:`~uncertain_cep.interval.patterns.Duration`) and the matcher converts with
+pattern keeps it (:class:`~uncertain_cep.durations.Duration`) and the matcher converts with
 the ``time_unit`` of the data. Columns may be qualified by the source's name or alias
 (``CS.accel``). ``-- comments`` run to the end of the line.
 
@@ -48,7 +48,9 @@ from lark import Lark, Token, Tree, UnexpectedInput
 from uncertain_cep.errors import InvalidOptionError, QueryParseError
 from uncertain_cep.grammar import (
     COMMON_TERMINALS,
+    DURATION_GRAMMAR,
     TERMINAL_WORDS,
+    duration,
     keyword_terminals,
     located,
     syntax_error,
@@ -65,7 +67,6 @@ from uncertain_cep.interval.patterns import (
     ReturnItem,
     SituationDefinition,
     TemporalPattern,
-    TimeUnit,
     _pattern_problem,
 )
 from uncertain_cep.interval.relations import (
@@ -78,7 +79,7 @@ from uncertain_cep.interval.relations import (
     lookup_relation,
 )
 
-__all__ = ["parse_temporal_query"]
+__all__ = ["parse_temporal_query", "plain_duration_positions"]
 
 _KEYWORDS = ("FROM", "PARTITION", "BY", "DEFINE", "AS", "AT", "LEAST", "MOST", "DURATION",
              "BETWEEN", "AND", "OR", "NOT", "PATTERN", "WITHIN", "RETURN")
@@ -91,8 +92,6 @@ _RELATION_WORDS = sorted({w.lower() for w in [*(r.value for r in AllenRelation),
                                                *(o.value for o in HierarchyOperator)]},
                          key=len, reverse=True)
 _RELATION_REGEX = "|".join(w.replace("_", "[_-]") for w in _RELATION_WORDS)
-_UNIT_REGEX = ("milliseconds?|msec|ms|seconds?|secs?|s|minutes?|mins?|min|hours?|hrs?|hr|h"
-               "|days?|d")
 
 _GRAMMAR = r"""
 start: source? partition? define pattern within? returns? ";"?
@@ -105,7 +104,6 @@ definition: NAME _AS condition bound?
 bound: _AT _LEAST duration                        -> at_least
      | _AT _MOST duration                         -> at_most
      | _DURATION? _BETWEEN duration _AND duration -> between
-duration: NUMBER UNIT?
 
 ?condition: conjunction
           | condition _OR conjunction             -> or_
@@ -137,9 +135,8 @@ EQ: "="
 NE: "!=" | "<>"
 GT: ">"
 GE: ">="
-""" + COMMON_TERMINALS + keyword_terminals(_KEYWORDS) + (
+""" + COMMON_TERMINALS + DURATION_GRAMMAR + keyword_terminals(_KEYWORDS) + (
     f"RELATION.3: /(?:{_RELATION_REGEX})(?![A-Za-z0-9_])/i\n"
-    f"UNIT.2: /(?:{_UNIT_REGEX})(?![A-Za-z0-9_])/i\n"
     "ENDPOINT.2: /t[se](?![A-Za-z0-9_])/i\n")
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
@@ -147,7 +144,6 @@ _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 _TERMINAL_WORDS = {
     **TERMINAL_WORDS,
     "RELATION": "a temporal relation",
-    "UNIT": "a time unit",
     "ENDPOINT": "'ts' or 'te'",
 }
 
@@ -171,6 +167,20 @@ def parse_temporal_query(text: str) -> TemporalPattern:
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from error
     return _Builder(text).pattern(tree)
+
+
+def plain_duration_positions(text: str) -> list[tuple[int, int]]:
+    """Where each duration or window written as a plain number other than 0 starts in
+    (valid) query text, in text order: the places
+    :meth:`~uncertain_cep.interval.patterns.TemporalPattern.plain_durations` lists.
+
+    >>> plain_duration_positions("DEFINE A AS x > 0 AT LEAST 3s, B AS x < 0\\n"
+    ...                          "PATTERN A meets B WITHIN 10")
+    [(2, 26)]
+    """
+    return [_position(tokens(tree)[0]) for tree in _PARSER.parse(text).iter_subtrees_topdown()
+            if tree.data == "duration" and len(tokens(tree)) == 1
+            and float(tokens(tree)[0]) != 0]
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> QueryParseError:
@@ -290,9 +300,8 @@ class _Builder:
             return Literal(float(token))
 
     def duration(self, tree: Tree) -> Duration:
-        number, *unit = tokens(tree)
-        with self.blame(_position(number)):
-            return Duration(float(number), TimeUnit.named(str(unit[0])) if unit else None)
+        with self.blame(_position(tokens(tree)[0])):
+            return duration(tree)[1]
 
     def group(self, tree: Tree) -> list[tuple[Constraint, tuple[int, int]]]:
         if tree.data == "restrictions":

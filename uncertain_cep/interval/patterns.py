@@ -28,11 +28,10 @@ Duration(value=240.0, unit=None)
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 import re
 from dataclasses import dataclass
 
+from uncertain_cep.durations import Duration, TimeUnit, seconds_per_unit
 from uncertain_cep.errors import InvalidOptionError, ParamEnum, QueryError, QueryParseError
 from uncertain_cep.interval.conditions import Condition, _check_condition
 from uncertain_cep.interval.relations import (
@@ -64,109 +63,6 @@ def _check_name(name: object, what: str) -> str:
         raise QueryParseError(f"{what} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), "
                               f"got {name!r}")
     return name
-
-
-class TimeUnit(ParamEnum):
-    """Units a duration or window may carry; their length in seconds is :attr:`seconds`."""
-
-    MILLISECONDS = "MILLISECONDS"
-    SECONDS = "SECONDS"
-    MINUTES = "MINUTES"
-    HOURS = "HOURS"
-    DAYS = "DAYS"
-
-    @property
-    def seconds(self) -> float:
-        return _UNIT_SECONDS[self]
-
-    @classmethod
-    def named(cls, word: str) -> TimeUnit:
-        """The unit spelled ``word`` (``s``, ``sec``, ``second(s)``, ``min``, ``h``, ...).
-
-        >>> TimeUnit.named("Mins"), TimeUnit.named("ms")
-        (<TimeUnit.MINUTES: 'MINUTES'>, <TimeUnit.MILLISECONDS: 'MILLISECONDS'>)
-        """
-        unit = _UNIT_WORDS.get(word.lower()) if isinstance(word, str) else None
-        if unit is None:
-            raise InvalidOptionError(f"{word!r} is not a time unit; choose one of: "
-                                     + ", ".join(sorted(_UNIT_WORDS)))
-        return unit
-
-
-_UNIT_SECONDS = {TimeUnit.MILLISECONDS: 0.001, TimeUnit.SECONDS: 1.0, TimeUnit.MINUTES: 60.0,
-                 TimeUnit.HOURS: 3600.0, TimeUnit.DAYS: 86400.0}
-_UNIT_WORDS = {
-    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), TimeUnit.MILLISECONDS),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), TimeUnit.SECONDS),
-    **dict.fromkeys(("min", "mins", "minute", "minutes"), TimeUnit.MINUTES),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), TimeUnit.HOURS),
-    **dict.fromkeys(("d", "day", "days"), TimeUnit.DAYS),
-}
-_UNIT_WORD_PATTERN = "|".join(sorted(_UNIT_WORDS, key=len, reverse=True))
-
-
-def seconds_per_unit(time_unit: float | str) -> float:
-    """How many seconds one unit of the data's time column lasts.
-
-    ``time_unit`` is a positive number of seconds or text such as ``"1s"``, ``"100 ms"``,
-    ``"min"``.
-
-    >>> seconds_per_unit("100ms"), seconds_per_unit(60), seconds_per_unit("min")
-    (0.1, 60.0, 60.0)
-    """
-    if isinstance(time_unit, str):
-        match = re.fullmatch(rf"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)?\s*"
-                             rf"({_UNIT_WORD_PATTERN})\s*", time_unit, flags=re.IGNORECASE)
-        if match is None:
-            raise InvalidOptionError(
-                f"time_unit {time_unit!r} is not a duration such as '1s', '100ms' or '1 min'")
-        value = float(match.group(1) or 1) * TimeUnit.named(match.group(2)).seconds
-    elif isinstance(time_unit, numbers.Real) and not isinstance(time_unit, bool):
-        value = float(time_unit)
-    else:
-        raise InvalidOptionError(f"time_unit must be seconds or text like '1s', got {time_unit!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise InvalidOptionError(f"time_unit must be a positive duration, got {time_unit!r}")
-    return value
-
-
-@dataclass(frozen=True)
-class Duration:
-    """A non-negative length of time: ``value`` in ``unit``, or in the data's unit (None).
-
-    The parser keeps the unit written in the query; :meth:`in_data_units` converts once
-    the length of one data unit is known (SEMANTICS C: plain numbers are in the data's unit).
-
-    >>> Duration(5, "s").in_data_units(0.001), str(Duration(1.5, "HOURS")), str(Duration(30))
-    (5000.0, '1.5 HOURS', '30')
-    """
-
-    value: float
-    unit: TimeUnit | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
-            raise QueryParseError(f"a duration must be a number, got {self.value!r}")
-        value = float(self.value)
-        if not math.isfinite(value) or value < 0:
-            raise QueryParseError(f"a duration must be a finite number >= 0, got {self.value!r}")
-        object.__setattr__(self, "value", value)
-        if self.unit is not None and not isinstance(self.unit, TimeUnit):
-            object.__setattr__(self, "unit", TimeUnit.named(str(self.unit)))
-
-    def in_data_units(self, time_unit: float | str | None) -> float:
-        """The duration in units of the data's time column (``time_unit``: see
-        :func:`seconds_per_unit`; needed only when the duration carries a unit)."""
-        if self.unit is None:
-            return self.value
-        if time_unit is None:
-            raise QueryError(f"the duration {self} has a time unit but the data's time unit is "
-                             "unknown; pass time_unit= (seconds per data unit, or e.g. '1s')")
-        return self.value * self.unit.seconds / seconds_per_unit(time_unit)
-
-    def __str__(self) -> str:
-        text = str(int(self.value)) if self.value.is_integer() else repr(self.value)
-        return text if self.unit is None else f"{text} {self.unit.value}"
 
 
 def _resolved(duration: Duration | None, time_unit: float | str | None) -> Duration | None:
@@ -404,6 +300,31 @@ class TemporalPattern:
         spans = tuple(f"{s}_{end}" for s in self.symbol_names for end in ("ts", "te"))
         return (self.partition_by + spans + tuple(r.alias for r in self.returns)
                 + ("detected_at",))
+
+    def plain_durations(self) -> tuple[tuple[str, str, Duration], ...]:
+        """The durations and the window written as plain numbers other than 0 (a 0 is
+        the same in every unit), in the order of the query text: each as ``(where,
+        keyword, duration)``, ``where`` naming its place and ``keyword`` the word it
+        follows.
+
+        >>> from uncertain_cep.interval.language import parse_temporal_query
+        >>> parse_temporal_query("DEFINE A AS x > 0 AT LEAST 3, B AS x < 0 BETWEEN 0 AND 5s "
+        ...                      "PATTERN A meets B WITHIN 10").plain_durations()
+        (('symbol A: AT LEAST', 'AT LEAST', Duration(value=3.0, unit=None)),
+         ('WITHIN', 'WITHIN', Duration(value=10.0, unit=None)))
+        """
+        found: list[tuple[str, str, Duration | None]] = []
+        for s in self.symbols:
+            low, high = s.min_duration, s.max_duration
+            if low is not None and high is not None:
+                found += [(f"symbol {s.name}: DURATION BETWEEN", "BETWEEN", low),
+                          (f"symbol {s.name}: DURATION BETWEEN {low} AND", "AND", high)]
+            else:
+                found += [(f"symbol {s.name}: AT LEAST", "AT LEAST", low),
+                          (f"symbol {s.name}: AT MOST", "AT MOST", high)]
+        found.append(("WITHIN", "WITHIN", self.within))
+        return tuple((where, keyword, d) for where, keyword, d in found
+                     if d is not None and d.unit is None and d.value != 0)
 
     def resolve_units(self, time_unit: float | str | None) -> TemporalPattern:
         """The same pattern with every duration and the window in the data's unit.

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError
+from uncertain_cep.model.time_axis import TimeAxis, timezone_name
 
 __all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive"]
 
@@ -65,7 +67,9 @@ class Archive:
     """A validated archive of uncertain events, stored column-wise.
 
     Events keep their input order; ``group_of[i]`` is the dense code of event ``i``'s
-    dependency group and ``group_labels[code]`` its original key.
+    dependency group and ``group_labels[code]`` its original key. ``time_axis`` is the
+    discretisation the times were read with (``None``: they were integer instants), and
+    for datetimes their unit and time zone.
     """
 
     event_ids: np.ndarray
@@ -76,6 +80,7 @@ class Archive:
     t_hi: np.ndarray
     numeric: dict[str, NumericAttribute] = field(default_factory=dict)
     categorical: dict[str, np.ndarray] = field(default_factory=dict)
+    time_axis: TimeAxis | None = None
 
     @property
     def n_events(self) -> int:
@@ -149,8 +154,10 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
         The dependency-group column.
     time_unit
         Needed when the time columns are not integers: a number (instants are
-        ``floor(t / time_unit)``) or, for datetime columns, a pandas offset such as
-        ``"1s"`` (instants are whole units since the Unix epoch).
+        ``floor(t / time_unit)``) or, for datetime columns, a duration such as ``"1s"``
+        or a ``pd.Timedelta`` (instants are whole units since the Unix epoch in UTC). The
+        archive keeps it as its :class:`~uncertain_cep.model.time_axis.TimeAxis`, with
+        the datetimes' time zone (``t_lo`` and ``t_hi`` must share it).
     """
     df = _load_frame(source)
     if group_by in _RESERVED:
@@ -169,11 +176,11 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {group_by!r} is missing; "
                          "every event needs a dependency group", row=i)
     labels, group_of = _dense_codes(groups)
-    t_lo, t_hi = _time_columns(df, ids, time_unit)
+    t_lo, t_hi, time_axis = _time_columns(df, ids, time_unit)
     numeric, categorical = _attributes(df, ids, group_by)
     return Archive(event_ids=ids, group_by=group_by, group_labels=labels,
                    group_of=group_of, t_lo=t_lo, t_hi=t_hi, numeric=numeric,
-                   categorical=categorical)
+                   categorical=categorical, time_axis=time_axis)
 
 
 def _eid(value: Any) -> str:
@@ -236,26 +243,64 @@ def _dense_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return labels, codes.astype(np.int64)
 
 
-def _time_columns(df: pd.DataFrame, ids: np.ndarray,
-                  unit: float | str | pd.Timedelta | None) -> tuple[np.ndarray, np.ndarray]:
+def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Timedelta | None
+                  ) -> tuple[np.ndarray, np.ndarray, TimeAxis | None]:
     if "t_lo" in df.columns or "t_hi" in df.columns:
         for col in ("t_lo", "t_hi"):
             if col not in df.columns:
                 raise InputError(f"the archive has t_lo/t_hi only in part: column {col!r} is "
                                  "missing")
-        lo = _instants(df["t_lo"], "t_lo", ids, unit)
-        hi = _instants(df["t_hi"], "t_hi", ids, unit)
+        names = ["t_lo", "t_hi"]
     elif "t" in df.columns:
-        lo = hi = _instants(df["t"], "t", ids, unit)
+        names = ["t"]
     else:
         raise InputError("the archive has no time columns: give t_lo and t_hi (or t for "
                          "certain times)")
+    axis = _time_axis(df, names, unit)
+    lo = _instants(df[names[0]], names[0], ids, unit)
+    hi = _instants(df[names[-1]], names[-1], ids, unit) if len(names) == 2 else lo
     bad = lo > hi
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): t_lo = {lo[i]} is greater than t_hi = "
                          f"{hi[i]}; every event needs t_lo <= t_hi", row=i)
-    return lo, hi
+    return lo, hi, axis
+
+
+def _time_axis(df: pd.DataFrame, names: list[str],
+               unit: float | str | pd.Timedelta | None) -> TimeAxis | None:
+    """What the instants will stand for: the unit, and for datetimes its length and the
+    columns' time zone, which answers are given back in (so the columns must share it)."""
+    if unit is None:
+        return None
+    dated = [n for n in names if pd.api.types.is_datetime64_any_dtype(df[n])]
+    if not dated:
+        return TimeAxis(str(unit))
+    zones = {n: timezone_name(df[n].dtype, n) for n in dated}
+    if len(dated) != len(names) or len(set(zones.values())) > 1:
+        shown = ", ".join(f"{n} is in {zones[n]}" if zones.get(n) else
+                          f"{n} is naive" if n in zones else f"{n} is not datetimes"
+                          for n in names)
+        raise InputError(f"the time columns must be datetimes in one time zone (or all naive), "
+                         f"since answers are given in it: {shown}; convert them with "
+                         ".dt.tz_convert(...) or .dt.tz_localize(...)")
+    return TimeAxis(str(unit), unit_ns=_step(unit, dated[0]).value, timezone=zones[dated[0]])
+
+
+def _step(unit: float | str | pd.Timedelta, name: str) -> pd.Timedelta:
+    """The length of one instant of a datetime column."""
+    # pandas reads a bare number as nanoseconds: time_unit=2 would silently mean 2 ns.
+    if not isinstance(unit, (str, timedelta, np.timedelta64)):
+        raise InputError(f"time_unit={unit!r} is a number but column {name!r} holds "
+                         "datetimes; give a duration such as '1s', '100ms' or '1min'")
+    try:
+        step = pd.Timedelta(unit)
+    except ValueError as e:
+        raise InputError(f"time_unit={unit!r} is not a duration such as '1s', '100ms' or "
+                         f"'1min': {e}") from e
+    if step.value <= 0:
+        raise InputError(f"time_unit must be a positive duration, got {unit!r}")
+    return step
 
 
 def _instants(col: pd.Series, name: str, ids: np.ndarray,
@@ -269,7 +314,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
         if unit is None:
             raise InputError(f"column {name!r} holds datetimes; pass time_unit= (e.g. '1s') to "
                              "discretise time into integer instants")
-        step = pd.Timedelta(unit)
+        step = _step(unit, name)
         # Aware timestamps count from the epoch in UTC, not in their local wall clock.
         since = col.dt.tz_convert(None) if col.dt.tz is not None else col
         ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]").astype(np.int64)

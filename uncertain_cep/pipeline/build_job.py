@@ -18,6 +18,7 @@ few example reasons.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -41,6 +42,7 @@ from uncertain_cep.index.storage import (
 )
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.model.time_axis import TimeAxis, timezone_name
 from uncertain_cep.pipeline.group_builder import (
     FILE_COLUMN,
     ROW_COLUMN,
@@ -134,6 +136,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     mark = time.perf_counter()
     frame = _read(spark, fmt, files)
     probe = _check_schema(frame, group_by, time_unit)
+    time_axis = _time_axis(probe.time_axis, fmt, files)
     draft = IndexDraft(out)
     try:
         frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft, say)
@@ -165,7 +168,7 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         say("writing the R*-tree file and statistics")
         finish_index(draft, group_by=group_by,
                      attributes=AttributeNames(probe.numeric_names, probe.categorical_names),
-                     settings=settings, time_unit=time_unit, groups=totals["groups"],
+                     settings=settings, time_axis=time_axis, groups=totals["groups"],
                      trees=totals["trees"], nodes=totals["nodes"],
                      input_fingerprint=_fingerprint(files),
                      build=BuildRecord(engine="spark", master=spark.sparkContext.master,
@@ -251,6 +254,37 @@ def _read(spark: SparkSession, fmt: str, files: list[Path]) -> DataFrame:
     # CSV rows carry no row index in Spark; reasons name the file and the event id.
     return df.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
                      F.lit(None).cast("bigint").alias(ROW_COLUMN))
+
+
+def _time_axis(probe: TimeAxis | None, fmt: str, files: list[Path]) -> TimeAxis | None:
+    """The archive's time axis as the in-process reader records it, with the input's time
+    zone. Spark keeps no zone (its timestamps are instants, so the probe is naive): the
+    zone comes from the Parquet files' own schemas, which must agree. CSV holds no zone,
+    so its datetimes are naive (read in the session's zone, UTC)."""
+    if probe is None or not probe.is_datetime or fmt != "parquet":
+        return probe
+    zones: dict[str | None, str] = {}
+    for f in files:
+        for name in ("t_lo", "t_hi", "t"):
+            dtype = _parquet_dtype(f, name)
+            if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
+                zones.setdefault(timezone_name(dtype, name), f"column {name!r} of {f}")
+    if len(zones) > 1:
+        shown = "; ".join(f"{where} is {zone or 'naive'}" for zone, where in zones.items())
+        raise InputError(f"the time columns must be datetimes in one time zone (or all "
+                         f"naive), since answers are given in it: {shown}; rewrite the "
+                         "files with one zone")
+    return dataclasses.replace(probe, timezone=next(iter(zones), None))
+
+
+def _parquet_dtype(path: Path, column: str) -> Any:
+    """The pandas dtype of a Parquet file's column (None if it has none), from its schema:
+    a filter no row passes reads no values (pandas, as the archive's readers do)."""
+    try:
+        return pd.read_parquet(path, columns=[column],
+                               filters=[(column, "in", [])])[column].dtype
+    except (KeyError, ValueError):
+        return None
 
 
 _PANDAS_TYPES = {"LongType": "int64", "IntegerType": "int64", "ShortType": "int64",

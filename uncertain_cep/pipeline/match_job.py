@@ -95,7 +95,8 @@ def match_spark(source: str | os.PathLike[str], query: str, *, engine: str = "jo
                                "time_unit": time_unit, "tick": tick,
                                "symbol_column": symbol_column}
     frame = _read(spark, fmt, [str(f) for f in files])
-    probe = match(frame.limit(0).toPandas(), pattern, **options)
+    # The text, not the parsed pattern: an error about the query then points into it.
+    probe = match(frame.limit(0).toPandas(), query, **options)
     schema = _schema(probe)
     keys = list(pattern.partition_by)
     n_tasks = partitions or 4 * spark.sparkContext.defaultParallelism

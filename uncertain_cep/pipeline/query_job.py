@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from uncertain_cep.errors import PlanningError, UncertainCepError
 from uncertain_cep.index.reader import open_reader
 from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES, evaluate_slice, plan_slices
-from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.language import bind_query
 from uncertain_cep.query.stats import QueryStats
 from uncertain_cep.query.symbols import check_symbols
 
@@ -40,8 +40,10 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
                             f"{', '.join(map(repr, SLICE_STRATEGIES))}")
     # Checked once here; executors get the reader (the directory and its manifest).
     reader = open_reader(Path(path).resolve())
-    pattern = parse_query(query)
-    check_symbols(reader.empty_archive(), pattern)
+    archive = reader.empty_archive()
+    # The window in instants (WITHIN 6s on an index of seconds is 6): the slices' halo.
+    pattern = bind_query(query, archive.time_axis)
+    check_symbols(archive, pattern)
     if spark is None:
         from uncertain_cep.pipeline.session import spark_session
 
@@ -51,8 +53,7 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
     # trees stay a modest part of an executor's memory.
     n = slices or max(4 * sc.defaultParallelism,
                       math.ceil(reader.manifest.counts.events / EVENTS_PER_SLICE))
-    window = pattern.within if pattern.within is not None else math.inf
-    plan = plan_slices(reader, window, n)
+    plan = plan_slices(reader, pattern.window, n)
     if not plan:
         return [], QueryStats(strategy=strategy, engine="spark", slices=0)
 
