@@ -3,7 +3,6 @@ DataFrames out, Spark's own errors as ours."""
 
 from __future__ import annotations
 
-import decimal
 import json
 from pathlib import Path
 
