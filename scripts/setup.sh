@@ -33,7 +33,7 @@ fi
 # when an install fails.
 log=.venv/setup.log
 if ! { .venv/bin/python -m pip install -q --upgrade "pip>=25.1" \
-       && .venv/bin/python -m pip install -q --group dev -e ".[spark]"; } >"$log" 2>&1; then
+       && .venv/bin/python -m pip install -q --group dev -e ".[spark,connect]"; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "setup failed: pip could not install the project (log above, also in $log)" >&2
   exit 1

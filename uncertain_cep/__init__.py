@@ -9,8 +9,11 @@ The public API (SEMANTICS.md defines every answer):
     print(idx.describe())                             # groups, OI-trees, codes, time
     uc.match(events, "PARTITION BY car DEFINE A AS ..., B AS ... PATTERN A meets B")
 
-    uc.build_index_spark("archive/", "index/")        # the Spark batch job
-    uc.query_index("index/", "PATTERN ...", engine="spark")
+    uc.build_index_spark("archive/", "index/")        # the Spark batch job (a path, a
+                                                      # URI, a table or a DataFrame)
+    uc.query_spark("index/", "PATTERN ...")           # a lazy pyspark DataFrame
+    uc.match_spark(events_df, "PARTITION BY ...")     # a lazy pyspark DataFrame
+    uc.query_index("index/", "PATTERN ...", engine="spark")   # pandas, for notebooks
 
 Names are loaded on first use, for start-up time: ``import uncertain_cep`` takes about
 0.05 s, loading every name (pandas, scipy, rtree, lark, matplotlib) about 1.4 s, which
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
     from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
     from uncertain_cep.model.time_axis import TimeAxis
     from uncertain_cep.pipeline.build_job import BuildSummary, build_index_spark
+    from uncertain_cep.pipeline.match_job import match_spark, match_spark_pandas
+    from uncertain_cep.pipeline.query_job import query_spark
     from uncertain_cep.query.explain import Explanation
     from uncertain_cep.query.language import parse_query
     from uncertain_cep.query.patterns import (
@@ -72,6 +77,9 @@ _EXPORTS = {
     "match": "uncertain_cep.interval.api",
     "build_index_spark": "uncertain_cep.pipeline.build_job",
     "BuildSummary": "uncertain_cep.pipeline.build_job",
+    "query_spark": "uncertain_cep.pipeline.query_job",
+    "match_spark": "uncertain_cep.pipeline.match_job",
+    "match_spark_pandas": "uncertain_cep.pipeline.match_job",
     "read_archive": "uncertain_cep.model.events",
     "MaxSpeed": "uncertain_cep.model.feasibility",
     "PairPredicate": "uncertain_cep.model.feasibility",

@@ -223,7 +223,11 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
                 engine: str = "local", master: str | None = None,
                 verify: bool = False) -> QueryResult:
-    """Answer a query over a saved index, in this process or on Spark.
+    """Answer a query over a saved index, in this process or on Spark, as a pandas table.
+
+    With ``engine="spark"`` the answer rows and the slices' counters are collected on the
+    driver (for notebooks and the command line); :func:`uncertain_cep.query_spark` keeps
+    the answer in Spark as a lazy DataFrame.
 
     Parameters
     ----------
@@ -239,10 +243,10 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     """
     if EngineName.get_value(engine) == "local":
         return open_index(path, verify=verify).query(query, strategy=strategy)
-    from uncertain_cep.pipeline.query_job import query_spark
+    from uncertain_cep.pipeline.query_job import query_spark_rows
 
-    rows, stats = query_spark(os.fspath(path), query, StrategyName.get_value(strategy),
-                              master=master)
+    rows, stats = query_spark_rows(os.fspath(path), query, StrategyName.get_value(strategy),
+                                   master=master)
     from uncertain_cep.index.reader import open_reader
 
     empty = open_reader(path, verify_all=False).empty_archive()

@@ -98,6 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UncertainCepError as e:
         print(f"error: {_as_typed(str(e))}", file=sys.stderr)
         return EXIT_DATA_ERROR
+    except Exception as e:
+        # A Spark failure the jobs did not name: one line, never a py4j traceback.
+        from uncertain_cep.pipeline.sources import is_spark_error, spark_failure
+
+        if not is_spark_error(e):
+            raise
+        print(f"error: {spark_failure(e, 'the Spark job')}", file=sys.stderr)
+        return EXIT_DATA_ERROR
 
 
 def _configure_logging(verbose: int, quiet: bool) -> None:
@@ -457,9 +465,9 @@ def _match(args: argparse.Namespace) -> int:
     text = _query_text(args.query)
     # Everything that can be checked without data fails here, before Spark starts.
     parse_temporal_query(text)
-    from uncertain_cep.pipeline.match_job import match_spark
+    from uncertain_cep.pipeline.match_job import match_spark_pandas
 
-    res = match_spark(args.input, text, engine=args.engine, time_column=args.time_column,
+    res = match_spark_pandas(args.input, text, engine=args.engine, time_column=args.time_column,
                       time_unit=args.time_unit, tick=_whole(args.tick),
                       symbol_column=args.symbol_column, master=args.master,
                       log=lambda msg: print(msg, file=sys.stderr))

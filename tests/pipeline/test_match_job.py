@@ -80,7 +80,7 @@ def test_a_malformed_query_exits_2_before_spark_starts(tmp_path, capsys, monkeyp
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("Spark must not start for a malformed query")
 
-    monkeypatch.setattr(match_job, "match_spark", refuse)
+    monkeypatch.setattr(match_job, "match_spark_pandas", refuse)
     _cars().to_parquet(tmp_path / "in.parquet", index=False)
     out = tmp_path / "answer.parquet"
     assert cli.main(["match", str(tmp_path / "in.parquet"),
@@ -106,7 +106,7 @@ def test_cli_match_passes_the_tick_on(tmp_path, monkeypatch):
         seen.update(kwargs)
         return pd.DataFrame({"A_ts": [0]})
 
-    monkeypatch.setattr(match_job, "match_spark", record)
+    monkeypatch.setattr(match_job, "match_spark_pandas", record)
     out = tmp_path / "answer.csv"
     for tick, expected in (("5", 5), ("0.5", 0.5)):
         assert cli.main(["match", str(tmp_path), AGGRESSIVE_DRIVERS, "--out", str(out),

@@ -21,7 +21,7 @@ from random_archives import archives, patterns
 import uncertain_cep as uc
 from uncertain_cep.cli import main
 from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
-from uncertain_cep.pipeline.query_job import query_spark
+from uncertain_cep.pipeline.query_job import query_spark_rows
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -68,7 +68,7 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     assert_node_columns_match_forests(opened._index)   # several part files per table
     pd.testing.assert_frame_equal(opened.query(pattern), expected)
     for strategy in ("selectivity", "sequential"):
-        rows, _ = query_spark(d / "ix", str(pattern), strategy, spark=spark, slices=3)
+        rows, _ = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3)
         pd.testing.assert_frame_equal(uc.api.answer_frame(rows), pd.DataFrame(expected))
 
 
@@ -188,7 +188,7 @@ def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
     with pytest.raises(IndexFormatError, match="does not match its checksum"):
         uc.open_index(tmp_path / "ix", verify=True)
     with pytest.raises(IndexFormatError, match="does not match its checksum"):
-        query_spark(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
+        query_spark_rows(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
                     spark=spark)
     manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
     manifest["format_version"] = 1
@@ -244,7 +244,7 @@ def test_an_empty_archive_is_an_empty_index_in_spark_as_in_the_api(spark, tmp_pa
         res = idx.query(query)
         assert len(res) == 0 and list(res.columns) == ["events", "confidence", "t_first",
                                                         "t_last"]
-    rows, _ = query_spark(tmp_path / "ix", query, "selectivity", spark=spark, slices=2)
+    rows, _ = query_spark_rows(tmp_path / "ix", query, "selectivity", spark=spark, slices=2)
     assert rows == []
 
 
@@ -280,6 +280,12 @@ def test_a_session_outside_utc_builds_the_same_instants(spark, tmp_path, zone):
     pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(want), check_exact=True)
     on_spark = uc.query_index(tmp_path / "ix", query, engine="spark")
     pd.testing.assert_frame_equal(pd.DataFrame(on_spark), pd.DataFrame(want), check_exact=True)
+    # The lazy answer holds timestamps too (Spark keeps instants, not zones).
+    lazy = uc.query_spark(tmp_path / "ix", query, spark=spark).toPandas()
+    for column in ("t_first", "t_last"):
+        assert lazy[column].dt.tz_localize(None).astype("int64").tolist() == (
+            want[column].dt.tz_localize(None) if zone is None
+            else want[column].dt.tz_convert(None)).astype("int64").tolist()
 
 
 def test_parquet_files_in_different_time_zones_are_refused(spark, tmp_path):

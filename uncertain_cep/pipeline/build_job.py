@@ -1,7 +1,9 @@
 """The Spark batch job: archive files in, index directory out (Zhou et al. 4, at scale).
 
-1. Read the input (a Parquet or CSV file, or a directory of them) and check its schema
-   with the in-process reader on zero rows, before any work is distributed.
+1. Read the input through Spark's own reader (a DataFrame, a table, a local path or any
+   URI Spark reads; :mod:`~uncertain_cep.pipeline.sources`), cast decimals and dates
+   that have exact counterparts, and check the schema with the in-process reader on
+   zero rows of it, before any work is distributed.
 2. Find duplicate event ids (an aggregation; only the duplicates reach the driver).
 3. Hash-partition the rows by dependency group, sort each partition by group, and let
    every task validate, index and write its groups
@@ -22,15 +24,17 @@ import dataclasses
 import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum
+from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, UncertainCepError
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
 from uncertain_cep.index.storage import (
@@ -50,12 +54,24 @@ from uncertain_cep.pipeline.group_builder import (
     GroupJob,
     build_partition,
 )
+from uncertain_cep.pipeline.sources import (
+    InputSpec,
+    NanosTimestampsError,
+    empty_frame,
+    input_files,
+    is_spark_error,
+    master_of,
+    nanos_as_long,
+    read_input,
+    resolve_input,
+    spark_failure,
+    task_slots,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BadInputPolicy", "BuildSummary", "build_index_spark", "input_files",
-           "read_parquet_files"]
+__all__ = ["BadInputPolicy", "BuildSummary", "build_index_spark", "input_files"]
 
 _log = logging.getLogger(__name__)
 
@@ -89,7 +105,8 @@ class BuildSummary:
                 f"OI-trees, {self.nodes} nodes in {self.seconds:.1f} s{rejected}")
 
 
-def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str], *,
+def build_index_spark(source: DataFrame | str | os.PathLike[str],
+                      out: str | os.PathLike[str], *,
                       group_by: str = "group", time_unit: float | str | None = None,
                       max_speed: float | None = None, coordinates: Sequence[str] = ("x", "y"),
                       pair_predicate: Callable[..., bool] | None = None,
@@ -97,15 +114,20 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
                       node_budget: int | None = 2_000_000, on_bad_rows: str = "error",
                       on_bad_groups: str = "error", master: str | None = None,
                       spark: SparkSession | None = None, partitions: int | None = None,
+                      input_format: str | None = None,
                       log: Callable[[str], None] | None = None) -> BuildSummary:
     """Build the index of an archive with Spark and write it to ``out`` atomically.
 
     Parameters
     ----------
     source
-        A Parquet or CSV file, or a directory of Parquet (or CSV) files.
+        The archive: a ``pyspark.sql.DataFrame`` (classic or Spark Connect); a table or
+        view name of the session's catalog; a local Parquet or CSV file or directory of
+        them (partition folders included); or any URI Spark's reader understands
+        (``s3a://``, ``hdfs://``, ``abfss://``, ``file:``), read by Spark itself.
     out
-        The index directory to write (replaced atomically if it holds an index).
+        The index directory to write (replaced atomically if it holds an index): a local
+        path, or ``file:`` URI, on a filesystem the executors share with the driver.
     group_by, time_unit, max_speed, coordinates, pair_predicate, multi_tree, codes, node_budget
         As for :func:`uncertain_cep.build_index`.
     on_bad_rows, on_bad_groups
@@ -113,9 +135,20 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         the rest and keep them, with reasons, in the ``rejected_rows`` / ``rejected_groups``
         tables of the index.
     master, spark
-        Spark master URL (default local mode) or a running session.
+        Spark master URL (default local mode) or a running session (classic or Spark
+        Connect; a DataFrame source brings its own).
     partitions
-        Number of build tasks (default: four per core).
+        Number of build tasks (default: four per task slot of the session).
+    input_format
+        ``"parquet"`` or ``"csv"`` for a URI or table-less path whose name does not say
+        (default: a local input's file suffixes; for a URI, CSV if it ends in ``.csv``).
+
+    Notes
+    -----
+    The manifest's ``input_fingerprint`` identifies the input: for a local path, a
+    SHA-256 over its files' names, sizes and modification times; for a DataFrame, a table
+    or a URI (whose files this process may not see), the SHA-256 of the index's own
+    events table, which is what was indexed.
     """
     started = time.perf_counter()
     phases: dict[str, float] = {}
@@ -124,19 +157,68 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
     report_groups = BadInputPolicy.get_value(on_bad_groups) == "report"
     settings = BuildSettings(condition2=_condition2(max_speed, coordinates, pair_predicate),
                              multi_tree=multi_tree, codes=codes, node_budget=node_budget)
-    fmt, files = input_files(source)
+    spec = resolve_input(source, input_format)
+    out = _local_out(out)
     # Before Spark starts: an --out that is not an index (the input itself, say) is
     # refused at once, and nothing is ever deleted.
-    check_replaceable(Path(out))
+    check_replaceable(out)
     if spark is None:
-        from uncertain_cep.pipeline.session import spark_session
+        if spec.kind == "dataframe":
+            spark = spec.value.sparkSession
+        else:
+            from uncertain_cep.pipeline.session import spark_session
 
-        spark = spark_session(master)
-    say(f"reading {len(files)} {fmt} file(s) from {source}")
+            spark = spark_session(master)
+    assert spark is not None
+    what = (f"{len(spec.files)} {spec.fmt} file(s) from {spec.label}" if spec.kind == "path"
+            else spec.label)
+    say(f"reading {what}")
+    with ExitStack() as scope:
+        try:
+            frame = read_input(spark, spec)
+        except NanosTimestampsError:
+            # Pandas writes datetime64[ns] as Parquet nanosecond timestamps, which Spark
+            # reads only as longs, and only with a session option: set for this build
+            # (which runs to its end here), then put back.
+            scope.enter_context(nanos_as_long(spark))
+            frame = read_input(spark, spec, nanos=True)
+        try:
+            return _build(spark, spec, frame, out, group_by=group_by, time_unit=time_unit,
+                          settings=settings, reject_rows=reject_rows,
+                          report_groups=report_groups, partitions=partitions, say=say,
+                          warn=log or _log.warning, started=started, phases=phases)
+        except UncertainCepError:
+            raise
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            raise spark_failure(e, f"the build of {spec.label}") from e
+
+
+def _local_out(out: str | os.PathLike[str]) -> Path:
+    """The output directory as a local path: tasks write the index's files themselves."""
+    text = os.fspath(out)
+    if text.startswith("file:"):
+        from urllib.parse import urlparse
+
+        return Path(urlparse(text).path)
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", text):
+        raise InputError(f"out={text!r}: the index is written by the tasks to a filesystem "
+                         "path the executors share with the driver (a local path, NFS, a "
+                         "mounted bucket), not to a URI; give a path")
+    return Path(text)
+
+
+def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
+           group_by: str, time_unit: float | str | None, settings: BuildSettings,
+           reject_rows: bool, report_groups: bool, partitions: int | None,
+           say: Callable[[str], None], warn: Callable[[str], None], started: float,
+           phases: dict[str, float]) -> BuildSummary:
     mark = time.perf_counter()
-    frame = _read(spark, fmt, files)
-    probe = _check_schema(frame, group_by, time_unit)
-    time_axis = _time_axis(probe.time_axis, fmt, files)
+    frame = _with_origin(frame, spec)
+    frame = _supported_types(frame, spec)
+    probe = _check_schema(frame, group_by, time_unit, spec)
+    time_axis = _time_axis(probe.time_axis, spec.fmt, spec.files)
     draft = IndexDraft(out)
     try:
         frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft, say)
@@ -145,8 +227,9 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         say("validating and indexing groups")
         frame, micros = _timestamps_as_micros(frame)
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
-                       settings=settings, reject_rows=reject_rows, micros_columns=micros)
-        n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
+                       settings=settings, reject_rows=reject_rows, micros_columns=micros,
+                       nanos_columns=spec.nanos_columns)
+        n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
                    .mapInPandas(_task(job), _summary_schema()))
         # Materialise once: the tasks write files as they go.
@@ -156,12 +239,12 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
         totals["rows_total"] += duplicate_rows
         _raise_on_bad(summary, totals, reject_rows, report_groups)
         if totals["events"] == 0 and totals["rows_total"]:
-            raise InputError(f"nothing to index in {source}: every row or group was "
+            raise InputError(f"nothing to index in {spec.label}: every row or group was "
                              "rejected")
         if totals["rows_total"] == 0:
             # As uc.build_index does: an empty archive is an empty index, which answers
             # every query with no rows.
-            (log or _log.warning)(f"warning: {source} has no rows; the index is empty")
+            warn(f"warning: {spec.label} has no rows; the index is empty")
             write_index_tables(EventIndex(probe, settings), draft.path)
         phases["validate_index_write_groups"] = time.perf_counter() - mark
         mark = time.perf_counter()
@@ -170,9 +253,10 @@ def build_index_spark(source: str | os.PathLike[str], out: str | os.PathLike[str
                      attributes=AttributeNames(probe.numeric_names, probe.categorical_names),
                      settings=settings, time_axis=time_axis, groups=totals["groups"],
                      trees=totals["trees"], nodes=totals["nodes"],
-                     input_fingerprint=_fingerprint(files),
-                     build=BuildRecord(engine="spark", master=spark.sparkContext.master,
-                                       tasks=n_parts, inputs=tuple(str(f) for f in files)),
+                     input_fingerprint=(_fingerprint(spec.files) if spec.kind == "path"
+                                        else None),
+                     build=BuildRecord(engine="spark", master=master_of(spark),
+                                       tasks=n_parts, inputs=spec.inputs),
                      rejected=RejectedCounts(rows=totals["bad_rows"],
                                              groups=totals["bad_groups"]))
         phases["rtree_stats_manifest"] = time.perf_counter() - mark
@@ -198,69 +282,35 @@ def _condition2(max_speed: float | None, coordinates: Sequence[str],
 
 # ---------------------------------------------------------------- input
 
-def input_files(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
-    """The format and files of an input path (a file, or a directory of one format)."""
-    path = Path(source)
-    if not path.exists():
-        raise InputError(f"input {path} does not exist")
-    found = [path] if path.is_file() else sorted(
-        p for p in path.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv")
-        and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts))
-    kinds = {p.suffix for p in found}
-    if not found:
-        raise InputError(f"input directory {path} holds no .parquet or .csv files")
-    if len(kinds) > 1:
-        raise InputError(f"input directory {path} mixes Parquet and CSV files; give one kind")
-    kind = kinds.pop()
-    if kind not in (".parquet", ".csv"):
-        raise InputError(f"input {path} is neither .parquet nor .csv")
-    return kind[1:], found
-
-
-def read_parquet_files(spark: SparkSession, names: list[str]) -> DataFrame:
-    """The Parquet files as one DataFrame, refusing files whose columns disagree in type.
-
-    Spark reads every file with the schema of one of them unless asked to merge, so a
-    folder where one file has int64 times and another timestamps would come back as raw
-    integers; merging makes the disagreement an error, named here by column and file."""
-    try:
-        return spark.read.option("mergeSchema", "true").parquet(*names)
-    except Exception as e:
-        if "CANNOT_MERGE_SCHEMAS" not in str(e) and "merge incompatible" not in str(e):
-            raise
-        first = {f.name: f.dataType for f in spark.read.parquet(names[0]).schema.fields}
-        for name in names[1:]:
-            for field in spark.read.parquet(name).schema.fields:
-                theirs = first.get(field.name)
-                if theirs is not None and theirs != field.dataType:
-                    raise InputError(
-                        f"column {field.name!r} is {theirs.simpleString()} in {names[0]} "
-                        f"but {field.dataType.simpleString()} in {name}: the files of one "
-                        "input must agree on every column's type; rewrite them with one "
-                        "type (for times: all numbers or all timestamps)") from None
-        raise InputError(f"the Parquet files of the input do not share one schema: "
-                         f"{str(e).splitlines()[0][:300]}") from None
-
-
-def _read(spark: SparkSession, fmt: str, files: list[Path]) -> DataFrame:
+def _with_origin(frame: DataFrame, spec: InputSpec) -> DataFrame:
+    """The input's rows with where each comes from, for the reasons of bad rows: the
+    file and row index where Spark knows them (files, file-backed tables and DataFrames),
+    else the input's name."""
     from pyspark.sql import functions as F
 
-    names = [str(f) for f in files]
-    if fmt == "parquet":
-        df = read_parquet_files(spark, names)
-        return df.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
-                         F.col("_metadata.row_index").alias(ROW_COLUMN))
-    df = spark.read.option("header", True).option("inferSchema", True).csv(names)
-    # CSV rows carry no row index in Spark; reasons name the file and the event id.
-    return df.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
-                     F.lit(None).cast("bigint").alias(ROW_COLUMN))
+    label = F.lit(spec.label)
+    row = (F.col("_metadata.row_index") if spec.fmt == "parquet"
+           else F.lit(None).cast("bigint"))
+    try:
+        with_files = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
+                                  row.alias(ROW_COLUMN))
+        with_files.schema  # noqa: B018 -- resolve now (lazy on Spark Connect)
+        return with_files
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        # An in-memory DataFrame or view: rows have no file; CSV-like, no row index.
+        return frame.select("*", label.alias(FILE_COLUMN),
+                            F.lit(None).cast("bigint").alias(ROW_COLUMN))
 
 
 def _time_axis(probe: TimeAxis | None, fmt: str, files: list[Path]) -> TimeAxis | None:
     """The archive's time axis as the in-process reader records it, with the input's time
     zone. Spark keeps no zone (its timestamps are instants, so the probe is naive): the
     zone comes from the Parquet files' own schemas, which must agree. CSV holds no zone,
-    so its datetimes are naive (read in the session's zone, UTC)."""
+    so its datetimes are naive (read in the session's zone, UTC); so do inputs without
+    local files (a DataFrame, a table, a URI): their datetimes are answered naive, in
+    UTC."""
     if probe is None or not probe.is_datetime or fmt != "parquet":
         return probe
     zones: dict[str | None, str] = {}
@@ -287,28 +337,55 @@ def _parquet_dtype(path: Path, column: str) -> Any:
         return None
 
 
-_PANDAS_TYPES = {"LongType": "int64", "IntegerType": "int64", "ShortType": "int64",
-                 "ByteType": "int64", "DoubleType": "float64", "FloatType": "float64",
-                 "BooleanType": "bool", "TimestampType": "datetime64[ns]",
-                 "TimestampNTZType": "datetime64[ns]", "DateType": "datetime64[ns]"}
+# Spark types whose values pandas and the in-process reader take as they are.
+_PLAIN_TYPES = {"byte", "short", "integer", "long", "float", "double", "boolean", "string",
+                "timestamp", "timestamp_ntz"}
 
 
-def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None) -> Any:
-    """Run the in-process reader on an empty frame of the input's types: missing or
-    mistyped columns fail here, before the job starts."""
-    cols = {}
-    for field in frame.schema.fields:
-        if field.name in (FILE_COLUMN, ROW_COLUMN):
+def _supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
+    """Cast what has an exact counterpart, refuse the rest naming the column.
+
+    Decimals: whole numbers of up to 18 digits become longs and decimals of up to 15
+    significant digits doubles (every such value is the double nearest to it and prints
+    back unchanged, as a CSV number would); wider ones are refused with the cast to make.
+    Dates become timestamps without time zone (midnight), as pandas reads them.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, DecimalType
+
+    casts = {}
+    for fld in frame.schema.fields:
+        if fld.name in (FILE_COLUMN, ROW_COLUMN):
             continue
-        kind = type(field.dataType).__name__
-        dtype = _PANDAS_TYPES.get(kind, "object" if kind == "StringType" else None)
-        if dtype is None and kind == "DecimalType":
-            dtype = "float64"
-        if dtype is None:
-            raise InputError(f"column {field.name!r} has Spark type {field.dataType.simpleString()}"
-                             "; columns must be numbers, strings or timestamps")
-        cols[field.name] = pd.Series([], dtype=dtype)
-    return read_archive(pd.DataFrame(cols), group_by=group_by, time_unit=time_unit)
+        kind = fld.dataType
+        if isinstance(kind, DecimalType):
+            if kind.scale == 0 and kind.precision <= 18:
+                casts[fld.name] = F.col(f"`{fld.name}`").cast("bigint")
+            elif kind.precision <= 15:
+                casts[fld.name] = F.col(f"`{fld.name}`").cast("double")
+            else:
+                raise InputError(
+                    f"column {fld.name!r} of {spec.label} is {kind.simpleString()}, wider "
+                    "than a double holds exactly; cast it before building, e.g. "
+                    f"df.withColumn({fld.name!r}, F.col({fld.name!r}).cast('double')) (or "
+                    "'bigint' for whole numbers)")
+        elif isinstance(kind, DateType):
+            casts[fld.name] = F.col(f"`{fld.name}`").cast("timestamp_ntz")
+        elif kind.typeName() not in _PLAIN_TYPES:
+            raise InputError(f"column {fld.name!r} of {spec.label} has Spark type "
+                             f"{kind.simpleString()}; archive columns must be numbers, "
+                             "strings or timestamps")
+    return frame.withColumns(casts) if casts else frame
+
+
+def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None,
+                  spec: InputSpec) -> Any:
+    """Run the in-process reader on an empty frame of the input's types (as the tasks
+    will see them): missing or mistyped columns fail here, before the job starts."""
+    probe = empty_frame(frame.drop(FILE_COLUMN, ROW_COLUMN).schema)
+    for name in spec.nanos_columns:
+        probe[name] = probe[name].astype("datetime64[ns]")
+    return read_archive(probe, group_by=group_by, time_unit=time_unit)
 
 
 def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexDraft,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,9 @@ class GroupJob:
     # Timestamp columns that arrive as microseconds since the epoch (UTC), whatever the
     # session's time zone (build_job._timestamps_as_micros).
     micros_columns: tuple[str, ...] = ()
+    # Time columns that arrive as nanoseconds since the epoch: Parquet nanosecond
+    # timestamps, which Spark reads only as longs (sources.nanos_as_long).
+    nanos_columns: tuple[str, ...] = ()
 
 
 def build_partition(job: GroupJob, partition: int, attempt: int,
@@ -61,6 +64,8 @@ def build_partition(job: GroupJob, partition: int, attempt: int,
     summaries: list[dict[str, Any]] = []
     if job.micros_columns:
         batches = (_as_timestamps(b, job.micros_columns) for b in batches)
+    if job.nanos_columns:
+        batches = (_as_timestamps(b, job.nanos_columns, "ns") for b in batches)
     try:
         for key, rows in _groups(batches, job.group_by):
             summaries.append(_build_group(job, key, rows, out))
@@ -70,9 +75,10 @@ def build_partition(job: GroupJob, partition: int, attempt: int,
     return pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS))
 
 
-def _as_timestamps(batch: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
-    """Microseconds since the epoch back into (naive, UTC) timestamps."""
-    return batch.assign(**{c: pd.to_datetime(batch[c], unit="us") for c in columns})
+def _as_timestamps(batch: pd.DataFrame, columns: tuple[str, ...],
+                   unit: Literal["us", "ns"] = "us") -> pd.DataFrame:
+    """Microseconds (or ``unit``) since the epoch back into (naive, UTC) timestamps."""
+    return batch.assign(**{c: pd.to_datetime(batch[c], unit=unit) for c in columns})
 
 
 def _groups(batches: Iterator[pd.DataFrame], group_by: str

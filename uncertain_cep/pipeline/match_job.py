@@ -3,18 +3,21 @@
 PARTITION BY splits the data into independent partitions (SEMANTICS B3: a match lies
 within one partition key), so the job
 
-1. reads the input (a Parquet or CSV file, or a directory of them) and runs
-   :func:`uncertain_cep.match` on zero rows of its schema: a query that cannot run on
-   the data fails here, and the empty answer gives the output's columns and types;
+1. reads the input through Spark's reader (a DataFrame, a table, a path or a URI;
+   :mod:`~uncertain_cep.pipeline.sources`) and runs :func:`uncertain_cep.match` on a
+   pandas frame of zero rows of its schema (no Spark job): a query that cannot run on
+   the data fails here, and the empty answer gives the output's columns and types
+   (through ``pyspark.sql.pandas.types``);
 2. hash-partitions the rows by the PARTITION BY columns (no PARTITION BY: one task gets
    every row) and lets every task run :func:`uncertain_cep.match` on its rows with
    ``mapInPandas``; a task holds whole partition keys, and partitions are independent,
    so the union of the tasks' answers is the answer on the whole table;
-3. collects the answer rows (only they reach the driver) and orders them as
-   :func:`uncertain_cep.match` does (by the partition columns, then each symbol's ts).
-
-A task's own error (bad rows, a missing column) comes back as a message, not a JVM stack
-trace, and fails the job with it.
+3. :func:`match_spark` returns that lazy DataFrame (nothing collected; a task's own
+   error fails the action with its message); :func:`match_spark_pandas`, for notebooks
+   and the command line, collects the rows and orders them as :func:`uncertain_cep.match`
+   does (by the partition columns, then each symbol's ts), with a task's own error (bad
+   rows, a missing column) returned as a row and raised as our message, not a JVM stack
+   trace.
 """
 
 from __future__ import annotations
@@ -27,53 +30,65 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
+from uncertain_cep.errors import PlanningError, UncertainCepError
 from uncertain_cep.interval.api import MatchEngine, match
 from uncertain_cep.interval.language import parse_temporal_query
-from uncertain_cep.pipeline.build_job import input_files, read_parquet_files
+from uncertain_cep.interval.patterns import TemporalPattern
+from uncertain_cep.pipeline.sources import (
+    InputSpec,
+    empty_frame,
+    is_spark_error,
+    read_input,
+    resolve_input,
+    spark_failure,
+    spark_schema,
+    task_slots,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["match_spark"]
+__all__ = ["match_spark", "match_spark_pandas"]
 
 _log = logging.getLogger(__name__)
 
 _ERROR = "_uc_error"
 
-# pandas dtype kind and size -> Spark SQL type of an answer column.
-_SPARK_TYPES = {"i8": "bigint", "i4": "int", "i2": "smallint", "i1": "tinyint",
-                "f8": "double", "f4": "float", "b1": "boolean", "O": "string",
-                "M8": "timestamp"}
 
-
-def match_spark(source: str | os.PathLike[str], query: str, *, engine: str = "join",
-                time_column: str = "time", time_unit: float | str | None = None,
-                tick: float = 1, symbol_column: str = "symbol", master: str | None = None,
+def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
+                engine: str = "join", time_column: str = "time",
+                time_unit: float | str | None = None, tick: float = 1,
+                symbol_column: str = "symbol", master: str | None = None,
                 spark: SparkSession | None = None, partitions: int | None = None,
-                log: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Every match of a part-B query in the table at ``source``, computed on Spark.
+                input_format: str | None = None) -> DataFrame:
+    """Every match of a part-B query over ``source``, as a lazy Spark DataFrame.
 
     Parameters
     ----------
     source
-        A Parquet or CSV file, or a directory of Parquet (or CSV) files, of point events
-        or interval events (as :func:`uncertain_cep.match` reads them).
+        Point events or interval events (as :func:`uncertain_cep.match` reads them): a
+        ``pyspark.sql.DataFrame``, a table or view name, a local Parquet or CSV file or
+        directory, or any URI Spark's reader understands (``s3a://``, ``hdfs://``, ...).
     query
         Part-B query text (SEMANTICS C); parsed before Spark starts.
     engine, time_column, time_unit, tick, symbol_column
         As for :func:`uncertain_cep.match`.
     master, spark
-        Spark master URL (default local mode) or a running session.
+        Spark master URL (default local mode) or a running session (classic or Spark
+        Connect; a DataFrame source brings its own).
     partitions
-        Number of tasks when the query has PARTITION BY (default: four per core).
-    log
-        Progress messages (default: none).
+        Number of tasks when the query has PARTITION BY (default: four per task slot).
+    input_format
+        ``"parquet"`` or ``"csv"`` when a path or URI does not say.
 
     Returns
     -------
-    DataFrame
-        Exactly :func:`uncertain_cep.match` of the whole table (rows, order, dtypes).
+    pyspark.sql.DataFrame
+        The columns and types of :func:`uncertain_cep.match`'s answer (derived from
+        matching zero rows of the input's schema, without running a job), in no
+        particular order (``.orderBy`` the partition columns and ``<symbol>_ts`` for
+        uc.match's order). Nothing has run yet; a task whose rows the query cannot run on
+        makes the action fail with its message.
 
     Raises
     ------
@@ -82,28 +97,41 @@ def match_spark(source: str | os.PathLike[str], query: str, *, engine: str = "jo
     InputError, QueryError
         Input that is missing or unreadable, or that the query cannot run on.
     """
+    frame, pattern, options, probe = _prepare(source, query, engine, time_column,
+                                              time_unit, tick, symbol_column, master,
+                                              spark, input_format)
+    grouped, _ = _grouped(frame, pattern, partitions)
+    return grouped.mapInPandas(_task(query, options, probe, detailed=False),
+                               spark_schema(probe))
+
+
+def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *,
+                       engine: str = "join", time_column: str = "time",
+                       time_unit: float | str | None = None, tick: float = 1,
+                       symbol_column: str = "symbol", master: str | None = None,
+                       spark: SparkSession | None = None, partitions: int | None = None,
+                       input_format: str | None = None,
+                       log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """:func:`match_spark`, collected on the driver as a pandas table: exactly
+    :func:`uncertain_cep.match` of the whole input (rows, order, dtypes). For notebooks
+    and the command line; ``log`` receives progress messages."""
     started = time.perf_counter()
     say = log or _log.info
-    pattern = parse_temporal_query(query)
-    engine = MatchEngine.get_value(engine)
-    fmt, files = input_files(source)
-    if spark is None:
-        from uncertain_cep.pipeline.session import spark_session
-
-        spark = spark_session(master)
-    options: dict[str, Any] = {"engine": engine, "time_column": time_column,
-                               "time_unit": time_unit, "tick": tick,
-                               "symbol_column": symbol_column}
-    frame = _read(spark, fmt, [str(f) for f in files])
-    # The text, not the parsed pattern: an error about the query then points into it.
-    probe = match(frame.limit(0).toPandas(), query, **options)
-    schema = _schema(probe)
+    frame, pattern, options, probe = _prepare(source, query, engine, time_column,
+                                              time_unit, tick, symbol_column, master,
+                                              spark, input_format)
     keys = list(pattern.partition_by)
-    n_tasks = partitions or 4 * spark.sparkContext.defaultParallelism
-    grouped = frame.repartition(n_tasks, *keys) if keys else frame.repartition(1)
-    say(f"matching {len(files)} {fmt} file(s) from {source} in "
-        f"{n_tasks if keys else 1} task(s)")
-    answer = grouped.mapInPandas(_task(query, options, probe), schema).toPandas()
+    grouped, n_tasks = _grouped(frame, pattern, partitions)
+    label = os.fspath(source) if isinstance(source, str | os.PathLike) else "the DataFrame"
+    say(f"matching {label} in {n_tasks} task(s)")
+    schema = spark_schema(probe.assign(**{_ERROR: pd.Series([], dtype=object)}))
+    try:
+        answer = grouped.mapInPandas(_task(query, options, probe, detailed=True),
+                                     schema).toPandas()
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        raise spark_failure(e, "the match job") from e
     errors = answer[_ERROR].dropna()
     if len(errors):
         raise PlanningError(f"a match task failed: {errors.iloc[0]}")
@@ -114,36 +142,61 @@ def match_spark(source: str | os.PathLike[str], query: str, *, engine: str = "jo
     return answer
 
 
-def _read(spark: SparkSession, fmt: str, files: list[str]) -> DataFrame:
+def _prepare(source: Any, query: str, engine: str, time_column: str,
+             time_unit: float | str | None, tick: float, symbol_column: str,
+             master: str | None, spark: SparkSession | None, input_format: str | None
+             ) -> tuple[DataFrame, TemporalPattern, dict[str, Any], pd.DataFrame]:
+    """The input read, the query parsed, and the answer's empty form (the query run on
+    zero rows of the input's schema: a query that cannot run on the data fails here)."""
+    pattern = parse_temporal_query(query)
+    options: dict[str, Any] = {"engine": MatchEngine.get_value(engine),
+                               "time_column": time_column, "time_unit": time_unit,
+                               "tick": tick, "symbol_column": symbol_column}
+    spec = resolve_input(source, input_format)
+    if spark is None:
+        if spec.kind == "dataframe":
+            spark = spec.value.sparkSession
+        else:
+            from uncertain_cep.pipeline.session import spark_session
+
+            spark = spark_session(master)
+    assert spark is not None
+    frame = _read(spark, spec)
+    # The text, not the parsed pattern: an error about the query then points into it.
+    probe = match(empty_frame(frame.schema), query, **options)
+    return frame, pattern, options, probe
+
+
+def _grouped(frame: DataFrame, pattern: TemporalPattern, partitions: int | None
+             ) -> tuple[DataFrame, int]:
+    """Rows hash-partitioned by the PARTITION BY columns, and how many tasks: a task
+    holds whole keys, and keys are independent (SEMANTICS B3). Without PARTITION BY one
+    task gets every row."""
+    keys = list(pattern.partition_by)
+    if not keys:
+        return frame.repartition(1), 1
+    n = partitions or 4 * task_slots(frame.sparkSession)
+    return frame.repartition(n, *keys), n
+
+
+def _read(spark: SparkSession, spec: InputSpec) -> DataFrame:
     from pyspark.sql import functions as F
+    from pyspark.sql.types import ByteType, DecimalType, FloatType, IntegerType, ShortType
 
-    if fmt == "parquet":
-        return read_parquet_files(spark, files)
-    frame = spark.read.option("header", True).option("inferSchema", True).csv(files)
+    frame = read_input(spark, spec)
+    if spec.fmt != "csv":
+        return frame
     # pandas reads CSV numbers as int64/float64; Spark infers int and may infer float.
-    casts = {"IntegerType": "bigint", "ShortType": "bigint", "ByteType": "bigint",
-             "FloatType": "double", "DecimalType": "double"}
-    return frame.select([F.col(f"`{f.name}`").cast(casts[type(f.dataType).__name__])
-                         .alias(f.name) if type(f.dataType).__name__ in casts
-                         else F.col(f"`{f.name}`") for f in frame.schema.fields])
+    casts: dict[type, str] = {IntegerType: "bigint", ShortType: "bigint", ByteType: "bigint",
+             FloatType: "double", DecimalType: "double"}
+    return frame.select([F.col(f"`{f.name}`").cast(casts[type(f.dataType)]).alias(f.name)
+                         if type(f.dataType) in casts else F.col(f"`{f.name}`")
+                         for f in frame.schema.fields])
 
 
-def _schema(probe: pd.DataFrame) -> str:
-    """The Spark schema of the answer (plus the error column) from its empty form."""
-    fields = []
-    for column, dtype in probe.dtypes.items():
-        code = dtype.kind + ("" if dtype.kind in "OM" else str(dtype.itemsize))
-        spark_type = _SPARK_TYPES.get("M8" if code == "M" else code)
-        if spark_type is None:
-            raise InputError(f"answer column {column!r} has dtype {dtype}, which the Spark "
-                             "match job cannot return; cast the input column to a number "
-                             "or a string")
-        fields.append(f"`{column}` {spark_type}")
-    return ", ".join([*fields, f"`{_ERROR}` string"])
-
-
-def _task(query: str, options: dict[str, Any],
-          probe: pd.DataFrame) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, *, detailed: bool
+          ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """A task's matches (``detailed``: with the error column, errors as rows)."""
     columns = list(probe.columns)
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -154,10 +207,13 @@ def _task(query: str, options: dict[str, Any],
         try:
             found = match(data, query, **options)
         except UncertainCepError as e:
+            if not detailed:
+                raise
             # One row of nulls carrying the message (the schema is fixed).
             yield pd.DataFrame({**{c: [None] for c in columns},
                                 _ERROR: [f"{type(e).__name__}: {e}"]})
             return
-        found[_ERROR] = None
+        if detailed:
+            found[_ERROR] = None
         yield found
     return run

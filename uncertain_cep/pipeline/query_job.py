@@ -1,45 +1,146 @@
 """The Spark query engine: evaluate a query over an index by time slices in executors.
 
-The driver checks the index (format, checksums) and the query, cuts the time domain into
-slices of about equal event counts (:func:`~uncertain_cep.pipeline.time_slices.plan_slices`),
-and sends each slice to an executor, which reads only its events and trees from the index
-directory (a shared filesystem on a cluster) and answers for the tuples anchored in it.
-The union of the slices' rows is the answer; only answer rows reach the driver.
+The driver checks the index (format, checksums) and the query, and cuts the time domain
+into slices of about equal event counts
+(:func:`~uncertain_cep.pipeline.time_slices.plan_slices`). The slices are a DataFrame of
+one row per slice (``spark.range`` with one partition per slice, so each slice is its
+own task); ``mapInPandas`` sends each to an executor, which reads only its events and
+trees from the index directory (a shared filesystem on a cluster) and answers for the
+tuples anchored in it. The union of the slices' rows is the answer.
+
+:func:`query_spark` returns that answer as a lazy DataFrame: no row reaches the driver,
+and nothing runs until an action (``.write.parquet``, ``.count()``, ``.toPandas()``).
+:func:`query_spark_rows` is the driver-side helper behind
+``uc.query_index(..., engine="spark")`` and the command line: it runs the same tasks,
+which also return their evaluation counters (pickled
+:class:`~uncertain_cep.query.stats.QueryStats`, one row per slice) and their errors as
+rows, and collects everything in one job.
 """
 
 from __future__ import annotations
 
 import math
+import pickle
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
 from uncertain_cep.errors import PlanningError, UncertainCepError
-from uncertain_cep.index.reader import open_reader
-from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES, evaluate_slice, plan_slices
+from uncertain_cep.index.reader import IndexReader, open_reader
+from uncertain_cep.model.time_axis import TimeAxis
+from uncertain_cep.pipeline.sources import is_spark_error, spark_failure, task_slots
+from uncertain_cep.pipeline.time_slices import (
+    SLICE_STRATEGIES,
+    TimeSlice,
+    evaluate_slice,
+    plan_slices,
+)
+from uncertain_cep.query.answer import significant
 from uncertain_cep.query.language import bind_query
 from uncertain_cep.query.stats import QueryStats
 from uncertain_cep.query.symbols import check_symbols
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["EVENTS_PER_SLICE", "query_spark"]
+__all__ = ["ANSWER_COLUMNS", "EVENTS_PER_SLICE", "query_spark", "query_spark_rows"]
 
 EVENTS_PER_SLICE = 250_000
+ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
+# The driver-side helper's extra columns: what a row is, a slice's counters, its error.
+_KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
 
 
-def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
-                master: str | None = None, spark: SparkSession | None = None,
-                slices: int | None = None) -> tuple[list[tuple[Any, ...]], QueryStats]:
-    """Answer rows and counters of ``query`` over the index at ``path``, on Spark."""
+def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
+                spark: SparkSession | None = None, master: str | None = None,
+                slices: int | None = None) -> DataFrame:
+    """The answer of ``query`` over the index at ``index``, as a lazy Spark DataFrame.
+
+    Parameters
+    ----------
+    index
+        An index directory (written by :func:`uncertain_cep.build_index_spark` or
+        ``UncertainIndex.save``) on a filesystem the executors share with the driver.
+    query
+        Query text (SEMANTICS C, part A); checked against the index here.
+    strategy
+        ``"selectivity"`` (default) or ``"sequential"``; the other strategies need whole
+        groups in one process (``uc.open_index(path).query``).
+    spark, master
+        A running session (classic or Spark Connect) or a master URL for one made here.
+    slices
+        Number of time slices (default: enough to keep every task slot busy, and about
+        250,000 events per slice).
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        Columns ``events`` (array of the archive's id type, in pattern order),
+        ``confidence`` (double), ``t_first``, ``t_last`` (long), sorted as
+        ``UncertainIndex.query`` sorts (confidence descending, then event ids). Nothing
+        has run yet; write it from the executors with ``.write.parquet(...)``. A slice
+        that fails makes the action fail with the slice's message. The evaluation
+        counters come with :func:`uncertain_cep.query_index` (``engine="spark"``),
+        whose ``.stats`` sums them over the slices.
+    """
+    from pyspark.sql import functions as F
+
+    spark, reader, plan = _prepare(index, query, strategy, spark, master, slices)
+    schema = _answer_schema(reader)
+    if not plan:
+        return spark.createDataFrame([], schema)
+    answer = _slices(spark, plan).mapInPandas(
+        _task(reader, plan, query, strategy, detailed=False), schema)
+    # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
+    # not reorder rows), then by event ids; arrays compare element by element as tuples.
+    return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
+
+
+def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity", *,
+                     master: str | None = None, spark: SparkSession | None = None,
+                     slices: int | None = None
+                     ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
+    """Answer rows and counters of ``query`` over the index, computed on Spark and
+    collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
+    line; :func:`query_spark` keeps them in Spark)."""
     started = time.perf_counter()
+    spark, reader, plan = _prepare(index, query, strategy, spark, master, slices)
+    if not plan:
+        return [], QueryStats(strategy=strategy, engine="spark", slices=0)
+    schema = _detailed_schema(_answer_schema(reader, datetimes=False))
+    try:
+        out = _slices(spark, plan).mapInPandas(
+            _task(reader, plan, query, strategy, detailed=True), schema).toPandas()
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        raise spark_failure(e, f"the query over {index}") from e
+    errors = out.loc[out[_KIND] == "error", _ERROR]
+    if len(errors):
+        raise PlanningError(f"a time slice failed: {errors.iloc[0]}")
+    found = out[out[_KIND] == "row"]
+    rows = [(tuple(np.asarray(ev).tolist()), float(c), int(a), int(b))
+            for ev, c, a, b in zip(found["events"], found["confidence"], found["t_first"],
+                                   found["t_last"])]
+    parts = [pickle.loads(bytes(b)) for b in out.loc[out[_KIND] == "stats", _STATS]]
+    return rows, QueryStats.merged(parts, engine="spark",
+                                   seconds=time.perf_counter() - started)
+
+
+def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
+             master: str | None, slices: int | None
+             ) -> tuple[SparkSession, IndexReader, list[TimeSlice]]:
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
                             "use --engine local, or with the Spark engine one of: "
                             f"{', '.join(map(repr, SLICE_STRATEGIES))}")
     # Checked once here; executors get the reader (the directory and its manifest).
-    reader = open_reader(Path(path).resolve())
+    reader = open_reader(Path(index).resolve())
     archive = reader.empty_archive()
     # The window in instants (WITHIN 6s on an index of seconds is 6): the slices' halo.
     pattern = bind_query(query, archive.time_axis)
@@ -48,33 +149,100 @@ def query_spark(path: str | Path, query: str, strategy: str = "selectivity", *,
         from uncertain_cep.pipeline.session import spark_session
 
         spark = spark_session(master)
-    sc = spark.sparkContext
-    # Enough slices to keep every core busy, and small enough that one slice's events and
-    # trees stay a modest part of an executor's memory.
-    n = slices or max(4 * sc.defaultParallelism,
+    # Enough slices to keep every task slot busy, and small enough that one slice's
+    # events and trees stay a modest part of an executor's memory.
+    n = slices or max(4 * task_slots(spark),
                       math.ceil(reader.manifest.counts.events / EVENTS_PER_SLICE))
-    plan = plan_slices(reader, pattern.window, n)
-    if not plan:
-        return [], QueryStats(strategy=strategy, engine="spark", slices=0)
+    return spark, reader, plan_slices(reader, pattern.window, n)
 
-    def run(pieces: Any) -> Any:
-        for piece in pieces:
-            try:
-                rows, stats = evaluate_slice(reader, piece, query, strategy)
-            except UncertainCepError as e:
-                # Surface our own message, not a JVM stack trace.
-                yield ("error", f"{type(e).__name__}: {e}")
-                continue
-            yield ("stats", stats)
-            for row in rows:
-                yield ("row", row)
 
-    out = sc.parallelize(plan, len(plan)).mapPartitions(run).collect()
-    errors = [v for kind, v in out if kind == "error"]
-    if errors:
-        raise PlanningError(f"a time slice failed: {errors[0]}")
-    rows = [v for kind, v in out if kind == "row"]
-    parts = [v for kind, v in out if kind == "stats"]
-    return rows, QueryStats.merged(parts, engine="spark",
-                                   seconds=time.perf_counter() - started)
+def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
+    """One row per slice (its number), each in its own partition: one task per slice."""
+    return spark.range(0, len(plan), 1, len(plan))
 
+
+def _answer_schema(reader: IndexReader, *, datetimes: bool = True) -> StructType:
+    from pyspark.sql.types import (
+        ArrayType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    archive = reader.empty_archive()
+    kind = archive.event_ids.dtype.kind
+    ids = LongType() if kind in "iu" else DoubleType() if kind == "f" else StringType()
+    # Instants of an archive of datetimes are answered as timestamps, as in process
+    # (``datetimes=False``: as instants, for the driver-side helper to convert).
+    times = TimestampType() if datetimes and _time_axis(reader) is not None else LongType()
+    return StructType([StructField("events", ArrayType(ids, False), False),
+                       StructField("confidence", DoubleType(), False),
+                       StructField("t_first", times, False),
+                       StructField("t_last", times, False)])
+
+
+def _detailed_schema(answer: StructType) -> StructType:
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    fields = [StructField(f.name, f.dataType, True) for f in answer.fields]
+    return StructType([StructField(_KIND, StringType(), False), *fields,
+                       StructField(_STATS, BinaryType(), True),
+                       StructField(_ERROR, StringType(), True)])
+
+
+def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str, *,
+          detailed: bool) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """What a task does with its slice numbers: answer rows (``detailed``: also one row
+    of counters per slice, and errors as rows instead of exceptions)."""
+    axis = _time_axis(reader)
+
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for batch in batches:
+            for i in batch["id"].tolist():
+                try:
+                    rows, stats = evaluate_slice(reader, plan[i], query, strategy)
+                except UncertainCepError as e:
+                    if not detailed:
+                        raise PlanningError(f"time slice {i} failed: {type(e).__name__}: "
+                                            f"{e}") from e
+                    # Surface our own message, not a JVM stack trace.
+                    yield _detailed(pd.DataFrame({_KIND: ["error"],
+                                                  _ERROR: [f"{type(e).__name__}: {e}"]}))
+                    continue
+                frame = _frame(rows)
+                if axis is not None and not detailed:
+                    frame["t_first"] = axis.datetimes(frame["t_first"].to_numpy())
+                    frame["t_last"] = axis.datetimes(frame["t_last"].to_numpy())
+                if detailed:
+                    frame.insert(0, _KIND, "row")
+                    yield _detailed(frame)
+                    frame = _detailed(pd.DataFrame({_KIND: ["stats"],
+                                                    _STATS: [pickle.dumps(stats)]}))
+                yield frame
+    return run
+
+
+def _time_axis(reader: IndexReader) -> TimeAxis | None:
+    """The archive's time axis when its times are datetimes (else None)."""
+    axis = reader.empty_archive().time_axis
+    return axis if axis is not None and axis.is_datetime else None
+
+
+def _detailed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every column of the detailed schema, in its order (nulls where a row has none)."""
+    names = [_KIND, *ANSWER_COLUMNS, _STATS, _ERROR]
+    return frame.assign(**{c: pd.Series([None] * len(frame), dtype=object)
+                           for c in names if c not in frame.columns})[names]
+
+
+def _frame(rows: list[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
+    """A slice's rows as the answer's columns; confidences rounded as the in-process
+    answer rounds them (:func:`~uncertain_cep.query.answer.significant`)."""
+    return pd.DataFrame({
+        "events": pd.Series([list(r[0]) for r in rows], dtype=object),
+        "confidence": significant(np.array([r[1] for r in rows], dtype=np.float64), 15),
+        "t_first": np.array([r[2] for r in rows], dtype=np.int64),
+        "t_last": np.array([r[3] for r in rows], dtype=np.int64)})

@@ -85,5 +85,8 @@ def spark_session(master: str | None = None) -> SparkSession:
              .config("spark.driver.memory", os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY", "4g"))
              .config("spark.log.structuredLogging.enabled", "false")
              .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    # SPARK_REMOTE in the environment makes the builder return a Spark Connect session,
+    # which has no SparkContext (its server keeps its own log level).
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        spark.sparkContext.setLogLevel("ERROR")
     return spark

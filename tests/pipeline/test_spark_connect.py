@@ -1,0 +1,80 @@
+"""The same jobs on Spark Connect: a local Connect server (``remote("local")``) in a
+subprocess, since a process holds one kind of session."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+    import uncertain_cep as uc
+
+    d = Path(sys.argv[1])
+    try:
+        spark = SparkSession.builder.remote("local[1]").getOrCreate()
+    except Exception as e:
+        print("CANNOT-START", type(e).__name__, str(e).splitlines()[0][:300])
+        sys.exit(0)
+    assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+    summary = uc.build_index_spark(str(d / "in.parquet"), str(d / "ix"), spark=spark,
+                                   partitions=2, log=lambda _: None)
+    query = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x > 3 WITHIN 5 CONFIDENCE 0.1"
+    answer = uc.query_spark(str(d / "ix"), query, spark=spark, slices=2)
+    got = answer.toPandas()
+    frame = spark.read.parquet(str(d / "cars.parquet"))
+    found = uc.match_spark(frame, "PARTITION BY car DEFINE A AS accel > 8, "
+                           "B AS speed > 70 PATTERN A overlaps B", partitions=2)
+    print("OK", summary.events, type(answer).__module__, len(got),
+          [list(map(int, e)) for e in got["events"]], found.count())
+    spark.stop()
+""")
+
+
+def test_build_query_and_match_run_on_spark_connect(tmp_path):
+    missing = [m for m in ("grpc", "grpc_status", "google.protobuf", "zstandard")
+               if importlib.util.find_spec(m.split(".")[0]) is None]
+    if missing:
+        pytest.skip(f"Spark Connect's client needs {missing}: pip install "
+                    "'uncertain-cep[connect]'")
+    rows = [{"event_id": i, "group": f"g{i % 2}", "t_lo": i, "t_hi": i + 2, "x": float(i)}
+            for i in range(10)]
+    pd.DataFrame(rows).to_parquet(tmp_path / "in.parquet", index=False)
+    pd.DataFrame({"car": [1] * 6, "time": range(6), "accel": [9, 9, 1, 1, 9, 9],
+                  "speed": [60, 75, 80, 60, 75, 80]}).to_parquet(tmp_path / "cars.parquet",
+                                                                 index=False)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]),
+                                           os.environ.get("PYTHONPATH", "")]))
+    env.pop("SPARK_REMOTE", None)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout.strip().splitlines()
+    if out and out[-1].startswith("CANNOT-START"):
+        pytest.skip(f"a local Spark Connect server cannot start here: {out[-1]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import uncertain_cep as uc
+
+    want = uc.build_index(pd.DataFrame(rows)).query(
+        "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x > 3 WITHIN 5 CONFIDENCE 0.1")
+    words = out[-1].split(" ", 4)
+    assert words[:3] == ["OK", "10", "pyspark.sql.connect.dataframe"]
+    assert int(words[3]) == len(want)
+    assert words[4].rsplit(" ", 1)[0] == str([list(e) for e in want["events"]])
+    assert int(words[4].rsplit(" ", 1)[1]) == len(uc.match(
+        pd.read_parquet(tmp_path / "cars.parquet"),
+        "PARTITION BY car DEFINE A AS accel > 8, B AS speed > 70 PATTERN A overlaps B"))

@@ -1,0 +1,360 @@
+"""What the Spark jobs read, and how Spark's own failures become the project's errors.
+
+A job's input is one of
+
+* a ``pyspark.sql.DataFrame`` (classic or Spark Connect), used as it is;
+* a path or URI: a local path (a file, or a directory of Parquet or CSV files, with
+  partition folders if any), or any URI Spark's reader understands (``s3a://``,
+  ``hdfs://``, ``abfss://``, ``file:``); local paths are checked here before Spark
+  starts, URIs go straight to Spark's reader;
+* a table or view name of the session's catalog (``spark.table``), when no local file
+  or directory has that name.
+
+Everything here works through DataFrame operations and the SQL configuration, never
+through ``sparkContext``, so the same jobs run on classic Spark and on Spark Connect.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from uncertain_cep.errors import InputError, UncertainCepError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", "input_files",
+           "is_connect", "is_nanos_failure", "is_spark_error", "master_of", "nanos_as_long",
+           "read_input", "resolve_input", "spark_failure", "spark_input_error",
+           "spark_schema", "task_slots"]
+
+# A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
+# drive letter (C:\x) is not one.
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+# A catalog name: table, db.table or catalog.db.table (backquoted parts allowed).
+_TABLE = re.compile(r"^(`[^`]+`|[A-Za-z_]\w*)(\.(`[^`]+`|[A-Za-z_]\w*)){0,2}$")
+_FORMATS = ("parquet", "csv")
+# Pandas writes datetime64[ns] columns as Parquet TIMESTAMP(NANOS), which Spark's reader
+# refuses unless this (session-level) option reads them as nanoseconds since the epoch.
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+# The archive's time columns (SEMANTICS A1), the only columns read as nanosecond times.
+_TIME_COLUMNS = ("t_lo", "t_hi", "t")
+
+
+class NanosTimestampsError(InputError):
+    """The input holds Parquet nanosecond timestamps, which Spark reads only as longs
+    (the build job retries with :func:`nanos_as_long`)."""
+
+
+@dataclass
+class InputSpec:
+    """An input resolved as far as possible without Spark.
+
+    ``kind`` is ``"dataframe"``, ``"path"`` (local, checked), ``"uri"`` or ``"table"``;
+    ``files`` lists a local input's files (for the build's fingerprint and messages).
+    """
+
+    kind: str
+    value: Any
+    fmt: str
+    label: str
+    files: list[Path] = field(default_factory=list)
+    # Filled in when read: time columns that arrived as nanoseconds since the epoch.
+    nanos_columns: tuple[str, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """What the build record names as its inputs."""
+        if self.kind == "path":
+            return tuple(str(f) for f in self.files)
+        return (self.label,)
+
+
+def resolve_input(source: Any, input_format: str | None = None) -> InputSpec:
+    """Classify ``source`` and check what can be checked before Spark starts."""
+    fmt = _format(input_format)
+    if not isinstance(source, str | os.PathLike):
+        if _is_dataframe(source):
+            return InputSpec("dataframe", source, fmt or "dataframe", "the given DataFrame")
+        raise InputError(f"an input is a pyspark DataFrame, a table name, or a path or URI "
+                         f"Spark can read; got {type(source).__name__}")
+    text = os.fspath(source)
+    if _URI.match(text) and not re.match(r"^[A-Za-z]:[\\/]", text):
+        # Spark's reader decides what the URI holds; a directory URI is Parquet unless
+        # it ends in .csv or input_format says otherwise.
+        return InputSpec("uri", text, fmt or ("csv" if text.rstrip("/").endswith(".csv")
+                                              else "parquet"), text)
+    path = Path(text)
+    if path.exists():
+        found_fmt, files = input_files(path)
+        if fmt is not None and fmt != found_fmt:
+            raise InputError(f"input {path} holds {found_fmt} files, not {fmt}")
+        return InputSpec("path", path, found_fmt, str(path), files)
+    if _TABLE.match(text) and path.suffix not in (".parquet", ".csv"):
+        return InputSpec("table", text, "table", f"table {text}")
+    raise InputError(f"input {path} does not exist")
+
+
+def _format(input_format: str | None) -> str | None:
+    if input_format is None:
+        return None
+    if input_format not in _FORMATS:
+        raise InputError(f"input_format {input_format!r} is not one of: "
+                         f"{', '.join(map(repr, _FORMATS))}")
+    return input_format
+
+
+def _is_dataframe(x: Any) -> bool:
+    try:
+        from pyspark.sql import DataFrame
+    except ImportError:
+        return False
+    # Spark Connect's DataFrame subclasses this one in PySpark 4.
+    return isinstance(x, DataFrame)
+
+
+def input_files(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
+    """The format and files of a local input path (a file, or a directory of one format)."""
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"input {path} does not exist")
+    found = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv")
+        and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts))
+    kinds = {p.suffix for p in found}
+    if not found:
+        raise InputError(f"input directory {path} holds no .parquet or .csv files")
+    if len(kinds) > 1:
+        raise InputError(f"input directory {path} mixes Parquet and CSV files; give one kind")
+    kind = kinds.pop()
+    if kind not in (".parquet", ".csv"):
+        raise InputError(f"input {path} is neither .parquet nor .csv")
+    return kind[1:], found
+
+
+# ---------------------------------------------------------------- reading
+
+def read_input(spark: SparkSession, spec: InputSpec, *, nanos: bool = False) -> DataFrame:
+    """The input as a DataFrame, read through Spark's own reader; its schema is resolved
+    here, so a missing path or table, an unreadable file or an unknown scheme fails now
+    as an :class:`~uncertain_cep.errors.InputError` naming the input.
+
+    ``nanos``: the caller has set :data:`NANOS_AS_LONG` (see :func:`nanos_as_long`), so
+    nanosecond timestamps arrive as longs; their time columns are recorded in
+    ``spec.nanos_columns``.
+    """
+    if spec.kind == "dataframe":
+        frame = spec.value
+    elif spec.kind == "table":
+        frame = _resolved(lambda: spark.table(spec.value), spec)
+    else:
+        location = str(spec.value)
+        frame = _resolved(lambda: _read_location(spark, spec.fmt, location, spec), spec)
+    if nanos:
+        spec.nanos_columns = tuple(f.name for f in frame.schema.fields
+                                   if f.name in _TIME_COLUMNS
+                                   and f.dataType.typeName() == "long")
+    return frame
+
+
+def _read_location(spark: SparkSession, fmt: str, location: str, spec: InputSpec
+                   ) -> DataFrame:
+    if fmt == "csv":
+        return spark.read.option("header", True).option("inferSchema", True).csv(location)
+    try:
+        # Spark reads every file with the schema of one of them unless asked to merge, so
+        # a folder where one file has int64 times and another timestamps would come back
+        # as raw integers; merging makes the disagreement an error, named below.
+        frame = spark.read.option("mergeSchema", "true").parquet(location)
+        frame.schema  # noqa: B018 -- Spark Connect analyses lazily; fail here, not later
+        return frame
+    except Exception as e:
+        if "CANNOT_MERGE_SCHEMAS" not in str(e) and "merge incompatible" not in str(e):
+            raise
+        _explain_merge_failure(spark, spec, e)
+        raise
+
+
+def _explain_merge_failure(spark: SparkSession, spec: InputSpec, e: Exception) -> None:
+    """Name the column and the two files whose types disagree (local inputs), else pass
+    Spark's own reason on."""
+    names = [str(f) for f in spec.files]
+    if len(names) > 1:
+        first = {f.name: f.dataType for f in spark.read.parquet(names[0]).schema.fields}
+        for name in names[1:]:
+            for fld in spark.read.parquet(name).schema.fields:
+                theirs = first.get(fld.name)
+                if theirs is not None and theirs != fld.dataType:
+                    raise InputError(
+                        f"column {fld.name!r} is {theirs.simpleString()} in {names[0]} "
+                        f"but {fld.dataType.simpleString()} in {name}: the files of one "
+                        "input must agree on every column's type; rewrite them with one "
+                        "type (for times: all numbers or all timestamps)") from None
+    raise InputError(f"the Parquet files of {spec.label} do not share one schema: "
+                     f"{_first_line(e)[:300]}") from None
+
+
+def _resolved(make: Any, spec: InputSpec) -> DataFrame:
+    try:
+        frame = make()
+        frame.schema  # noqa: B018 -- resolve now (lazy on Spark Connect)
+        return frame
+    except UncertainCepError:
+        raise
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        raise spark_input_error(e, spec) from None
+
+
+def is_nanos_failure(e: BaseException) -> bool:
+    """Whether Spark refused a Parquet file for its nanosecond timestamps."""
+    return "TIMESTAMP(NANOS" in str(e)
+
+
+@contextmanager
+def nanos_as_long(spark: SparkSession) -> Iterator[None]:
+    """Read Parquet nanosecond timestamps as longs for the duration of a (synchronous)
+    job, then put the session's own setting back."""
+    before = spark.conf.get(NANOS_AS_LONG, None)
+    spark.conf.set(NANOS_AS_LONG, "true")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(NANOS_AS_LONG)
+        else:
+            spark.conf.set(NANOS_AS_LONG, before)
+
+
+# ---------------------------------------------------------------- errors
+
+def is_spark_error(e: BaseException) -> bool:
+    """Whether ``e`` is Spark's (a PySparkException, a captured JVM error, or py4j's)."""
+    return type(e).__module__.startswith(("pyspark.", "py4j.")) or any(
+        c.__module__.startswith(("pyspark.errors", "py4j.")) for c in type(e).__mro__)
+
+
+def _first_line(e: BaseException) -> str:
+    """The meaningful first line of a Spark error: no py4j preamble, no JVM frames."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("An error occurred while calling"):
+            continue
+        ln = ln.lstrip(": ").strip()
+        # "org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for ..."
+        ln = re.sub(r"^([a-z]\w*\.)+[A-Z]\w*(Exception|Error): ", "", ln)
+        return re.sub(r"\s*SQLSTATE: \w+\.?$", "", ln)
+    return type(e).__name__
+
+
+def spark_input_error(e: BaseException, spec: InputSpec) -> InputError:
+    """Spark's failure to read ``spec`` as an InputError saying what to do."""
+    reason = _first_line(e)
+    if "PATH_NOT_FOUND" in reason or "does not exist" in reason.lower():
+        return InputError(f"input {spec.label} does not exist ({reason})")
+    if "TABLE_OR_VIEW_NOT_FOUND" in reason:
+        return InputError(f"input {spec.value} is neither an existing file or directory nor "
+                          "a table or view of the Spark session's catalog; give a path, a "
+                          "URI, a table name or a DataFrame")
+    if "No FileSystem for scheme" in reason or "ClassNotFoundException" in reason:
+        return InputError(f"Spark cannot read {spec.label}: {reason}. The URI's scheme "
+                          "needs its filesystem connector on the Spark classpath (for "
+                          "s3a://, hadoop-aws; for abfss://, hadoop-azure), or check the "
+                          "scheme's spelling")
+    if is_nanos_failure(e):
+        return NanosTimestampsError(f"{spec.label} holds nanosecond timestamps (Parquet "
+                          "TIMESTAMP(NANOS)), which Spark cannot read: rewrite it with "
+                          "microsecond timestamps (pandas: df.to_parquet(path, "
+                          "coerce_timestamps='us', allow_truncated_timestamps=True)); "
+                          "uc.build_index_spark reads such files itself")
+    return InputError(f"Spark cannot read {spec.label}: {reason}")
+
+
+def spark_failure(e: BaseException, what: str) -> UncertainCepError:
+    """A Spark job's failure, as one line naming the job (no JVM or py4j traceback)."""
+    reason = _first_line(e)
+    # A Python task's own error message is the last line of its traceback.
+    python = [ln.strip() for ln in str(e).splitlines()
+              if re.match(r"^\s*uncertain_cep\.errors\.\w+: ", ln)]
+    if python:
+        reason = python[-1].strip().removeprefix("uncertain_cep.errors.")
+    if "AnalysisException" in type(e).__name__ or "UNRESOLVED_COLUMN" in reason:
+        return InputError(f"{what}: {reason}")
+    return UncertainCepError(f"{what} failed in Spark: {reason}")
+
+
+# ---------------------------------------------------------------- sessions
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no ``sparkContext`` there)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def master_of(spark: SparkSession) -> str | None:
+    """The session's master URL, as its configuration says (on Connect, the server's)."""
+    try:
+        return spark.conf.get("spark.master", None)
+    except Exception as e:  # a Connect server may refuse to show it
+        if is_spark_error(e):
+            return None
+        raise
+
+
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the session runs at once, from its configuration (what classic
+    Spark's ``defaultParallelism`` would say): ``spark.default.parallelism`` if set, the
+    ``N`` of a ``local[N]`` master, the cores of ``local[*]``, else a quarter of
+    ``spark.sql.shuffle.partitions`` (the session's own choice of shuffle width)."""
+    conf = spark.conf
+    explicit = conf.get("spark.default.parallelism", None)
+    if explicit:
+        return max(1, int(explicit))
+    master = master_of(spark) or ""
+    local = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+    if local:
+        n = local.group(1)
+        if n is None:
+            return 1                      # "local": one thread
+        return max(1, os.cpu_count() or 1) if n == "*" else max(1, int(n))
+    return max(1, int(conf.get("spark.sql.shuffle.partitions", "200") or 200) // 4)
+
+
+# ---------------------------------------------------------------- schemas
+
+def empty_frame(schema: StructType) -> pd.DataFrame:
+    """The pandas frame of zero rows that ``mapInPandas`` tasks would get for ``schema``:
+    the schema's Arrow form (``pyspark.sql.pandas.types``) on no rows, with timestamps as
+    naive ``datetime64[ns]`` as PySpark hands them to pandas. No Spark job runs."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    frame = arrow.empty_table().to_pandas()
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_datetime64_any_dtype(col):
+            if col.dt.tz is not None:
+                col = col.dt.tz_localize(None)
+            frame[name] = col.astype("datetime64[ns]")
+    return frame
+
+
+def spark_schema(frame: pd.DataFrame) -> StructType:
+    """The Spark schema of a pandas frame's columns, through its Arrow schema; an object
+    column of no rows (Arrow infers ``null``) is a string column."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    arrow = pa.Schema.from_pandas(frame, preserve_index=False)
+    arrow = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f
+                       for f in arrow])
+    return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
