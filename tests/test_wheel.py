@@ -68,7 +68,9 @@ def test_the_wheel_says_pyspark_is_an_extra(wheel):
         requires = [line for line in z.read(meta).decode().splitlines()
                     if line.startswith("Requires-Dist:")]
     spark = [r for r in requires if "pyspark" in r]
-    assert spark and all("extra == \"spark\"" in r for r in spark), spark
+    # Only through the extras: 'spark' (the batch jobs) and 'connect' (Spark Connect).
+    assert any('extra == "spark"' in r for r in spark), spark
+    assert all('extra == "spark"' in r or 'extra == "connect"' in r for r in spark), spark
 
 
 def test_installed_wheel_imports_from_its_own_folder_despite_shadowing_files(installed,

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -34,12 +29,15 @@ def _table(root: Path, name: str, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys).reset_index(drop=True)
 
 
-# Each example runs two Spark jobs; a dozen random archives per run keep CI in budget.
-@settings(max_examples=12)
+# Each example runs two Spark jobs (a build and a query); ten random archives per run keep
+# CI in budget. Both strategies are checked slice by slice without Spark in
+# test_time_slices.py; here one is drawn.
+@settings(max_examples=10)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
-       codes=st.sampled_from(["compact", "paper"]), tasks=st.integers(1, 4))
+       codes=st.sampled_from(["compact", "paper"]), tasks=st.integers(1, 4),
+       strategy=st.sampled_from(["selectivity", "sequential"]))
 def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pattern, codes,
-                                                 tasks):
+                                                 tasks, strategy):
     d = tmp_path_factory.mktemp("spark")
     df.to_parquet(d / "in.parquet", index=False)
     try:
@@ -67,9 +65,8 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     opened = uc.open_index(d / "ix")
     assert_node_columns_match_forests(opened._index)   # several part files per table
     pd.testing.assert_frame_equal(opened.query(pattern), expected)
-    for strategy in ("selectivity", "sequential"):
-        rows, _ = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3)
-        pd.testing.assert_frame_equal(uc.api.answer_frame(rows), pd.DataFrame(expected))
+    rows, _ = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3)
+    pd.testing.assert_frame_equal(uc.api.answer_frame(rows), pd.DataFrame(expected))
 
 
 def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):
@@ -195,36 +192,6 @@ def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
     (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexFormatError, match="format version 1"):
         uc.open_index(tmp_path / "ix")
-
-
-def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path):
-    from uncertain_cep.datasets.synthetic import generate_synthetic
-
-    generate_synthetic(20_000, groups=8, seed=3).to_parquet(tmp_path / "in.parquet")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "uncertain_cep.cli", "build",
-                             str(tmp_path / "in.parquet"), "--out", str(tmp_path / "ix"),
-                             "--master", "local[1]"], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    try:
-        # Kill it once tasks have started writing table files into the draft.
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any(tmp_path.glob(".ix.tmp-*/*/*.parquet*")) or any(
-                    tmp_path.glob(".ix.tmp-*/*/.part-*")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the build finished before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-    assert not (tmp_path / "ix").exists()
-    with pytest.raises(IndexFormatError):
-        uc.open_index(tmp_path / "ix")
-    drafts = list(tmp_path.glob(".ix.tmp-*"))
-    assert drafts and all(not (d / "manifest.json").exists() for d in drafts)
-    with pytest.raises(IndexFormatError, match=r"no manifest\.json"):
-        uc.open_index(drafts[0])
 
 
 def test_an_empty_archive_is_an_empty_index_in_spark_as_in_the_api(spark, tmp_path):

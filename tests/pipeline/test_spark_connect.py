@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.xdist_group("spark")
+# Its Connect server runs in a subprocess: no shared session, so any test worker.
 
 SCRIPT = textwrap.dedent("""
     import sys
