@@ -95,7 +95,8 @@ def measure(n: int, work: Path) -> dict[str, Any]:
 
 
 def section(results: dict[str, Any]) -> str:
-    lines = [f"Run {results['date']} on {results['machine']}. An index built by the Spark "
+    lines = ["<!-- archive:start (written by bench/bench_archive.py) -->", "",
+             f"Run {results['date']} on {results['machine']}. An index built by the Spark "
              "job, opened and queried in a fresh process; times in seconds (the second run "
              "of each query; the first also loads the compiled kernels), memory is the "
              "process's peak RSS.", "",
@@ -118,7 +119,8 @@ def section(results: dict[str, Any]) -> str:
               "every file, 10.7 GB at 10M events). Peak RSS counts the pages of the "
               "memory-mapped node table a query touched: they are clean file pages the "
               "kernel can drop, which is most of the growth of the negation query (it "
-              "walks the OI-trees of every group holding a negated event)."]
+              "walks the OI-trees of every group holding a negated event).", "",
+              "<!-- archive:end -->"]
     return "\n".join(lines)
 
 

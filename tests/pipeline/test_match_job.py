@@ -11,7 +11,9 @@ from interval_cases import AGGRESSIVE_DRIVERS, aggressive_cars
 import uncertain_cep as uc
 from uncertain_cep import cli
 
-pytestmark = pytest.mark.xdist_group("spark")
+# A group of their own: the Spark job tests may run beside the build tests, each worker
+# with its own session.
+pytestmark = pytest.mark.xdist_group("spark-jobs")
 
 
 def _cars() -> pd.DataFrame:
