@@ -64,6 +64,7 @@ from uncertain_cep.pipeline.sources import (
     nanos_as_long,
     read_input,
     resolve_input,
+    session_for,
     spark_failure,
     task_slots,
 )
@@ -162,14 +163,7 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
     # Before Spark starts: an --out that is not an index (the input itself, say) is
     # refused at once, and nothing is ever deleted.
     check_replaceable(out)
-    if spark is None:
-        if spec.kind == "dataframe":
-            spark = spec.value.sparkSession
-        else:
-            from uncertain_cep.pipeline.session import spark_session
-
-            spark = spark_session(master)
-    assert spark is not None
+    spark = session_for(spec, spark, master)
     what = (f"{len(spec.files)} {spec.fmt} file(s) from {spec.label}" if spec.kind == "path"
             else spec.label)
     say(f"reading {what}")

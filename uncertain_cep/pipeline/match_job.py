@@ -40,6 +40,7 @@ from uncertain_cep.pipeline.sources import (
     is_spark_error,
     read_input,
     resolve_input,
+    session_for,
     spark_failure,
     spark_schema,
     task_slots,
@@ -153,14 +154,7 @@ def _prepare(source: Any, query: str, engine: str, time_column: str,
                                "time_column": time_column, "time_unit": time_unit,
                                "tick": tick, "symbol_column": symbol_column}
     spec = resolve_input(source, input_format)
-    if spark is None:
-        if spec.kind == "dataframe":
-            spark = spec.value.sparkSession
-        else:
-            from uncertain_cep.pipeline.session import spark_session
-
-            spark = spark_session(master)
-    assert spark is not None
+    spark = session_for(spec, spark, master)
     frame = _read(spark, spec)
     # The text, not the parsed pattern: an error about the query then points into it.
     probe = match(empty_frame(frame.schema), query, **options)

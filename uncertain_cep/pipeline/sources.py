@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", "input_files",
            "is_connect", "is_nanos_failure", "is_spark_error", "master_of", "nanos_as_long",
-           "read_input", "resolve_input", "spark_failure", "spark_input_error",
+           "read_input", "resolve_input", "session_for", "spark_failure", "spark_input_error",
            "spark_schema", "task_slots"]
 
 # A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
@@ -102,6 +102,19 @@ def resolve_input(source: Any, input_format: str | None = None) -> InputSpec:
     if _TABLE.match(text) and path.suffix not in (".parquet", ".csv"):
         return InputSpec("table", text, "table", f"table {text}")
     raise InputError(f"input {path} does not exist")
+
+
+def session_for(spec: InputSpec, spark: SparkSession | None, master: str | None
+                ) -> SparkSession:
+    """The session a job runs in: the one given, else the given DataFrame's own, else one
+    the project makes (local mode by default, or ``master``)."""
+    if spark is not None:
+        return spark
+    if spec.kind == "dataframe":
+        return spec.value.sparkSession
+    from uncertain_cep.pipeline.session import spark_session
+
+    return spark_session(master)
 
 
 def _format(input_format: str | None) -> str | None:
