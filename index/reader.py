@@ -84,7 +84,7 @@ from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 
 __all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest",
-           "open_reader", "read_event_times", "read_manifest", "read_when_opened"]
+           "open_reader", "read_event_times", "read_manifest"]
 
 
 def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> Manifest:
@@ -92,10 +92,10 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
     checksum, that every file it lists is there, and the files' checksums.
 
     With ``verify_all=False`` only the files opening an index reads are hashed (the events
-    table, the statistics and the R*-tree file: :func:`read_when_opened`), so opening
+    table, the statistics and the R*-tree file: :func:`_read_when_opened`), so opening
     costs what it reads, not the size of the index; the node columns (memory-mapped) are
     then checked against the manifest's counts, and the nodes and trees tables are hashed
-    when they are first read (:meth:`IndexReader.load`).
+    when they are first read (the baselines' forests).
 
     Raises
     ------
@@ -136,11 +136,11 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
     _verify_files(root, {name: digest for name, digest in checksums.items()
-                         if verify_all or read_when_opened(name)})
+                         if verify_all or _read_when_opened(name)})
     return manifest
 
 
-def read_when_opened(name: str) -> bool:
+def _read_when_opened(name: str) -> bool:
     """Whether opening an index reads the file ``name`` (relative to the index) whole."""
     return name.startswith((f"{EVENTS}/", f"{STATS}/")) or name in RTREE_FILES
 

@@ -122,14 +122,12 @@ def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
     rows = zip(*columns) if columns else (() for _ in range(len(order)))
     series = pd.Series(np.fromiter(rows, dtype=object, count=len(order)), dtype=object,
                        copy=False)
-    times = [t[order].astype(np.int64) for t in (t_first, t_last)]
-    if time_axis is not None and time_axis.is_datetime:
-        return pd.DataFrame({"events": series, "confidence": conf[order],
-                             "t_first": time_axis.datetimes(times[0]),
-                             "t_last": time_axis.datetimes(times[1])},
-                            columns=RESULT_COLUMNS)
+    instants = [t[order].astype(np.int64) for t in (t_first, t_last)]
+    times: list[Any] = (instants if time_axis is None or not time_axis.is_datetime
+                        else [time_axis.datetimes(t) for t in instants])
+    first, last = times
     return pd.DataFrame({"events": series, "confidence": conf[order],
-                         "t_first": times[0], "t_last": times[1]}, columns=RESULT_COLUMNS)
+                         "t_first": first, "t_last": last}, columns=RESULT_COLUMNS)
 
 
 def significant(values: np.ndarray, digits: int = 15) -> np.ndarray:

@@ -243,13 +243,10 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     """
     if EngineName.get_value(engine) == "local":
         return open_index(path, verify=verify).query(query, strategy=strategy)
-    from uncertain_cep.pipeline.query_job import query_spark_rows
+    from uncertain_cep.pipeline.query_job import query_spark_collected
 
-    rows, stats = query_spark_rows(os.fspath(path), query, StrategyName.get_value(strategy),
-                                   master=master)
-    from uncertain_cep.index.reader import open_reader
-
-    empty = open_reader(path, verify_all=False).empty_archive()
+    rows, stats, empty = query_spark_collected(
+        os.fspath(path), query, StrategyName.get_value(strategy), master=master)
     frame = answer_frame(rows, time_axis=empty.time_axis)
     return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
                           stats=stats, id_dtype=empty.event_ids.dtype,

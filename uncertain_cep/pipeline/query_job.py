@@ -31,6 +31,7 @@ import pandas as pd
 
 from uncertain_cep.errors import PlanningError, UncertainCepError
 from uncertain_cep.index.reader import IndexReader, open_reader
+from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.sources import is_spark_error, spark_failure, task_slots
 from uncertain_cep.pipeline.time_slices import (
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["ANSWER_COLUMNS", "EVENTS_PER_SLICE", "query_spark", "query_spark_rows"]
+__all__ = ["ANSWER_COLUMNS", "EVENTS_PER_SLICE", "query_spark", "query_spark_collected",
+           "query_spark_rows"]
 
 EVENTS_PER_SLICE = 250_000
 ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
@@ -81,7 +83,8 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     -------
     pyspark.sql.DataFrame
         Columns ``events`` (array of the archive's id type, in pattern order),
-        ``confidence`` (double), ``t_first``, ``t_last`` (long), sorted as
+        ``confidence`` (double), ``t_first``, ``t_last`` (long instants, or timestamps
+        for an archive of datetimes), sorted as
         ``UncertainIndex.query`` sorts (confidence descending, then event ids). Nothing
         has run yet; write it from the executors with ``.write.parquet(...)``. A slice
         that fails makes the action fail with the slice's message. The evaluation
@@ -90,12 +93,12 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     """
     from pyspark.sql import functions as F
 
-    spark, reader, plan = _prepare(index, query, strategy, spark, master, slices)
-    schema = _answer_schema(reader)
+    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices)
+    schema = _answer_schema(archive)
     if not plan:
         return spark.createDataFrame([], schema)
     answer = _slices(spark, plan).mapInPandas(
-        _task(reader, plan, query, strategy, detailed=False), schema)
+        _task(reader, plan, query, strategy, axis=_datetime_axis(archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
     return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
@@ -108,11 +111,23 @@ def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity
     """Answer rows and counters of ``query`` over the index, computed on Spark and
     collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
     line; :func:`query_spark` keeps them in Spark)."""
+    rows, stats, _ = query_spark_collected(index, query, strategy, master=master,
+                                           spark=spark, slices=slices)
+    return rows, stats
+
+
+def query_spark_collected(index: str | Path, query: str, strategy: str = "selectivity", *,
+                          master: str | None = None, spark: SparkSession | None = None,
+                          slices: int | None = None
+                          ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]],
+                                     QueryStats, Archive]:
+    """:func:`query_spark_rows`, and the archive's columns (no rows) the index was checked
+    by: its id type and time axis, for the driver's answer table."""
     started = time.perf_counter()
-    spark, reader, plan = _prepare(index, query, strategy, spark, master, slices)
+    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices)
     if not plan:
-        return [], QueryStats(strategy=strategy, engine="spark", slices=0)
-    schema = _detailed_schema(_answer_schema(reader, datetimes=False))
+        return [], QueryStats(strategy=strategy, engine="spark", slices=0), archive
+    schema = _detailed_schema(_answer_schema(archive, datetimes=False))
     try:
         out = _slices(spark, plan).mapInPandas(
             _task(reader, plan, query, strategy, detailed=True), schema).toPandas()
@@ -129,12 +144,13 @@ def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity
                                    found["t_last"])]
     parts = [pickle.loads(bytes(b)) for b in out.loc[out[_KIND] == "stats", _STATS]]
     return rows, QueryStats.merged(parts, engine="spark",
-                                   seconds=time.perf_counter() - started)
+                                   seconds=time.perf_counter() - started), archive
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
              master: str | None, slices: int | None
-             ) -> tuple[SparkSession, IndexReader, list[TimeSlice]]:
+             ) -> tuple[SparkSession, IndexReader, Archive, list[TimeSlice]]:
+    """The session, the checked index, its archive's columns (no rows) and the slices."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
                             "use --engine local, or with the Spark engine one of: "
@@ -153,7 +169,7 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
     # events and trees stay a modest part of an executor's memory.
     n = slices or max(4 * task_slots(spark),
                       math.ceil(reader.manifest.counts.events / EVENTS_PER_SLICE))
-    return spark, reader, plan_slices(reader, pattern.window, n)
+    return spark, reader, archive, plan_slices(reader, pattern.window, n)
 
 
 def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
@@ -161,7 +177,7 @@ def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
     return spark.range(0, len(plan), 1, len(plan))
 
 
-def _answer_schema(reader: IndexReader, *, datetimes: bool = True) -> StructType:
+def _answer_schema(archive: Archive, *, datetimes: bool = True) -> StructType:
     from pyspark.sql.types import (
         ArrayType,
         DoubleType,
@@ -172,12 +188,12 @@ def _answer_schema(reader: IndexReader, *, datetimes: bool = True) -> StructType
         TimestampType,
     )
 
-    archive = reader.empty_archive()
     kind = archive.event_ids.dtype.kind
     ids = LongType() if kind in "iu" else DoubleType() if kind == "f" else StringType()
     # Instants of an archive of datetimes are answered as timestamps, as in process
     # (``datetimes=False``: as instants, for the driver-side helper to convert).
-    times = TimestampType() if datetimes and _time_axis(reader) is not None else LongType()
+    times = (TimestampType() if datetimes and _datetime_axis(archive) is not None
+             else LongType())
     return StructType([StructField("events", ArrayType(ids, False), False),
                        StructField("confidence", DoubleType(), False),
                        StructField("t_first", times, False),
@@ -194,10 +210,11 @@ def _detailed_schema(answer: StructType) -> StructType:
 
 
 def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str, *,
-          detailed: bool) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+          detailed: bool = False, axis: TimeAxis | None = None
+          ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """What a task does with its slice numbers: answer rows (``detailed``: also one row
-    of counters per slice, and errors as rows instead of exceptions)."""
-    axis = _time_axis(reader)
+    of counters per slice, and errors as rows instead of exceptions; ``axis``: a
+    datetime axis to answer instants as timestamps on)."""
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
@@ -213,7 +230,7 @@ def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
                                                   _ERROR: [f"{type(e).__name__}: {e}"]}))
                     continue
                 frame = _frame(rows)
-                if axis is not None and not detailed:
+                if axis is not None:
                     frame["t_first"] = axis.datetimes(frame["t_first"].to_numpy())
                     frame["t_last"] = axis.datetimes(frame["t_last"].to_numpy())
                 if detailed:
@@ -225,9 +242,9 @@ def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
     return run
 
 
-def _time_axis(reader: IndexReader) -> TimeAxis | None:
+def _datetime_axis(archive: Archive) -> TimeAxis | None:
     """The archive's time axis when its times are datetimes (else None)."""
-    axis = reader.empty_archive().time_axis
+    axis = archive.time_axis
     return axis if axis is not None and axis.is_datetime else None
 
 
