@@ -201,10 +201,12 @@ def load_index_and_manifest(path: str | os.PathLike[str],
             # Files read half from the old directory, half from the new one fail in any
             # way; only a replaced directory is read again.
             if attempt + 1 < _ATTEMPTS and reader.was_replaced():
+                time.sleep(_PAUSE * attempt)
                 continue
             raise
         if not reader.was_replaced():
             return index, reader.manifest
+        time.sleep(_PAUSE * attempt)
     raise IndexFormatError(f"{path} was replaced {_ATTEMPTS} times while being opened; "
                            "open it once its rebuilds are done")
 

@@ -30,6 +30,9 @@ _REBUILDER = textwrap.dedent("""
     while time.monotonic() < end:
         indexes[saves % 2].save(path)
         saves += 1
+        # Rebuilds a few times a second still meet opens mid-way; back to back, on a
+        # loaded machine a rebuild could land inside every open and starve it.
+        time.sleep(0.05)
     print(saves)
 """)
 
