@@ -51,8 +51,8 @@ def shared():
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession for the whole test session (tests that use it are grouped
-    on one xdist worker with ``@pytest.mark.xdist_group("spark")``)."""
+    """One local SparkSession for the whole test session: each xdist worker is a session
+    of its own, so at most one per worker, started by the first test that needs it."""
     from uncertain_cep.pipeline.session import spark_session
 
     session = spark_session("local[2]")

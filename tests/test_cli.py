@@ -59,7 +59,6 @@ def built(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
     return tmp_path / "ix", df
 
 
-@pytest.mark.xdist_group("spark")
 def test_demo_writes_an_index_and_one_report_per_query_equal_to_the_api(spark, tmp_path,
                                                                          capsys):
     out = tmp_path / "demo"

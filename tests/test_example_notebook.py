@@ -20,7 +20,6 @@ pytest.importorskip("ipykernel")
 pytest.importorskip("matplotlib")  # the bench/dev dependency group: the notebook plots
 
 # One worker executes the notebook once for every test here (and never the Spark worker's).
-pytestmark = pytest.mark.xdist_group("notebook")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOTEBOOK = EXAMPLES / "quickstart.ipynb"

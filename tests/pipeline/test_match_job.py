@@ -13,7 +13,6 @@ from uncertain_cep import cli
 
 # A group of their own: the Spark job tests may run beside the build tests, each worker
 # with its own session.
-pytestmark = pytest.mark.xdist_group("spark-jobs")
 
 
 def _cars() -> pd.DataFrame:

@@ -9,8 +9,6 @@ import pytest
 from uncertain_cep.errors import InputError
 from uncertain_cep.pipeline.session import spark_session
 
-pytestmark = pytest.mark.xdist_group("spark")
-
 
 def test_a_running_session_is_used_as_it_is_and_never_stopped(spark, monkeypatch):
     monkeypatch.setenv("PYSPARK_PYTHON", "/their/python")

@@ -18,8 +18,6 @@ from uncertain_cep.cli import main
 from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
 from uncertain_cep.pipeline.query_job import query_spark_rows
 
-pytestmark = pytest.mark.xdist_group("spark")
-
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example" / "archive.csv"
 
 

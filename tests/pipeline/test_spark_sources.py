@@ -15,7 +15,6 @@ from uncertain_cep.errors import InputError
 
 # A group of their own: the Spark job tests may run beside the build tests, each worker
 # with its own session.
-pytestmark = pytest.mark.xdist_group("spark-jobs")
 
 ROWS = [{"event_id": i, "group": f"g{i % 2}", "t_lo": i, "t_hi": i + 2, "x": float(i)}
         for i in range(10)]
