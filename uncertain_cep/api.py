@@ -238,15 +238,16 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     master
         Spark master URL for the Spark engine (default local mode).
     verify
-        Hash every file of the index first (:func:`open_index`; the Spark engine always
-        does, since its executors read the tables in slices).
+        Hash every file of the index first (:func:`open_index`; default: the files
+        opening reads, on either engine).
     """
     if EngineName.get_value(engine) == "local":
         return open_index(path, verify=verify).query(query, strategy=strategy)
     from uncertain_cep.pipeline.query_job import query_spark_collected
 
     rows, stats, empty = query_spark_collected(
-        os.fspath(path), query, StrategyName.get_value(strategy), master=master)
+        os.fspath(path), query, StrategyName.get_value(strategy), master=master,
+        verify=verify)
     frame = answer_frame(rows, time_axis=empty.time_axis)
     return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
                           stats=stats, id_dtype=empty.event_ids.dtype,

@@ -4,9 +4,10 @@ The driver checks the index (format, checksums) and the query, and cuts the time
 into slices of about equal event counts
 (:func:`~uncertain_cep.pipeline.time_slices.plan_slices`). The slices are a DataFrame of
 one row per slice (``spark.range`` with one partition per slice, so each slice is its
-own task); ``mapInPandas`` sends each to an executor, which reads only its events and
-trees from the index directory (a shared filesystem on a cluster) and answers for the
-tuples anchored in it. The union of the slices' rows is the answer.
+own task); ``mapInPandas`` sends each to an executor, whose Python worker opens the
+index directory once (a shared filesystem on a cluster; node columns memory-mapped) and
+answers for the tuples anchored in the slice. The union of the slices' rows is the
+answer.
 
 :func:`query_spark` returns that answer as a lazy DataFrame: no row reaches the driver,
 and nothing runs until an action (``.write.parquet``, ``.count()``, ``.toPandas()``).
@@ -19,7 +20,6 @@ rows, and collects everything in one job.
 
 from __future__ import annotations
 
-import math
 import pickle
 import time
 from collections.abc import Callable, Iterator
@@ -49,10 +49,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["ANSWER_COLUMNS", "EVENTS_PER_SLICE", "query_spark", "query_spark_collected",
+__all__ = ["ANSWER_COLUMNS", "query_spark", "query_spark_collected",
            "query_spark_rows"]
 
-EVENTS_PER_SLICE = 250_000
 ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
 # The driver-side helper's extra columns: what a row is, a slice's counters, its error.
 _KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
@@ -60,7 +59,7 @@ _KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
 
 def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
                 spark: SparkSession | None = None, master: str | None = None,
-                slices: int | None = None) -> DataFrame:
+                slices: int | None = None, verify: bool = False) -> DataFrame:
     """The answer of ``query`` over the index at ``index``, as a lazy Spark DataFrame.
 
     Parameters
@@ -76,8 +75,11 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     spark, master
         A running session (classic or Spark Connect) or a master URL for one made here.
     slices
-        Number of time slices (default: enough to keep every task slot busy, and about
-        250,000 events per slice).
+        Number of time slices (default: two per task slot). Each executor process opens
+        the index once (memory-mapped) and answers its slices from it.
+    verify
+        Hash every file of the index first, as ``uc.open_index(path, verify=True)``
+        (default: the files opening reads, as ``uc.open_index``).
 
     Returns
     -------
@@ -93,7 +95,8 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     """
     from pyspark.sql import functions as F
 
-    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices)
+    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
+                                            verify)
     schema = _answer_schema(archive)
     if not plan:
         return spark.createDataFrame([], schema)
@@ -106,25 +109,26 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
 
 def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity", *,
                      master: str | None = None, spark: SparkSession | None = None,
-                     slices: int | None = None
+                     slices: int | None = None, verify: bool = False
                      ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows and counters of ``query`` over the index, computed on Spark and
     collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
     line; :func:`query_spark` keeps them in Spark)."""
     rows, stats, _ = query_spark_collected(index, query, strategy, master=master,
-                                           spark=spark, slices=slices)
+                                           spark=spark, slices=slices, verify=verify)
     return rows, stats
 
 
 def query_spark_collected(index: str | Path, query: str, strategy: str = "selectivity", *,
                           master: str | None = None, spark: SparkSession | None = None,
-                          slices: int | None = None
+                          slices: int | None = None, verify: bool = False
                           ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]],
                                      QueryStats, Archive]:
     """:func:`query_spark_rows`, and the archive's columns (no rows) the index was checked
     by: its id type and time axis, for the driver's answer table."""
     started = time.perf_counter()
-    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices)
+    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
+                                            verify)
     if not plan:
         return [], QueryStats(strategy=strategy, engine="spark", slices=0), archive
     schema = _detailed_schema(_answer_schema(archive, datetimes=False))
@@ -148,7 +152,7 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
-             master: str | None, slices: int | None
+             master: str | None, slices: int | None, verify: bool
              ) -> tuple[SparkSession, IndexReader, Archive, list[TimeSlice]]:
     """The session, the checked index, its archive's columns (no rows) and the slices."""
     if strategy not in SLICE_STRATEGIES:
@@ -156,7 +160,7 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
                             "use --engine local, or with the Spark engine one of: "
                             f"{', '.join(map(repr, SLICE_STRATEGIES))}")
     # Checked once here; executors get the reader (the directory and its manifest).
-    reader = open_reader(Path(index).resolve())
+    reader = open_reader(Path(index).resolve(), verify_all=verify)
     archive = reader.empty_archive()
     # The window in instants (WITHIN 6s on an index of seconds is 6): the slices' halo.
     pattern = bind_query(query, archive.time_axis)
@@ -165,10 +169,10 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
         from uncertain_cep.pipeline.session import spark_session
 
         spark = spark_session(master)
-    # Enough slices to keep every task slot busy, and small enough that one slice's
-    # events and trees stay a modest part of an executor's memory.
-    n = slices or max(4 * task_slots(spark),
-                      math.ceil(reader.manifest.counts.events / EVENTS_PER_SLICE))
+    # Every slice is answered from the executor process's open index (the whole index,
+    # memory-mapped), so slices only spread the work: two per task slot even out the
+    # slots' loads.
+    n = slices or 2 * task_slots(spark)
     return spark, reader, archive, plan_slices(reader, pattern.window, n)
 
 

@@ -1,21 +1,19 @@
 """Evaluating a query over an on-disk index one time slice at a time.
 
-An index too large for one process is queried in slices of time. A tuple belongs to the
-slice holding the earliest feasible instant of its first event (its *anchor*). Every
-event a tuple anchored in ``[lo, hi)`` can involve (its own events, and any event that
-can stand in a negation gap) happens after the anchor and at most ``L`` instants after
-its first event, so the slice needs exactly the events with ``t_max >= lo`` and
-``t_min <= max(t_max of its anchors) + L``: its own events plus a halo of ``L``
-(SEMANTICS A4; the time statistics of the index give the latest ``t_max`` per bucket).
-
-The index's reader reads those rows
-(:meth:`~uncertain_cep.index.reader.IndexReader.read_slice`: the anchors' range with a
-halo of ``L``): of each group it loads the OI-trees whose interval meets the interval
-spanned by those events. A parent tree's interval contains its child trees', so that set
-is closed under parent trees, which is all the probability computations climb
-(:mod:`uncertain_cep.query.chains`); trees outside it keep only their tree-level rows.
+A tuple belongs to the slice holding the earliest feasible instant of its first event
+(its *anchor*), so the slices' answers are disjoint and together the whole answer. A
+slice is evaluated on the whole index, opened once per process
+(:func:`opened_index`: the columnar index memory-maps its node columns, so opening reads
+the events table and the R*-tree file, and a slice's evaluation touches only the nodes
+its tuples meet); only the first item's candidates are limited to the slice's anchors.
 Answers are exactly those of the whole index; this module has no Spark in it, so the
 equality is tested in-process as well as through the Spark engine.
+
+Each slice needs only the events with ``t_max >= lo`` and ``t_min <= max(t_max of its
+anchors) + L`` (SEMANTICS A4: every event a tuple anchored in ``[lo, hi)`` involves
+happens at most ``L`` instants after its first event); :class:`TimeSlice` records that
+span (:meth:`~uncertain_cep.index.reader.IndexReader.read_slice` reads it from the
+Parquet tables).
 """
 
 from __future__ import annotations
@@ -24,14 +22,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from uncertain_cep.errors import PlanningError
+from uncertain_cep.errors import IndexFormatError, PlanningError
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.reader import IndexReader
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.language import parse_query
 from uncertain_cep.query.stats import QueryStats
 from uncertain_cep.query.strategies import get_strategy
 
-__all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "plan_slices"]
+__all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "opened_index", "plan_slices"]
 
 # Strategies that only look at the events and trees a slice holds. Tree traversal walks
 # whole groups and possible worlds enumerates whole groups, so they need the local engine.
@@ -90,9 +89,7 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
-    index = reader.read_slice(piece.lo, piece.latest, piece.halo)
-    if index is None:
-        return [], QueryStats(strategy=strategy)
+    index = opened_index(reader)
     layout = index.layout
     ctx = QueryContext(index, parse_query(query))
     ctx.stats.strategy = strategy
@@ -103,3 +100,22 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
     rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
                     answer.t_last.tolist()))
     return rows, ctx.stats
+
+
+def opened_index(reader: IndexReader) -> EventIndex:
+    """The index ``reader`` checked, opened once per process (a Spark executor's Python
+    worker answers its later slices and queries from the same open index), or
+    IndexFormatError when the directory was rebuilt since ``reader`` checked it."""
+    if reader.was_replaced():
+        raise IndexFormatError(f"{reader.root} was rebuilt while the query ran; run the "
+                               "query again")
+    key = (str(reader.root), reader.identity)
+    index = _OPENED.get(key)
+    if index is None:
+        # One index at a time: a worker that moves on to another index lets the old go.
+        _OPENED.clear()
+        index = _OPENED[key] = reader.load()
+    return index
+
+
+_OPENED: dict[tuple[str, tuple[int, int] | None], EventIndex] = {}
