@@ -59,7 +59,7 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.files import exchange_paths
+from uncertain_cep.files import replace_directory
 from uncertain_cep.index.event_index import (
     BuildSettings,
     EventIndex,
@@ -639,19 +639,9 @@ def check_replaceable(target: Path) -> None:
 def _swap_into_place(tmp: Path, target: Path) -> None:
     # Files may have appeared in the target while the index was being written.
     check_replaceable(target)
-    if not target.exists():
-        os.replace(tmp, target)
-        return
     # One atomic exchange where the system has it: the path never goes missing for a
     # process opening it meanwhile (which then reads the old index or the new one).
-    if exchange_paths(tmp, target):
-        shutil.rmtree(tmp, ignore_errors=True)
-        return
-    old = Path(tempfile.mkdtemp(prefix=_draft_prefix(target, "old"), dir=target.parent))
-    old.rmdir()
-    os.replace(target, old)
-    os.replace(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_directory(tmp, target, old_prefix=_draft_prefix(target, "old"))
 
 
 def _plain(x: Any) -> Any:

@@ -8,7 +8,8 @@ Subcommands:
   them) and write its index with the Spark batch job (``--master URL`` for a cluster);
 * ``query DIR "QUERY"``: answer a query over a saved index, in this process or by time
   slices on Spark (``--engine spark``), printing the table or writing it to
-  ``--out report.parquet|.csv``;
+  ``--out report.parquet|.csv`` (with ``--engine spark``, ``--out answers/`` is a
+  directory of Parquet files written by the executors);
 * ``report DIR "QUERY" --out report.html [--table answer.parquet]``: a standalone HTML
   report of one query (the query, the plan and its counters, the answer's top rows, the
   timeline of the matched events as an embedded PNG, the index's summary);
@@ -240,8 +241,10 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--engine", default="local", choices=_choices(EngineName),
                        help="local: load the index here; spark: by time slices")
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
-    query.add_argument("--out", default=None, type=table_path_argument,
-                       help="write the answer to .parquet or .csv")
+    query.add_argument("--out", default=None, type=_answer_path,
+                       help="write the answer to .parquet or .csv; with --engine spark, a "
+                            "path ending in / is a directory of Parquet files the executors "
+                            "write")
     query.add_argument("--verify", action="store_true",
                        help="hash every file of the index before answering (by default "
                             "only the files opening reads are hashed)")
@@ -415,11 +418,40 @@ def _query_text(arg: str) -> str:
         raise InputError(f"cannot read the query from {arg[1:]!r}: {e.strerror}") from e
 
 
+def _answer_path(text: str) -> str:
+    """An argparse type: a table file to write (``.parquet``, ``.csv``) or a directory
+    (ending in ``/``)."""
+    if text.endswith(("/", os.sep)):
+        return text
+    try:
+        return table_path_argument(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"{text} must end in .parquet or .csv (or in / for a directory of Parquet "
+            "files written by the Spark executors, with --engine spark)") from None
+
+
 def _query(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
     from uncertain_cep.api import EngineName
+    from uncertain_cep.errors import UsageError
+    from uncertain_cep.query.strategies import StrategyName
 
     text = _query_text(args.query)
+    if args.out and args.out.endswith(("/", os.sep)):
+        if EngineName.get_value(args.engine) != "spark":
+            raise UsageError(f"--out {args.out} is a directory, which only --engine spark "
+                             "writes; give a .parquet or .csv file")
+        if args.explain:
+            raise UsageError("--explain needs the answer on this machine; leave it out with "
+                             "--out DIRECTORY/, or write a .parquet or .csv file")
+        from uncertain_cep.pipeline.query_job import query_spark, write_answer_directory
+
+        answer = query_spark(args.index, text, StrategyName.get_value(args.strategy),
+                             master=args.master, verify=args.verify)
+        rows = write_answer_directory(answer, args.out)
+        print(f"{rows} matches written to {args.out} (Parquet, by the Spark executors)")
+        return 0
     if args.explain and EngineName.get_value(args.engine) == "local":
         explanation = uc.open_index(args.index, verify=args.verify).explain(
             text, strategy=args.strategy)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["atomic_write", "check_table_path", "exchange_paths", "write_table"]
+__all__ = ["atomic_write", "check_table_path", "exchange_paths", "replace_directory",
+           "write_table"]
 
 _RENAME_EXCHANGE = 2    # linux/fs.h
 _AT_FDCWD = -100
@@ -74,6 +76,27 @@ def exchange_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
     raise OSError(err, f"cannot exchange {a} and {b}: {os.strerror(err)}")
+
+
+def replace_directory(draft: str | os.PathLike[str], target: str | os.PathLike[str], *,
+                      old_prefix: str | None = None) -> None:
+    """Move the finished directory ``draft`` to ``target`` (a sibling), replacing what is
+    there in one atomic exchange where the system has one (else in two renames, the old
+    directory first renamed to a name starting ``old_prefix``); the old content is
+    deleted. The caller checks first that ``target`` may be replaced."""
+    draft, target = Path(draft), Path(target)
+    if not target.exists():
+        os.replace(draft, target)
+        return
+    if exchange_paths(draft, target):
+        shutil.rmtree(draft, ignore_errors=True)
+        return
+    old = Path(tempfile.mkdtemp(prefix=old_prefix or f".{target.name}.old-",
+                                dir=target.parent))
+    old.rmdir()
+    os.replace(target, old)
+    os.replace(draft, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def check_table_path(target: Path, what: str = "report") -> None:

@@ -13,9 +13,6 @@ import pytest
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
 
-# A group of their own: the Spark job tests may run beside the build tests, each worker
-# with its own session.
-
 ROWS = [{"event_id": i, "group": f"g{i % 2}", "t_lo": i, "t_hi": i + 2, "x": float(i)}
         for i in range(10)]
 QUERY = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x > 3 WITHIN 5 CONFIDENCE 0.1"
@@ -159,6 +156,41 @@ def test_query_spark_writes_partitioned_parquet_from_the_executors(spark, path_i
     answer.write.partitionBy("t_first").parquet(str(tmp_path / "answers"))
     back = spark.read.parquet(str(tmp_path / "answers"))
     assert back.count() == len(uc.open_index(path_index / "ix").query(QUERY))
+
+
+def test_cli_query_on_spark_writes_a_parquet_directory_from_the_executors(spark, path_index,
+                                                                            tmp_path, capsys):
+    from uncertain_cep import cli
+
+    out = tmp_path / "answers"
+    want = uc.open_index(path_index / "ix").query(QUERY)
+    for _ in range(2):   # the second run replaces the first answer whole
+        assert cli.main(["query", str(path_index / "ix"), QUERY, "--engine", "spark",
+                         "--out", f"{out}/"]) == 0
+        assert f"{len(want)} matches written to {out}/" in capsys.readouterr().out
+        got = spark.read.parquet(str(out)).toPandas()
+        assert sorted(zip(map(tuple, got["events"]), got["confidence"])) == \
+            sorted(zip(want["events"], want["confidence"]))
+        assert [p.name for p in tmp_path.iterdir()] == ["answers"]   # no draft left
+
+
+def test_cli_query_refuses_a_directory_it_would_lose_files_in_or_cannot_write(path_index,
+                                                                              tmp_path,
+                                                                              capsys):
+    from uncertain_cep import cli
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert cli.main(["query", str(path_index / "ix"), QUERY, "--engine", "spark",
+                     "--out", f"{mine}/"]) == 1
+    assert "holds files that are not a Spark answer" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+    # A directory is only for the executors to write.
+    assert cli.main(["query", str(path_index / "ix"), QUERY,
+                     "--out", f"{tmp_path / 'local'}/"]) == 2
+    assert "only --engine spark" in capsys.readouterr().err
 
 
 def test_match_spark_is_a_lazy_dataframe_equal_to_uc_match(spark, tmp_path):

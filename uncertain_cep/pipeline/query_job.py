@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["ANSWER_COLUMNS", "query_spark", "query_spark_collected",
-           "query_spark_rows"]
+__all__ = ["ANSWER_COLUMNS", "query_spark", "query_spark_collected", "query_spark_rows",
+           "write_answer_directory"]
 
 ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
 # The driver-side helper's extra columns: what a row is, a slice's counters, its error.
@@ -149,6 +149,48 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
     parts = [pickle.loads(bytes(b)) for b in out.loc[out[_KIND] == "stats", _STATS]]
     return rows, QueryStats.merged(parts, engine="spark",
                                    seconds=time.perf_counter() - started), archive
+
+
+def write_answer_directory(answer: DataFrame, out: str | Path) -> int:
+    """Write a Spark answer (:func:`query_spark`) as a Parquet directory from the
+    executors, atomically: into a draft directory beside ``out``, then swapped into place
+    (``out`` must be on a filesystem this process and the executors share). An existing
+    ``out`` is replaced only when it holds nothing but an earlier Spark output. Returns
+    the rows written.
+    """
+    import shutil
+    import tempfile
+
+    from uncertain_cep.errors import InputError
+    from uncertain_cep.files import replace_directory
+
+    out = Path(out)
+    if out.exists() and not _replaceable_output(out):
+        raise InputError(f"{out} exists and holds files that are not a Spark answer; "
+                         "choose a new directory for --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    draft = Path(tempfile.mkdtemp(prefix=f".{out.name}.draft-", dir=out.parent))
+    try:
+        try:
+            answer.write.mode("overwrite").parquet(str(draft))
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            raise spark_failure(e, f"writing the answer to {out}") from e
+        rows = answer.sparkSession.read.parquet(str(draft)).count()
+        replace_directory(draft, out)
+    finally:
+        shutil.rmtree(draft, ignore_errors=True)
+    return int(rows)
+
+
+def _replaceable_output(path: Path) -> bool:
+    """Whether ``path`` is an empty directory or one Spark's Parquet writer filled (part
+    files, _SUCCESS and their checksums): what replacing it may delete."""
+    if not path.is_dir():
+        return False
+    return all(f.is_file() and f.name.lstrip(".").startswith(("part-", "_SUCCESS"))
+               for f in path.iterdir())
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
