@@ -226,6 +226,11 @@ class PartitionWriter:
         self.name = PART.format(partition)
         self.attempt = attempt
         self._writers: dict[str, tuple[pq.ParquetWriter, Path]] = {}
+        # Groups are small (a thousand events); one row group each would make readers
+        # pay a row group's overhead per group (10M events: 10,000 row groups, 5x slower
+        # to read), so a table's groups are written together, _ROW_GROUP_ROWS at a time.
+        self._pending: dict[str, list[pa.Table]] = {}
+        self._pending_rows: dict[str, int] = {}
 
     def add_group(self, events: pd.DataFrame, forest: GroupForest, label: object,
                   group_by: str, codes: str) -> None:
@@ -259,6 +264,20 @@ class PartitionWriter:
             "reason": [reason] * len(event_ids)}, schema=REJECTED_GROUP_SCHEMA))
 
     def _append(self, table_name: str, table: pa.Table) -> None:
+        self._pending.setdefault(table_name, []).append(table)
+        rows = self._pending_rows[table_name] = (self._pending_rows.get(table_name, 0)
+                                                 + table.num_rows)
+        if rows >= _ROW_GROUP_ROWS:
+            self._flush(table_name)
+
+    def _flush(self, table_name: str) -> None:
+        tables = self._pending.pop(table_name, [])
+        self._pending_rows.pop(table_name, None)
+        if not tables:
+            return
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(
+            [t if t.schema.equals(tables[0].schema) else t.cast(tables[0].schema)
+             for t in tables])
         entry = self._writers.get(table_name)
         if entry is None:
             folder = self.root / table_name
@@ -269,10 +288,12 @@ class PartitionWriter:
         writer, _ = entry
         if not table.schema.equals(writer.schema):
             table = table.cast(writer.schema)
-        writer.write_table(table)
+        writer.write_table(table, row_group_size=max(table.num_rows, 1))
 
     def commit(self) -> None:
         """Close, flush and rename this task's files into place."""
+        for table_name in list(self._pending):
+            self._flush(table_name)
         for table_name, (writer, tmp) in list(self._writers.items()):
             writer.close()
             with open(tmp, "rb+") as fh:
@@ -282,10 +303,16 @@ class PartitionWriter:
 
     def abort(self) -> None:
         """Drop whatever was not committed (a no-op after :meth:`commit`)."""
+        self._pending.clear()
+        self._pending_rows.clear()
         for writer, tmp in self._writers.values():
             writer.close()
             tmp.unlink(missing_ok=True)
         self._writers.clear()
+
+
+# Rows per row group of a build task's tables (a few MB of events or nodes).
+_ROW_GROUP_ROWS = 1 << 17
 
 
 def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:

@@ -56,6 +56,10 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     for name in ("stats/cells.parquet", "stats/categories.parquet"):
         pd.testing.assert_frame_equal(pq.read_table(d / "ix" / name).to_pandas(),
                                       pq.read_table(d / "local" / name).to_pandas())
+    # A task writes its groups together: one row group per table (not one per group).
+    for name in ("events", "nodes", "trees"):
+        assert all(pq.ParquetFile(f).metadata.num_row_groups == 1
+                   for f in (d / "ix" / name).glob("*.parquet")), name
     manifests = [json.loads((d / x / "manifest.json").read_text()) for x in ("ix", "local")]
     assert manifests[0]["statistics"] == manifests[1]["statistics"]
     assert manifests[0]["time_axis"] == manifests[1]["time_axis"] is None
@@ -182,9 +186,10 @@ def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
     part.write_bytes(bytes(data))
     with pytest.raises(IndexFormatError, match="does not match its checksum"):
         uc.open_index(tmp_path / "ix", verify=True)
+    # Queries read the node columns, not this table: verify=True hashes it anyway.
     with pytest.raises(IndexFormatError, match="does not match its checksum"):
         query_spark_rows(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
-                    spark=spark)
+                         spark=spark, verify=True)
     manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
     manifest["format_version"] = 1
     (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))

@@ -185,12 +185,15 @@ def write_answer_directory(answer: DataFrame, out: str | Path) -> int:
 
 
 def _replaceable_output(path: Path) -> bool:
-    """Whether ``path`` is an empty directory or one Spark's Parquet writer filled (part
-    files, _SUCCESS and their checksums): what replacing it may delete."""
+    """Whether ``path`` is an empty directory or one Spark's Parquet writer finished (its
+    ``_SUCCESS`` marker, Parquet files and their checksums): what replacing it may
+    delete."""
     if not path.is_dir():
         return False
-    return all(f.is_file() and f.name.lstrip(".").startswith(("part-", "_SUCCESS"))
-               for f in path.iterdir())
+    files = list(path.iterdir())
+    return not files or ((path / "_SUCCESS").is_file() and all(
+        f.is_file() and (f.name.endswith((".parquet", ".crc")) or f.name == "_SUCCESS")
+        for f in files))
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
