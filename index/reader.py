@@ -437,12 +437,14 @@ def _archive_from_events(events: pd.DataFrame, manifest: Manifest
     # Columns side by side without copying them (drop() would copy the whole table).
     archive = read_archive(pd.DataFrame({c: events[c] for c in events.columns
                                          if c not in EVENT_COLUMNS}, copy=False),
-                           group_by=manifest.group_by)
+                           group_by=manifest.group_by, check_unique_ids=False)
     archive = dataclasses.replace(archive, time_axis=manifest.time_axis)
     pos, t_min, t_max, code_lo, code_hi = (internal[c] for c in EVENT_COLUMNS)
-    layout = EventLayout(positions=pos.astype(np.int64), t_min=t_min.astype(np.int64),
-                         t_max=t_max.astype(np.int64), code_lo=code_lo.astype(np.float64),
-                         code_hi=code_hi.astype(np.float64))
+    # np.asarray: the stored columns already have these types (no copies).
+    layout = EventLayout(positions=np.asarray(pos, np.int64),
+                         t_min=np.asarray(t_min, np.int64), t_max=np.asarray(t_max, np.int64),
+                         code_lo=np.asarray(code_lo, np.float64),
+                         code_hi=np.asarray(code_hi, np.float64))
     return archive, layout
 
 
