@@ -278,6 +278,17 @@ class IndexReader:
         """Whether another directory (a rebuild) took the reader's path since it opened."""
         return self.identity is not None and _identity(self.root) != self.identity
 
+    def holds_its_manifest(self) -> bool:
+        """Whether the directory's manifest is still the one this reader checked,
+        compared by content: unlike :meth:`was_replaced` (the directory's inode), this
+        holds on every host of a shared filesystem, where a Spark executor checks a
+        reader the driver opened."""
+        try:
+            stored = json.loads((self.root / MANIFEST).read_text()).get(SELF_CHECKSUM)
+        except (OSError, ValueError, AttributeError):
+            return False
+        return stored == manifest_digest(self.manifest.to_json())
+
     def load(self, pair_predicate: PairPredicate | None = None) -> EventIndex:
         """The whole index in memory, its R*-tree file opened (a private copy).
 

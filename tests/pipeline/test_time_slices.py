@@ -94,3 +94,24 @@ def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path
         assert ((7, 4), 0.05) in [(tuple(e), round(c, 9)) for e, c, _, _ in rows_got]
         _assert_same_answers(rows_got, zip(full["events"], full["confidence"],
                                            full["t_first"], full["t_last"]))
+
+
+def test_a_reader_from_another_host_answers_and_a_rebuild_is_refused(tmp_path):
+    import dataclasses
+
+    from uncertain_cep.datasets.synthetic import generate_synthetic
+    from uncertain_cep.errors import IndexFormatError
+
+    query = "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0 WITHIN 20"
+    uc.build_index(generate_synthetic(60, seed=2)).save(tmp_path / "ix")
+    reader = open_reader(tmp_path / "ix")
+    # On an executor the directory's device and inode differ from the driver's (another
+    # mount of a shared filesystem); the manifest's content is what tells a rebuild.
+    elsewhere = dataclasses.replace(reader, identity=(-1, -1))
+    piece = plan_slices(reader, 20, 1)[0]
+    assert evaluate_slice(elsewhere, piece, query)[0] == evaluate_slice(reader, piece,
+                                                                        query)[0]
+    uc.build_index(generate_synthetic(70, seed=3)).save(tmp_path / "ix")
+    for stale in (reader, elsewhere):
+        with pytest.raises(IndexFormatError, match="rebuilt while the query ran"):
+            evaluate_slice(stale, piece, query)

@@ -104,18 +104,27 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
 
 def opened_index(reader: IndexReader) -> EventIndex:
     """The index ``reader`` checked, opened once per process (a Spark executor's Python
-    worker answers its later slices and queries from the same open index), or
-    IndexFormatError when the directory was rebuilt since ``reader`` checked it."""
-    if reader.was_replaced():
-        raise IndexFormatError(f"{reader.root} was rebuilt while the query ran; run the "
-                               "query again")
-    key = (str(reader.root), reader.identity)
+    worker answers its later slices and queries from the same open index).
+
+    Every call checks that the directory still holds the manifest ``reader`` checked (by
+    content, so on any host of a shared filesystem): all slices of a query answer from
+    one version of the index, and a rebuild meanwhile is an IndexFormatError."""
+    key = (str(reader.root), reader.manifest)
     index = _OPENED.get(key)
     if index is None:
+        _check_current(reader)
         # One index at a time: a worker that moves on to another index lets the old go.
         _OPENED.clear()
-        index = _OPENED[key] = reader.load()
+        index = reader.load()
+        _OPENED[key] = index
+    _check_current(reader)
     return index
 
 
-_OPENED: dict[tuple[str, tuple[int, int] | None], EventIndex] = {}
+def _check_current(reader: IndexReader) -> None:
+    if not reader.holds_its_manifest():
+        raise IndexFormatError(f"{reader.root} was rebuilt while the query ran; run the "
+                               "query again")
+
+
+_OPENED: dict[tuple[str, object], EventIndex] = {}
