@@ -4,7 +4,18 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
-.venv/bin/mypy
+# mypy checks beside the tests (they leave a core idle while Spark starts); its verdict
+# is waited for, and shown, before the script exits.
+.venv/bin/mypy >.venv/mypy.log 2>&1 &
+mypy_pid=$!
+status=0
 # Two workers, each with at most one SparkSession (tests/conftest.py). A worker that
 # crashes is not restarted: the run ends and reports the crash.
-.venv/bin/python -m pytest -n 2 --max-worker-restart 0 "$@"
+.venv/bin/python -m pytest -n 2 --max-worker-restart 0 "$@" || status=$?
+if ! wait "$mypy_pid"; then
+  cat .venv/mypy.log >&2
+  echo "mypy found type errors (above)" >&2
+  exit 1
+fi
+tail -n 1 .venv/mypy.log
+exit "$status"

@@ -27,10 +27,10 @@ def _table(root: Path, name: str, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys).reset_index(drop=True)
 
 
-# Each example runs two Spark jobs (a build and a query); ten random archives per run keep
-# CI in budget. Both strategies are checked slice by slice without Spark in
+# Each example runs two Spark jobs (a build and a query); seven random archives per run
+# keep CI in budget. Both strategies are checked slice by slice without Spark in
 # test_time_slices.py; here one is drawn.
-@settings(max_examples=10)
+@settings(max_examples=7)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        codes=st.sampled_from(["compact", "paper"]), tasks=st.integers(1, 4),
        strategy=st.sampled_from(["selectivity", "sequential"]))
