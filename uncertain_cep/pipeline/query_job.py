@@ -21,6 +21,8 @@ rows, and collects everything in one job.
 from __future__ import annotations
 
 import pickle
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from uncertain_cep.errors import PlanningError, UncertainCepError
+from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
+from uncertain_cep.files import replace_directory
 from uncertain_cep.index.reader import IndexReader, open_reader
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
@@ -158,12 +161,6 @@ def write_answer_directory(answer: DataFrame, out: str | Path) -> int:
     ``out`` is replaced only when it holds nothing but an earlier Spark output. Returns
     the rows written.
     """
-    import shutil
-    import tempfile
-
-    from uncertain_cep.errors import InputError
-    from uncertain_cep.files import replace_directory
-
     out = Path(out)
     if out.exists() and not _replaceable_output(out):
         raise InputError(f"{out} exists and holds files that are not a Spark answer; "

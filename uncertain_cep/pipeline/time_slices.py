@@ -112,19 +112,14 @@ def opened_index(reader: IndexReader) -> EventIndex:
     key = (str(reader.root), reader.manifest)
     index = _OPENED.get(key)
     if index is None:
-        _check_current(reader)
         # One index at a time: a worker that moves on to another index lets the old go.
         _OPENED.clear()
-        index = reader.load()
-        _OPENED[key] = index
-    _check_current(reader)
-    return index
-
-
-def _check_current(reader: IndexReader) -> None:
+        index = _OPENED[key] = reader.load()
+    # Checked after loading too: a rebuild during the load is caught here.
     if not reader.holds_its_manifest():
         raise IndexFormatError(f"{reader.root} was rebuilt while the query ran; run the "
                                "query again")
+    return index
 
 
 _OPENED: dict[tuple[str, object], EventIndex] = {}
