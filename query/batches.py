@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from uncertain_cep.index.forest import REAL, ROOT
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.chain_kernels import extended
 from uncertain_cep.query.grouping_kernels import (
@@ -303,7 +304,8 @@ def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
         return batch.in_tuple_order()
     gaps = np.zeros(0, dtype=np.int64) if gaps is None else np.asarray(gaps, np.int64)
     with KERNEL_LOCK:
-        key = _merge_keys(batch.events, batch.nodes, table.group, table.instant, gaps)
+        key = _merge_keys(batch.events, batch.nodes, table.group, table.instant, gaps,
+                          table.tree, table.kind, table.parent, table.child_start)
     if segments is not None:
         first, prob = group_rows_in_segments(key, batch.events[:, item], batch.prob,
                                              segments)
@@ -320,11 +322,28 @@ def grouping_order(events: np.ndarray) -> np.ndarray:
     return order_by_group(ids, len(first))
 
 
+@numba.njit(cache=True, nogil=True)
+def _lone_event(m: int, node_kind: np.ndarray, node_parent: np.ndarray,
+                child_start: np.ndarray) -> bool:
+    """Whether node ``m`` places the only event of its tree: a real leaf right below the
+    tree's root. Such a tree is independent of everything around it, so every node of it
+    leads on to the same nodes with the same factors, and is reached from the same nodes
+    with the same factors, and the paths through it weigh only its own event."""
+    p = node_parent[m]
+    return (node_kind[m] == REAL and p >= 0 and node_kind[p] == ROOT
+            and child_start[m + 1] == child_start[m])
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
-                node_instant: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+                node_instant: np.ndarray, gaps: np.ndarray, node_tree: np.ndarray,
+                node_kind: np.ndarray, node_parent: np.ndarray, child_start: np.ndarray
+                ) -> np.ndarray:
     """Per entry: its events, then the nodes that matter (else -1), then the instants
-    that matter (else a sentinel); see :func:`merge`."""
+    that matter (else a sentinel); see :func:`merge`. A node that places the only event
+    of its tree stands for its tree (-2 - tree): entries differing only in which instant
+    such an event takes have the same future, save that instant, which the key holds
+    wherever a window or a negation gap reads it."""
     n, k = events.shape
     key = np.empty((n, 3 * k), dtype=np.int64)
     for r in numba.prange(n):
@@ -376,9 +395,15 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             need = False
                             break
             if need:
-                key[r, k + c] = m
-            edge = c in (first, last)
-            if edge or (c > 0 and nodes[r, c - 1] < 0) or (c + 1 < k and nodes[r, c + 1] < 0):
+                key[r, k + c] = (-2 - node_tree[m]
+                                 if _lone_event(m, node_kind, node_parent, child_start)
+                                 else m)
+            read = c in (first, last)
+            read = read or (c > 0 and nodes[r, c - 1] < 0) or (c + 1 < k and nodes[r, c + 1] < 0)
+            for j in gaps:
+                # A negation's gap is bounded by the instants of its items j and j + 1.
+                read = read or c == j or c == j + 1
+            if read:
                 key[r, 2 * k + c] = node_instant[m]
     return key
 
