@@ -27,6 +27,7 @@ from rtree import index as rtree_index
 from tqdm import tqdm
 
 from uncertain_cep.errors import IndexBuildError, InputError
+from uncertain_cep.index.cluster_forest import forest_of_clusters
 from uncertain_cep.index.codes import CodeScheme, code_scheme
 from uncertain_cep.index.domains import interval
 from uncertain_cep.index.forest import REAL, GroupForest
@@ -127,7 +128,9 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
 
     The node budget is checked first, from an exact count of the nodes that makes none
     (:func:`~uncertain_cep.index.oi_tree.count_nodes`), so an oversized group fails
-    before anything is allocated.
+    before anything is allocated. Without Condition 2, a group of several clusters of
+    overlapping events is assembled from them, its lone events at array speed
+    (:func:`~uncertain_cep.index.cluster_forest.forest_of_clusters`, the same forest).
 
     Raises
     ------
@@ -139,6 +142,10 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     """
     try:
         with _recursion_for(len(t_lo)):
+            if pair_check is None and settings.multi_tree:
+                forest = forest_of_clusters(t_lo, t_hi, settings.node_budget)
+                if forest is not None:
+                    return forest
             plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
                               settings.node_budget)
             return build_forest(plan)

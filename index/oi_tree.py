@@ -48,7 +48,7 @@ from uncertain_cep.index.isolation import Infeasible, State, propagate, split_is
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["GroupInfeasible", "NodeBudgetExceeded", "PlanNode", "PlanTree", "count_nodes",
-           "plan_group"]
+           "plan_group", "plan_parts"]
 
 
 class GroupInfeasible(Exception):
@@ -126,6 +126,28 @@ def plan_group(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairCh
     if node_budget is not None:
         count_nodes(t_lo, t_hi, pair_check, multi_tree, node_budget)
     return _Planner(pair_check, multi_tree).top(_initial_state(t_lo, t_hi))
+
+
+def plan_parts(t_lo: Sequence[int], t_hi: Sequence[int]) -> list[PlanTree]:
+    """The OI-trees of a group's isolated subsequences, in time order, as the multi-tree
+    planner hangs them below the group's top tree (without Condition 2).
+
+    >>> [t.ti for t in plan_parts([1, 2, 5], [2, 3, 6])]
+    [(1, 3), (5, 6)]
+
+    Raises
+    ------
+    GroupInfeasible
+        When the events have no order instance.
+    """
+    planner = _Planner(None, True)
+    trees = []
+    for part in planner.top_parts(_initial_state(t_lo, t_hi)):
+        tree = planner.tree(part)
+        if tree is None:
+            raise GroupInfeasible(sorted(part))
+        trees.append(tree)
+    return trees
 
 
 def count_nodes(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairCheck | None = None,
