@@ -32,7 +32,8 @@ whole groups (every builder writes a group's rows from one task).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import mmap
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,8 @@ _INT8 = frozenset({"kind"})
 _FLOAT = frozenset({"poi", "cond"})
 # Rows per chunk when a whole column is updated in place (bounded memory).
 _CHUNK = 1 << 22
+# Rows of the nodes table read at a time (then cut back to whole groups).
+_PIECE_ROWS = 1 << 20
 
 
 def _dtype(column: str) -> type:
@@ -150,10 +153,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     # Pass 1, part file by part file (each holds whole groups).
     columns = ["group", "node", "tree", "parent", "kind", "event", "instant", "depth",
                "child_tree", "compact_code", "compact_end", "cond", "poi"]
-    for part in node_files:
-        nodes = pq.read_table(part, columns=columns).to_pandas()
-        if nodes.empty:
-            continue
+    for nodes in _whole_groups(node_files, columns):
         g = _codes(keys, nodes["group"])
         local = nodes["node"].to_numpy(dtype=np.int64)
         at = group_start[g] + local
@@ -203,6 +203,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
         order = np.lexsort((real_at, real_row))
         real_at, real_row = real_at[order], real_row[order]
         out["row_nodes"][row_nodes_start[real_row] + _rank_in_runs(real_row)] = real_at
+        _release(out.values())
     out["child_start"][n_nodes] = child_offset[-1]
 
     # Depth counting the trees above: a child tree's root sits one level below the
@@ -217,8 +218,42 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     for lo in range(0, n_nodes, _CHUNK):
         hi = min(lo + _CHUNK, n_nodes)
         out["depth"][lo:hi] += base[np.asarray(out["tree"][lo:hi])]
+        _release([out["depth"], out["tree"]])
     for array in out.values():
         array.flush()
+
+
+def _whole_groups(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:
+    """The rows of the part files in pieces of whole groups (about a million rows each;
+    one group's rows are contiguous in its part file), so that memory stays bounded by
+    a piece, not a part file."""
+    for name in files:
+        carry: pd.DataFrame | None = None
+        for batch in pq.ParquetFile(name).iter_batches(batch_size=_PIECE_ROWS,
+                                                        columns=columns):
+            rows = batch.to_pandas()
+            if carry is not None:
+                rows = pd.concat([carry, rows], ignore_index=True)
+            group = rows["group"].to_numpy()
+            # The last group may go on in the next batch: hold it back.
+            last = len(group) - int(np.argmax(group[::-1] != group[-1])) \
+                if (group != group[-1]).any() else 0
+            carry = rows.iloc[last:]
+            if last:
+                yield rows.iloc[:last]
+        if carry is not None and len(carry):
+            yield carry
+
+
+def _release(arrays: Iterable[np.memmap]) -> None:
+    """Write the mapped columns' dirty pages back and drop them from this process: a
+    large build's mapped outputs would otherwise stay resident (counted in its memory)
+    until it ends."""
+    for array in arrays:
+        array.flush()
+        mapped = getattr(array, "_mmap", None)   # numpy keeps the mmap object here
+        if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
+            mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def _batches(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:
