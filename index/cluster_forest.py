@@ -24,7 +24,7 @@ subsequences never look across a cluster's bounds.
 >>> fast = forest_of_clusters(t_lo, t_hi)
 >>> slow = build_forest(plan_group(t_lo, t_hi))
 >>> fast.n_trees, fast.n_order_instances == slow.n_order_instances
-(5, True)
+(6, True)
 >>> fast.paper_code == slow.paper_code and bool((fast.compact_end == slow.compact_end).all())
 True
 """
