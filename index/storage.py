@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
-from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.errors import IndexBuildError, IndexFormatError
 from uncertain_cep.files import replace_directory
 from uncertain_cep.index.event_index import (
     BuildSettings,
@@ -479,6 +479,7 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
     if seen != n_rows:
         raise IndexFormatError(f"the events table holds {seen} rows, its Parquet footers "
                                f"say {n_rows}")
+    _check_room_for_rtree(root, n_rows, dimension)
     props = rtree_properties(len(numeric))
     props.overwrite = True
     # A bulk load needs at least one entry.
@@ -499,6 +500,19 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
     _write(pa.Table.from_pandas(cats, preserve_index=False), root / CATEGORY_STATS)
     domain = TimeDomain(t_min=t0, t_max=t1, bucket_width=int(width), max_interval=max_width)
     return seen, domain, dimension, finished
+
+
+def _check_room_for_rtree(root: Path, n_rows: int, dimension: int) -> None:
+    """Refuse to start the R*-tree bulk load without the disk space it needs (its pages and
+    its sort's runs, two boxes' worth per event): libspatialindex fails on a full disk with
+    a bare "iostream error", or worse, a crash."""
+    needed = 2 * n_rows * dimension * 16 + (1 << 20)
+    free = shutil.disk_usage(root).free
+    if free < needed:
+        raise IndexBuildError(
+            f"not enough disk space to write the R*-tree of {n_rows:,} events in {root}: "
+            f"{free / 2**20:,.0f} MB free, about {needed / 2**20:,.0f} MB needed; free some "
+            "space there or build the index on another disk")
 
 
 def _footer_extreme(root: Path, column: str, pick: Any) -> float | None:

@@ -125,3 +125,22 @@ def test_a_draft_of_a_running_build_is_left_alone(tmp_path):
         assert running.path.is_dir()
     finally:
         running.discard()
+
+
+def test_a_full_disk_fails_the_save_clearly_and_keeps_the_old_index(tmp_path, monkeypatch):
+    # libspatialindex meets a full disk with "iostream error" or a crash: the space its
+    # bulk load needs is checked before it starts.
+    from collections import namedtuple
+
+    from uncertain_cep.index import storage
+
+    out = tmp_path / "ix"
+    uc.build_index(_archive()).save(out)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(storage.shutil, "disk_usage", lambda path: usage(1 << 30, 1 << 30, 0))
+    with pytest.raises(uc.IndexBuildError, match=r"not enough disk space to write the "
+                       r"R\*-tree of 2 events in .*: 0 MB free, about 1 MB needed"):
+        uc.build_index(_archive().iloc[:2]).save(out)
+    monkeypatch.undo()
+    assert uc.open_index(out).n_events == 3
+    assert _leftovers(tmp_path) == []
