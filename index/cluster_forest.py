@@ -193,6 +193,8 @@ def _splice(lo: np.ndarray, hi: np.ndarray, piece_of: np.ndarray, lone_events: n
         _copy_piece(out, pieces[piece_of[p]], int(node_at[p]), int(tree_at[p]), p + 1,
                     paper_list[p], int(compact_at[p]), counts, virtuals)
     counts[0] = math.prod(counts[a] for a in tree_at.tolist())
+    # The top tree spans its child trees.
+    out.tree_lo[0], out.tree_hi[0] = out.tree_lo[1:].min(), out.tree_hi[1:].max()
     return out.forest(counts, virtuals)
 
 
@@ -211,7 +213,6 @@ class _Arrays:
         self.parent = np.full(n, -1, dtype=np.int64)
         self.depth = np.zeros(n, dtype=np.int64)
         self.child_count = np.zeros(n, dtype=np.int64)
-        self.child_list = np.zeros(0, dtype=np.int64)   # set by forest()
         self.child_tree = np.full(n, -1, dtype=np.int64)
         self.cond = np.ones(n)
         self.poi_local = np.ones(n)
@@ -236,8 +237,6 @@ class _Arrays:
         has_parent = np.flatnonzero(self.parent >= 0)
         order = has_parent[np.argsort(self.parent[has_parent], kind="stable")]
         child_start = np.concatenate([[0], np.cumsum(self.child_count)]).astype(np.int64)
-        self.tree_lo[0] = self.tree_lo[1:].min()
-        self.tree_hi[0] = self.tree_hi[1:].max()
         return GroupForest(
             kind=self.kind, event=self.event, instant=self.instant, tree=self.tree,
             parent=self.parent, depth=self.depth, child_start=child_start,

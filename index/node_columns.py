@@ -236,8 +236,8 @@ def _whole_groups(files: list[Path], columns: list[str]) -> Iterator[pd.DataFram
                 rows = pd.concat([carry, rows], ignore_index=True)
             group = rows["group"].to_numpy()
             # The last group may go on in the next batch: hold it back.
-            last = len(group) - int(np.argmax(group[::-1] != group[-1])) \
-                if (group != group[-1]).any() else 0
+            changes = np.flatnonzero(group[1:] != group[:-1])
+            last = int(changes[-1]) + 1 if len(changes) else 0
             carry = rows.iloc[last:]
             if last:
                 yield rows.iloc[:last]

@@ -452,6 +452,8 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
     seen = 0
 
     dimension = 3 + len(numeric)
+    # Before reading the events: the bulk load at the end needs its disk space.
+    _check_room_for_rtree(root, n_rows, dimension)
     # Every box in two arrays, filled batch by batch, then one bulk load through rtree's
     # array interface (a Python tuple per event took most of a large build's last phase).
     mins = np.empty((n_rows, dimension))
@@ -479,7 +481,6 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
     if seen != n_rows:
         raise IndexFormatError(f"the events table holds {seen} rows, its Parquet footers "
                                f"say {n_rows}")
-    _check_room_for_rtree(root, n_rows, dimension)
     props = rtree_properties(len(numeric))
     props.overwrite = True
     # A bulk load needs at least one entry.
