@@ -148,3 +148,19 @@ def test_a_slice_before_or_after_every_event_is_empty(tmp_path, halo):
     reader = open_reader(tmp_path / "ix")
     assert reader.read_slice(8, 20, halo) is None
     assert (reader.read_slice(0, 3, halo) is None) == (halo == 0)
+
+
+def test_an_opened_index_leaves_no_copy_of_its_rtree_on_disk(tmp_path, monkeypatch):
+    # Spark kills its Python workers, so a copy removed "at exit" was left behind per
+    # worker; the copy is unlinked as soon as libspatialindex holds it open.
+    df = pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1], "t_lo": [1, 2, 4],
+                       "t_hi": [2, 3, 4], "x": [1.0, 2.0, 3.0]})
+    uc.build_index(df).save(tmp_path / "ix")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    idx = uc.open_index(tmp_path / "ix")
+    answer = idx.query("PATTERN SEQ(A, B) DEFINE A AS x < 1.5, B AS x > 1.5 WITHIN 5 "
+                       "CONFIDENCE 0.01")
+    assert list(scratch.iterdir()) == []
+    assert len(answer) == 2
