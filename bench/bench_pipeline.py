@@ -4,7 +4,9 @@ Archives come from the paper's generator (uniform timestamps over 10N instants, 
 Gaussian attributes, f in [2, 6] possible instants per event) with one dependency group
 per 1,000 events. Each build runs as its own process (``uncertain-cep build``, Spark local
 mode on every core) so that peak memory is that of the whole process tree: the driver,
-the JVM and the Python workers, sampled every 0.2 s from /proc. The query comparison runs
+the JVM and the Python workers, sampled every 0.2 s from /proc, as RSS and as PSS (which
+counts a page shared by several processes once: the Spark engine's workers each
+memory-map the index). The query comparison runs
 on the largest index: the local engine (open the index, then query) against the Spark
 engine (time slices in executors), answers checked equal.
 
@@ -45,10 +47,14 @@ QUERIES = [
 LOCAL_LIMIT_GB = 16
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants."""
+def _tree_memory(pid: int) -> tuple[int, int]:
+    """Resident and proportional (PSS) bytes of a process and all its descendants.
+
+    RSS counts a shared page once per process that maps it: the Spark engine's Python
+    workers each memory-map the index, so their RSS adds the same file pages up several
+    times. PSS splits each shared page among the processes sharing it, so its sum is the
+    memory the process tree really holds."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -57,27 +63,38 @@ def _tree_rss(pid: int) -> int:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        p = int(entry)
-        children.setdefault(int(fields[1]), []).append(p)
-        rss[p] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    total, stack = 0, [pid]
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    rss = pss = 0
+    stack = [pid]
     while stack:
         p = stack.pop()
-        total += rss.get(p, 0)
         stack.extend(children.get(p, []))
-    return total
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith(("Rss:", "Pss:")):
+                        kb = int(line.split()[1]) * 1024
+                        if line.startswith("Rss:"):
+                            rss += kb
+                        else:
+                            pss += kb
+        except OSError:   # gone meanwhile
+            continue
+    return rss, pss
 
 
-def _run_measured(cmd: list[str]) -> tuple[float, int, str]:
+def _run_measured(cmd: list[str]) -> tuple[float, int, int, str]:
+    """Wall seconds, peak RSS and peak PSS of the process tree (bytes), and the output."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = 0
+    peak_rss = peak_pss = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak_rss, peak_pss
         while not done.is_set():
-            peak = max(peak, _tree_rss(proc.pid))
+            rss, pss = _tree_memory(proc.pid)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample)
@@ -87,7 +104,7 @@ def _run_measured(cmd: list[str]) -> tuple[float, int, str]:
     sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out[-3000:]}")
-    return time.perf_counter() - started, peak, out
+    return time.perf_counter() - started, peak_rss, peak_pss, out
 
 
 def build(n: int, work: Path) -> dict[str, object]:
@@ -98,7 +115,7 @@ def build(n: int, work: Path) -> dict[str, object]:
             data, index=False)
         print(f"generated {n} events in {time.perf_counter() - t:.1f} s", flush=True)
     out = work / f"index-{n}"
-    seconds, peak, log = _run_measured(
+    seconds, peak, peak_pss, log = _run_measured(
         [sys.executable, "-c", "import sys, json, uncertain_cep as uc; "
          "s = uc.build_index_spark(sys.argv[1], sys.argv[2], log=lambda m: None); "
          "print('SUMMARY', json.dumps(s.__dict__))", str(data), str(out)])
@@ -106,6 +123,7 @@ def build(n: int, work: Path) -> dict[str, object]:
     row = {"events": n, "groups": summary["groups"], "nodes": summary["nodes"],
            "wall_seconds": round(seconds, 1), "job_seconds": round(summary["seconds"], 1),
            "events_per_second": round(n / seconds), "peak_rss_mb": round(peak / 2**20),
+           "peak_pss_mb": round(peak_pss / 2**20),
            "phases": {k: round(v, 1) for k, v in summary["phases"].items()},
            "index_mb": round(sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
                              / 2**20)}
@@ -154,12 +172,15 @@ def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
     path = work / f"index-{n}"
     runs = {}
     for engine in ("local", "spark"):
-        seconds, peak, log = _run_measured(
+        seconds, peak, peak_pss, log = _run_measured(
             [sys.executable, "-c", _ENGINE_RUN, engine, str(path), str(LOCAL_LIMIT_GB),
              json.dumps(QUERIES)])
-        runs[engine] = (json.loads(log.split("RESULT", 1)[1].strip().splitlines()[0]), peak)
-        print(engine, round(seconds, 1), "s,", round(peak / 2**20), "MB", flush=True)
-    (local, local_peak), (spark, spark_peak) = runs["local"], runs["spark"]
+        runs[engine] = (json.loads(log.split("RESULT", 1)[1].strip().splitlines()[0]), peak,
+                        peak_pss)
+        print(engine, round(seconds, 1), "s,", round(peak / 2**20), "MB RSS,",
+              round(peak_pss / 2**20), "MB PSS", flush=True)
+    (local, local_peak, local_pss), (spark, spark_peak, spark_pss) = (runs["local"],
+                                                                      runs["spark"])
     rows = []
     for k, q in enumerate(QUERIES):
         lq = local["queries"][k] if "queries" in local else {"error": local.get("error")}
@@ -170,10 +191,12 @@ def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
             "local_open_seconds": _round(local.get("open_seconds")),
             "local_query_seconds": _round(lq.get("seconds")),
             "local_peak_rss_mb": round(local_peak / 2**20),
+            "local_peak_pss_mb": round(local_pss / 2**20),
             "local_error": lq.get("error"),
             "spark_start_seconds": _round(spark.get("open_seconds")),
             "spark_query_seconds": _round(sq.get("seconds")),
             "spark_peak_rss_mb": round(spark_peak / 2**20),
+            "spark_peak_pss_mb": round(spark_pss / 2**20),
             "spark_slices": sq.get("stats", {}).get("slices"),
             "entries_local": lq.get("stats", {}).get("entries_created"),
             "entries_spark": sq.get("stats", {}).get("entries_created"),
@@ -182,29 +205,36 @@ def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
     return rows
 
 
+def _mb(x: object) -> str:
+    """Megabytes with thousands separators; '-' for rows measured before PSS was."""
+    return "-" if x is None else f"{x:,}"
+
+
 def _round(x: object) -> object:
     return round(x, 1) if isinstance(x, float) else x
 
 
 def _table(results: dict[str, list[dict[str, object]]]) -> str:
-    lines = ["| events | groups | nodes | wall (s) | events/s | peak RSS (MB) | index (MB) "
-             "| read+dups (s) | index groups (s) | R*-tree+stats (s) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| events | groups | nodes | wall (s) | events/s | peak RSS (MB) | peak PSS (MB) "
+             "| index (MB) | read+dups (s) | index groups (s) | R*-tree+stats (s) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["build"]:
         ph = r["phases"]
         lines.append(f"| {r['events']:,} | {r['groups']:,} | {r['nodes']:,} | "
                      f"{r['wall_seconds']} | {r['events_per_second']:,} | {r['peak_rss_mb']:,} "
-                     f"| {r['index_mb']:,} | {ph['read_and_check_duplicates']} | "
+                     f"| {_mb(r.get('peak_pss_mb'))} | {r['index_mb']:,} | "
+                     f"{ph['read_and_check_duplicates']} | "
                      f"{ph['validate_index_write_groups']} | {ph['rtree_stats_manifest']} |")
     lines += ["", "| events | query | matches | local: open (s) | local: query (s) "
-              "| local peak RSS (MB) | Spark engine: query (s) | Spark peak RSS (MB) | slices "
-              "| same answers |",
+              "| local peak RSS / PSS (MB) | Spark engine: query (s) "
+              "| Spark peak RSS / PSS (MB) | slices | same answers |",
               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results["query"]:
         local = r["local_query_seconds"] if not r["local_error"] else r["local_error"]
         lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | {r['matches']} | "
-                     f"{r['local_open_seconds']} | {local} | {r['local_peak_rss_mb']:,} | "
-                     f"{r['spark_query_seconds']} | {r['spark_peak_rss_mb']:,} | "
+                     f"{r['local_open_seconds']} | {local} | {r['local_peak_rss_mb']:,} / "
+                     f"{_mb(r.get('local_peak_pss_mb'))} | {r['spark_query_seconds']} | "
+                     f"{r['spark_peak_rss_mb']:,} / {_mb(r.get('spark_peak_pss_mb'))} | "
                      f"{r['spark_slices']} | {r['same_answers']} |")
     return "\n".join(lines)
 
