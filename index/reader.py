@@ -398,12 +398,23 @@ class IndexReader:
         files = table_files(self.root, table)
         if not files:
             raise IndexFormatError(f"{self.root} is damaged: the {table} table has no files")
-        return pq.ParquetDataset([str(self.root / f) for f in files]).read().to_pandas(
+        frame = pq.ParquetDataset([str(self.root / f) for f in files]).read().to_pandas(
             split_blocks=True, self_destruct=True)
+        _release_decoding_buffers()
+        return frame
 
     def _scan(self, table: str, condition: pads.Expression) -> pd.DataFrame:
         files = [str(self.root / f) for f in table_files(self.root, table)]
-        return pads.dataset(files, format="parquet").to_table(filter=condition).to_pandas()
+        frame = pads.dataset(files, format="parquet").to_table(filter=condition).to_pandas()
+        _release_decoding_buffers()
+        return frame
+
+
+def _release_decoding_buffers() -> None:
+    """Hand Arrow's freed decoding buffers back to the system: its allocator keeps them
+    for reuse, so reading a table left the process holding about twice the table (1.2 GB
+    more per process at 10M events; each Spark worker opens the index)."""
+    pa.default_memory_pool().release_unused()
 
 
 def read_event_times(root: str | os.PathLike[str], ids: Collection[Any]
