@@ -44,6 +44,7 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
+from uncertain_cep.query.lookahead import CandidateInstants
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 
@@ -112,6 +113,15 @@ class BatchEngine:
             found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)
         return found
 
+    @cached_property
+    def lookahead(self) -> CandidateInstants | None:
+        """Every item's candidate instants, which narrow each step's windows to what a
+        completion can reach (:mod:`~uncertain_cep.query.lookahead`); only patterns of
+        three or more items have items between a step and its neighbours to look at."""
+        if self.k < 3:
+            return None
+        return CandidateInstants([self.candidates(j).instants for j in range(self.k)])
+
     def attribute(self, events: np.ndarray) -> np.ndarray:
         """Per row of an events matrix, the product of its matched events' Pr(S | e)."""
         out = np.ones(len(events))
@@ -165,7 +175,11 @@ class BatchEngine:
         started = time.perf_counter()
         queries_before = ctx.stats.range_queries
         candidates = self.candidates(item)
-        start, stop = window_bounds(candidates, *item_windows(table, batch, item, ctx.window))
+        lo, hi = item_windows(table, batch, item, ctx.window)
+        if self.lookahead is not None:
+            lo, hi = self.lookahead.tighten(batch.nodes, table.instant, item, lo, hi,
+                                            ctx.window)
+        start, stop = window_bounds(candidates, lo, hi)
         weights = np.maximum(stop - start, 0)
         ctx.stats.range_queries += len(batch)
         ctx.stats.candidates += int(weights.sum())

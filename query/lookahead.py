@@ -1,0 +1,158 @@
+"""Look-ahead windows: the instants an item can take so that the pattern can still be
+completed.
+
+SEMANTICS A4 conditions 1-2 place each positive item strictly between its matched
+neighbours and the whole tuple within the window. :func:`~uncertain_cep.query.batches.item_windows`
+applies them with one instant of room per unmatched item in between. Here the room is
+measured on the candidates themselves: the unmatched items between an item and its
+matched neighbour must each find a candidate instant, in order, strictly increasing.
+Chaining "the next candidate instant of item j after x" from the earlier neighbour gives
+the earliest instant the item can take; chaining "the previous candidate instant" back
+from the later neighbour gives the latest. After the last matched item, the later
+neighbour is the window's end as seen from the latest instant the items before the first
+matched one can start at; before the first matched item, symmetrically, the window's
+start as seen from the earliest end.
+
+Only instants are chained (not events, groups or orders), so the windows hold every
+instant a completion can use: an entry loses only candidates no completion of it can
+reach. Long patterns over sparse symbols gain most: a prefix whose remaining items cannot
+fit in the window is cut at once instead of growing until the item that finds no room.
+
+>>> chains = CandidateInstants([np.array([0, 5]), np.array([2, 9]), np.array([3, 10])])
+>>> nodes = np.array([[-1, -1, -1]])
+>>> instant = np.zeros(0, dtype=np.int64)
+>>> lo, hi = chains.tighten(nodes, instant, 1, np.array([-100]), np.array([100]), 7.0)
+>>> (int(lo[0]), int(hi[0]))   # item 1 needs item 0 before it and item 2 after it
+(1, 9)
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uncertain_cep.query.batches import NO_TIME
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
+
+__all__ = ["CandidateInstants"]
+
+
+class CandidateInstants:
+    """Per positive item, the distinct instants of its candidate nodes, sorted.
+
+    Parameters
+    ----------
+    instants
+        Per item, its candidates' instants in ascending order (repeats allowed).
+    """
+
+    def __init__(self, instants: list[np.ndarray]) -> None:
+        distinct = [np.unique(np.asarray(t, dtype=np.int64)) for t in instants]
+        self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in distinct])]).astype(
+            np.int64)
+        self.instants = (np.concatenate(distinct) if distinct
+                         else np.zeros(0, dtype=np.int64))
+
+    def tighten(self, nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
+                hi: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
+        """``lo``/``hi`` (item ``item``'s windows in the entries ``nodes``) narrowed to the
+        instants from which the unmatched items can still be placed (module docstring).
+        Windows no completion can use come out empty (``lo > hi``)."""
+        length, bounded = (0, False) if window == np.inf else (int(window), True)
+        with KERNEL_LOCK:
+            return _tighten(np.ascontiguousarray(nodes, dtype=np.int64), instant, int(item),
+                            np.ascontiguousarray(lo, dtype=np.int64),
+                            np.ascontiguousarray(hi, dtype=np.int64), self.instants,
+                            self.offsets, length, bounded)
+
+
+@numba.njit(cache=True, nogil=True)
+def _next(instants: np.ndarray, offsets: np.ndarray, j: int, x: int) -> int:
+    """The smallest candidate instant of item ``j`` after ``x`` (NO_TIME: none)."""
+    a, b = offsets[j], offsets[j + 1]
+    if x >= NO_TIME:
+        return NO_TIME
+    p = a + np.searchsorted(instants[a:b], x, side="right")
+    return instants[p] if p < b else NO_TIME
+
+
+@numba.njit(cache=True, nogil=True)
+def _previous(instants: np.ndarray, offsets: np.ndarray, j: int, x: int) -> int:
+    """The largest candidate instant of item ``j`` before ``x`` (-NO_TIME: none)."""
+    a, b = offsets[j], offsets[j + 1]
+    if x <= -NO_TIME:
+        return -NO_TIME
+    p = a + np.searchsorted(instants[a:b], x, side="left") - 1
+    return instants[p] if p >= a else -NO_TIME
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(instants: np.ndarray, offsets: np.ndarray, x: int, first: int,
+             stop: int) -> int:
+    """The earliest instant item ``stop - 1`` can take when items ``first..stop-1`` follow
+    an item at ``x`` (``x`` itself when there are none; NO_TIME: impossible)."""
+    for j in range(first, stop):
+        x = _next(instants, offsets, j, x)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _backward(instants: np.ndarray, offsets: np.ndarray, x: int, last: int,
+              stop: int) -> int:
+    """The latest instant item ``stop + 1`` can take when items ``stop+1..last`` precede
+    an item at ``x`` (``x`` itself when there are none; -NO_TIME: impossible)."""
+    for j in range(last, stop, -1):
+        x = _previous(instants, offsets, j, x)
+    return x
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
+             hi: np.ndarray, instants: np.ndarray, offsets: np.ndarray, length: int,
+             bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    n, k = nodes.shape
+    out_lo = lo.copy()
+    out_hi = hi.copy()
+    for r in numba.prange(n):
+        before, after, first, last = -1, -1, -1, -1
+        for c in range(k):
+            if nodes[r, c] < 0:
+                continue
+            if first < 0:
+                first = c
+            last = c
+            if c < item:
+                before = c
+            elif c > item and after < 0:
+                after = c
+        # The earliest instant: from the matched item before (or the window's start).
+        if before >= 0:
+            x = _forward(instants, offsets, instant[nodes[r, before]], before + 1, item)
+            low = x + 1 if x < NO_TIME else NO_TIME
+        elif bounded and after >= 0:
+            end = _forward(instants, offsets, instant[nodes[r, last]], last + 1, k)
+            if end >= NO_TIME:
+                low = NO_TIME
+            else:
+                x = _forward(instants, offsets, end - length - 1, 0, item)
+                low = x + 1 if x < NO_TIME else NO_TIME
+        else:
+            x = _forward(instants, offsets, -NO_TIME + 1, 0, item)
+            low = x + 1 if item == 0 or x < NO_TIME else NO_TIME
+        # The latest instant: from the matched item after (or the window's end).
+        if after >= 0:
+            x = _backward(instants, offsets, instant[nodes[r, after]], after - 1, item)
+            high = x - 1 if x > -NO_TIME else -NO_TIME
+        elif bounded and before >= 0:
+            start = _backward(instants, offsets, instant[nodes[r, first]], first - 1, -1)
+            if start <= -NO_TIME:
+                high = -NO_TIME
+            else:
+                x = _backward(instants, offsets, start + length + 1, k - 1, item)
+                high = x - 1 if x > -NO_TIME else -NO_TIME
+        else:
+            x = _backward(instants, offsets, NO_TIME - 1, k - 1, item)
+            high = x - 1 if item == k - 1 or x > -NO_TIME else -NO_TIME
+        out_lo[r] = max(out_lo[r], low)
+        out_hi[r] = min(out_hi[r], high)
+    return out_lo, out_hi
