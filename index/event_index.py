@@ -229,9 +229,15 @@ class EventIndex:
                  rtree: rtree_index.Index | None = None,
                  statistics: EventStatistics | None = None, *,
                  node_table: NodeTable | None = None,
-                 load_forests: Callable[[], Sequence[GroupForest]] | None = None) -> None:
+                 load_forests: Callable[[], Sequence[GroupForest]] | None = None,
+                 built_with_condition2: bool | None = None) -> None:
         self.archive = archive
         self.settings = settings
+        # Whether the trees were built with Condition 2 (an index opened without the
+        # user's predicate it was built with has no condition2 in its settings).
+        self.built_with_condition2 = (settings.condition2 is not None
+                                      if built_with_condition2 is None
+                                      else built_with_condition2)
         self.scheme: CodeScheme = code_scheme(settings.codes)
         self.event_group = archive.group_of.astype(np.int64)
         members = None

@@ -311,6 +311,7 @@ class IndexReader:
                                    "manifest; rebuild the index")
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
                           statistics=statistics, node_table=table,
+                          built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive.group_labels,
                                                              settings.codes == "paper"))
 
@@ -388,7 +389,8 @@ class IndexReader:
                            & (pads.field("tree_lo") <= span[1]))
         forests = _forests(trees, nodes, archive.group_labels, settings.codes == "paper")
         return EventIndex(archive, settings, forests, layout=layout,
-                          statistics=self.statistics())
+                          statistics=self.statistics(),
+                          built_with_condition2=self.manifest.settings.condition2 is not None)
 
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""

@@ -74,6 +74,9 @@ class BatchEngine:
         self._step_symbols: dict[int, list[str]] = {}
         self._answers: list[Answer] = []
         self._progress = tqdm(disable=True)   # run() shows one while it searches
+        # Without Condition 2 every OI of a group is equally likely, so nodes with alike
+        # futures may stand for one another when entries are merged.
+        self.classes = not ctx.index.built_with_condition2
 
     @cached_property
     def table(self) -> NodeTable:
@@ -219,8 +222,8 @@ class BatchEngine:
         for grown, segments, made in self._grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
-            grown = (merge(table, grown, gaps=gaps) if segments is None
-                     else merge(table, grown, segments, item, gaps))
+            grown = (merge(table, grown, gaps=gaps, classes=self.classes) if segments is None
+                     else merge(table, grown, segments, item, gaps, self.classes))
             starts, bound = prune_bounds(grown, self.attribute)
             found += len(starts)
             grown = self._keep(grown, starts, bound)
@@ -274,7 +277,7 @@ class BatchEngine:
             for part, some, lo, hi in units:
                 grown, segments = extend(table, part, item, some, lo, hi)
                 made += len(grown)
-                parts.append(merge(table, grown, segments, item, self.gaps))
+                parts.append(merge(table, grown, segments, item, self.gaps, self.classes))
             yield Batch.concat(parts), None, made
 
     def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
@@ -366,8 +369,9 @@ class BatchEngine:
                                                  candidates):
             created += made
             # Entries that finish alike (negation factors included) are added up first.
-            grown = (merge(table, grown, gaps=self.gaps) if segments is None
-                     else merge(table, grown, segments, item, self.gaps))
+            grown = (merge(table, grown, gaps=self.gaps, classes=self.classes)
+                     if segments is None
+                     else merge(table, grown, segments, item, self.gaps, self.classes))
             starts = tuple_starts(grown.events)
             ids = np.repeat(np.arange(len(starts)),
                             np.diff(np.append(starts, len(grown))))

@@ -195,3 +195,25 @@ def test_queries_from_several_threads_at_once_give_the_same_answer():
     with ThreadPoolExecutor(4) as pool:
         for got in pool.map(lambda _: idx.query(query), range(8)):
             pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(want))
+
+
+def test_nodes_stand_for_their_class_only_without_condition2(tmp_path):
+    # Classes of nodes rely on every OI of a group being equally likely (SEMANTICS A2),
+    # which Condition 2 breaks; an index opened without the user's predicate it was
+    # built with still knows it had one.
+    from uncertain_cep.query.evaluation import QueryContext
+    from uncertain_cep.query.language import parse_query
+
+    df = pd.DataFrame({"event_id": [1, 2, 3], "group": 0, "t_lo": [1, 2, 3],
+                       "t_hi": [4, 5, 6], "x": [0.0, 1.0, 2.0], "y": [0.0, 0.0, 0.0]})
+    query = parse_query("PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0 WITHIN 9 "
+                        "CONFIDENCE 0.1")
+    plain = uc.build_index(df)
+    by_speed = uc.build_index(df, max_speed=5.0)
+    by_predicate = uc.build_index(df, pair_predicate=lambda a, b, ta, tb: True)
+    by_predicate.save(tmp_path / "ix")
+    reopened = uc.open_index(tmp_path / "ix")
+    engines = [batch_engine.BatchEngine(QueryContext(i.event_index, query))
+               for i in (plain, by_speed, by_predicate, reopened)]
+    assert [e.classes for e in engines] == [True, False, False, False]
+    assert reopened.event_index.settings.condition2 is None
