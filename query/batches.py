@@ -417,7 +417,7 @@ def _class_key(m: int, node_kind: np.ndarray, node_parent: np.ndarray,
     while p >= 0 and node_kind[p] == REAL:
         h += _mix(node_row[p])
         p = node_parent[p]
-    return _CLASS_BASE + np.int64(h & np.uint64(_CLASS_MASK))
+    return _CLASS_BASE + int(h & np.uint64(_CLASS_MASK))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
