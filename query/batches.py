@@ -399,6 +399,59 @@ def _below(m: int, low: int, node_kind: np.ndarray, node_instant: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True)
+def _instant_before(nodes: np.ndarray, node_instant: np.ndarray, r: int, d: int) -> int:
+    """The instant of entry ``r``'s nearest matched item before column ``d``."""
+    for e in range(d - 1, -1, -1):
+        if nodes[r, e] >= 0:
+            return node_instant[nodes[r, e]]
+    return -NO_TIME
+
+
+@numba.njit(cache=True, nogil=True)
+def _instant_after(nodes: np.ndarray, node_instant: np.ndarray, r: int, d: int) -> int:
+    """The instant of entry ``r``'s nearest matched item after column ``d``."""
+    for e in range(d + 1, nodes.shape[1]):
+        if nodes[r, e] >= 0:
+            return node_instant[nodes[r, e]]
+    return NO_TIME
+
+
+@numba.njit(cache=True, nogil=True)
+def _past_counts(nodes: np.ndarray, r: int, c: int, m: int, g: int, need_left: bool,
+                 gaps: np.ndarray, node_group: np.ndarray, node_instant: np.ndarray,
+                 node_kind: np.ndarray, node_parent: np.ndarray) -> bool:
+    """Whether an event above node ``m`` (column ``c`` of entry ``r``, group ``g``) in its
+    tree may be placed strictly between the matched items around an unmatched item
+    before ``m`` (back to the group's previous matched node), or may stand in the gap of
+    a negation before ``m`` of which ``m`` is the group's nearest node after."""
+    p = node_parent[m]
+    while p >= 0 and node_kind[p] == REAL:
+        t = node_instant[p]
+        if need_left:
+            for d in range(c - 1, -1, -1):
+                x = nodes[r, d]
+                if x >= 0 and node_group[x] == g:
+                    break
+                if x < 0 and _instant_before(nodes, node_instant, r, d) < t < \
+                        _instant_after(nodes, node_instant, r, d):
+                    return True
+        for j in gaps:
+            if j >= c:
+                continue
+            nearest = True
+            for d in range(j + 1, c):
+                if nodes[r, d] >= 0 and node_group[nodes[r, d]] == g:
+                    nearest = False
+                    break
+            # The gap lies between items j and j + 1, wherever they are placed.
+            if nearest and _instant_before(nodes, node_instant, r, j + 1) < t < \
+                    _instant_after(nodes, node_instant, r, j):
+                return True
+        p = node_parent[p]
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
 def _mix(x: int) -> np.uint64:
     """splitmix64's finaliser: a well-spread 64-bit hash of ``x``."""
     z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
@@ -507,9 +560,11 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             break
                     gap_before = gap_before or nearest
             if need_left or need_right or gap_after or gap_before:
-                # What came before the node in its tree is fixed by the node itself unless
-                # it sits right below the tree's root.
-                past = (need_left or gap_before) and node_kind[node_parent[m]] != ROOT
+                # What came before the node in its tree (its ancestors) counts if one of
+                # them may take an unmatched item before it or stand in a gap before it.
+                past = ((need_left or gap_before)
+                        and _past_counts(nodes, r, c, m, g, need_left, gaps, node_group,
+                                         node_instant, node_kind, node_parent))
                 if _lone_event(m, node_kind, node_parent, child_start):
                     key[r, k + c] = -2 - node_tree[m]
                 elif past or (gap_after and not (classes and not nested[node_tree[m]])):
