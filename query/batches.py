@@ -374,22 +374,19 @@ def _below(m: int, low: int, node_kind: np.ndarray, node_instant: np.ndarray,
     _NOTHING_AFTER, _REAL_AFTER, or _UNKNOWN when a virtual node lies below (another tree
     hangs there) or the subtree is too large to walk (both count as may)."""
     stack = np.empty(_WALK_LIMIT, dtype=np.int64)
-    top = 0
+    stack[0] = m
+    top = 1
     visited = 0
     out = _NOTHING_AFTER
-    for i in range(child_start[m], child_start[m + 1]):
-        if top == _WALK_LIMIT:
-            return _UNKNOWN
-        stack[top] = child_list[i]
-        top += 1
     while top > 0:
         top -= 1
         x = stack[top]
-        visited += 1
-        if node_kind[x] != REAL or visited > _WALK_LIMIT:
-            return _UNKNOWN
-        if node_instant[x] > low:
-            out = _REAL_AFTER
+        if x != m:
+            visited += 1
+            if node_kind[x] != REAL or visited > _WALK_LIMIT:
+                return _UNKNOWN
+            if node_instant[x] > low:
+                out = _REAL_AFTER
         for i in range(child_start[x], child_start[x + 1]):
             if top == _WALK_LIMIT:
                 return _UNKNOWN

@@ -87,8 +87,9 @@ def spark_session(master: str | None = None) -> SparkSession:
              # The JVM only reads, shuffles and hands Arrow batches over: the OI-trees
              # and queries live in the Python workers. 2g keeps a 10M-event build's whole
              # process tree under 6 GB (4g: 6.5 GB, same speed; docs/benchmarks.md).
+             # An empty variable counts as unset (the JVM would not start).
              .config("spark.driver.memory",
-                     os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY", DRIVER_MEMORY))
+                     os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY") or DRIVER_MEMORY)
              .config("spark.log.structuredLogging.enabled", "false")
              .getOrCreate())
     # SPARK_REMOTE in the environment makes the builder return a Spark Connect session,
