@@ -27,7 +27,6 @@ from tqdm import tqdm
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.answer import Answer
 from uncertain_cep.query.batches import (
-    NO_TIME,
     Batch,
     CandidateNodes,
     candidate_passes,
@@ -44,6 +43,7 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
+from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats

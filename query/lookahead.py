@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from uncertain_cep.query.batches import NO_TIME
+from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
 __all__ = ["CandidateInstants"]
