@@ -82,6 +82,10 @@ def spark_session(master: str | None = None) -> SparkSession:
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .config("spark.ui.enabled", "false")
+             # The cleaner of unused broadcasts waits for each removal by default; a
+             # session stopped meanwhile interrupts it, and it logs an ERROR with a JVM
+             # stack trace on a quiet terminal (seen once in CI, in the demo's stderr).
+             .config("spark.cleaner.referenceTracking.blocking", "false")
              .config("spark.ui.showConsoleProgress", str(SPARK_OUTPUT).lower())
              .config("spark.sql.shuffle.partitions", str(max(4, 4 * (os.cpu_count() or 1))))
              # The JVM only reads, shuffles and hands Arrow batches over: the OI-trees
