@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -73,6 +74,14 @@ class NodeTable:
     @property
     def n_nodes(self) -> int:
         return len(self.group)
+
+    @cached_property
+    def nests_trees(self) -> np.ndarray:
+        """Per tree, whether another tree hangs below one of its nodes."""
+        nests = np.zeros(len(self.tree_parent), dtype=np.bool_)
+        parents = np.asarray(self.tree_parent)
+        nests[parents[parents >= 0]] = True
+        return nests
 
     def nodes_of_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The real nodes of ``rows``: ``(which row of rows, node)`` pairs, rows in order."""

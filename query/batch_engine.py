@@ -222,8 +222,7 @@ class BatchEngine:
         for grown, segments, made in self._grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
-            grown = (merge(table, grown, gaps=gaps, classes=self.classes) if segments is None
-                     else merge(table, grown, segments, item, gaps, self.classes))
+            grown = merge(table, grown, segments, item, gaps, self.classes)
             starts, bound = prune_bounds(grown, self.attribute)
             found += len(starts)
             grown = self._keep(grown, starts, bound)
@@ -369,9 +368,7 @@ class BatchEngine:
                                                  candidates):
             created += made
             # Entries that finish alike (negation factors included) are added up first.
-            grown = (merge(table, grown, gaps=self.gaps, classes=self.classes)
-                     if segments is None
-                     else merge(table, grown, segments, item, self.gaps, self.classes))
+            grown = merge(table, grown, segments, item, self.gaps, self.classes)
             starts = tuple_starts(grown.events)
             ids = np.repeat(np.arange(len(starts)),
                             np.diff(np.append(starts, len(grown))))

@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class Batch:
     """Entries as columns (see the module docstring)."""

@@ -128,31 +128,23 @@ def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
         # The earliest instant: from the matched item before (or the window's start).
         if before >= 0:
             x = _forward(instants, offsets, instant[nodes[r, before]], before + 1, item)
-            low = x + 1 if x < NO_TIME else NO_TIME
         elif bounded and after >= 0:
             end = _forward(instants, offsets, instant[nodes[r, last]], last + 1, k)
-            if end >= NO_TIME:
-                low = NO_TIME
-            else:
-                x = _forward(instants, offsets, end - length - 1, 0, item)
-                low = x + 1 if x < NO_TIME else NO_TIME
+            x = (_forward(instants, offsets, end - length - 1, 0, item) if end < NO_TIME
+                 else NO_TIME)
         else:
             x = _forward(instants, offsets, -NO_TIME + 1, 0, item)
-            low = x + 1 if item == 0 or x < NO_TIME else NO_TIME
+        low = x + 1 if x < NO_TIME else NO_TIME
         # The latest instant: from the matched item after (or the window's end).
         if after >= 0:
             x = _backward(instants, offsets, instant[nodes[r, after]], after - 1, item)
-            high = x - 1 if x > -NO_TIME else -NO_TIME
         elif bounded and before >= 0:
             start = _backward(instants, offsets, instant[nodes[r, first]], first - 1, -1)
-            if start <= -NO_TIME:
-                high = -NO_TIME
-            else:
-                x = _backward(instants, offsets, start + length + 1, k - 1, item)
-                high = x - 1 if x > -NO_TIME else -NO_TIME
+            x = (_backward(instants, offsets, start + length + 1, k - 1, item)
+                 if start > -NO_TIME else -NO_TIME)
         else:
             x = _backward(instants, offsets, NO_TIME - 1, k - 1, item)
-            high = x - 1 if item == k - 1 or x > -NO_TIME else -NO_TIME
+        high = x - 1 if x > -NO_TIME else -NO_TIME
         out_lo[r] = max(out_lo[r], low)
         out_hi[r] = min(out_hi[r], high)
     return out_lo, out_hi

@@ -10,8 +10,6 @@ the possible-worlds baseline fail when any one is dropped.
 
 from __future__ import annotations
 
-import weakref
-
 import numba
 import numpy as np
 
@@ -20,7 +18,7 @@ from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
-__all__ = ["merge_keys", "nesting_trees"]
+__all__ = ["merge_keys"]
 
 
 def merge_keys(table: NodeTable, events: np.ndarray, nodes: np.ndarray, gaps: np.ndarray,
@@ -32,25 +30,10 @@ def merge_keys(table: NodeTable, events: np.ndarray, nodes: np.ndarray, gaps: np
         return _merge_keys(events, nodes, table.group, table.instant, gaps, table.tree,
                            table.kind, table.parent, table.child_start, table.child_list,
                            table.row, classes,
-                           nesting_trees(table) if classes else _NO_TREES)
+                           table.nests_trees if classes else _NO_TREES)
 
 
 _NO_TREES = np.zeros(0, dtype=np.bool_)
-
-
-def nesting_trees(table: NodeTable) -> np.ndarray:
-    """Per tree of ``table``, whether another tree hangs below one of its nodes (computed
-    once per table)."""
-    nested = _NESTING.get(table)
-    if nested is None:
-        nested = np.zeros(len(table.tree_parent), dtype=np.bool_)
-        parents = np.asarray(table.tree_parent)
-        nested[parents[parents >= 0]] = True
-        _NESTING[table] = nested
-    return nested
-
-
-_NESTING: weakref.WeakKeyDictionary[NodeTable, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -266,14 +249,15 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             break
                     gap_before = gap_before or nearest
             if need_left or need_right or gap_after or gap_before:
+                by_class = classes and not nested[node_tree[m]]
                 # What came before the node in its tree (its ancestors) counts if one of
                 # them may take an unmatched item before it or stand in a gap before it.
-                past = ((need_left or gap_before)
-                        and _past_counts(nodes, r, c, m, g, need_left, gaps, node_group,
-                                         node_instant, node_kind, node_parent))
                 if _lone_event(m, node_kind, node_parent, child_start):
                     key[r, k + c] = -2 - node_tree[m]
-                elif past or (gap_after and not (classes and not nested[node_tree[m]])):
+                elif (gap_after and not by_class) or (
+                        (need_left or gap_before)
+                        and _past_counts(nodes, r, c, m, g, need_left, gaps, node_group,
+                                         node_instant, node_kind, node_parent)):
                     key[r, k + c] = m
                 else:
                     # Only what follows the node counts: nothing, or its class.
@@ -287,7 +271,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                                        node_instant, child_start, child_list)
                     if below == _NOTHING_AFTER:
                         key[r, k + c] = -2 - node_tree[m]
-                    elif classes and not nested[node_tree[m]]:
+                    elif by_class:
                         key[r, k + c] = _class_key(m, node_kind, node_parent, node_row,
                                                     node_tree)
                         key[r, 2 * k + c] = node_instant[m]
