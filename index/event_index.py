@@ -239,7 +239,7 @@ class EventIndex:
                                       if built_with_condition2 is None
                                       else built_with_condition2)
         self.scheme: CodeScheme = code_scheme(settings.codes)
-        self.event_group = archive.group_of.astype(np.int64)
+        self.event_group = np.asarray(archive.group_of, dtype=np.int64)
         members = None
         if forests is None and load_forests is None:
             members = archive.group_members()

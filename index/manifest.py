@@ -50,7 +50,9 @@ FORMAT = "uncertain-cep index"
 # 5: the time axis (time unit, and for datetimes one instant's length and the time zone)
 # replaced the time unit's text; a version-4 index cannot say whether its times were
 # datetimes, so it would answer them as integers.
-FORMAT_VERSION = 5
+# 6: the events table's numbers are stored again as memory-mapped columns
+# (event_columns/), which opening maps instead of reading the events table.
+FORMAT_VERSION = 6
 # The manifest file's own checksum: the SHA-256 of its other fields (see manifest_digest),
 # so that an edited manifest is refused like an edited table.
 SELF_CHECKSUM = "manifest_sha256"

@@ -44,7 +44,7 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 
-__all__ = ["NODE_TABLE_COLUMNS", "open_node_columns", "write_node_columns"]
+__all__ = ["NODE_TABLE_COLUMNS", "group_codes", "open_node_columns", "write_node_columns"]
 
 NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
 _INT8 = frozenset({"kind"})
@@ -96,7 +96,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     tree_count = np.zeros(n_groups, dtype=np.int64)
     event_group, event_pos = [], []
     for batch in _batches(event_files, [group_by, "_uc_pos"]):
-        event_group.append(_codes(keys, batch[group_by]))
+        event_group.append(group_codes(keys, batch[group_by]))
         event_pos.append(batch["_uc_pos"].to_numpy(dtype=np.int64))
     group_of_row = _cat(event_group)
     pos_of_row = _cat(event_pos)
@@ -106,14 +106,14 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     row_of_event[event_start[group_of_row] + pos_of_row] = np.arange(n_rows)
     nodes_per_row = np.zeros(n_rows, dtype=np.int64)
     for batch in _batches(node_files, ["group", "parent", "kind", "event"]):
-        g = _codes(keys, batch["group"])
+        g = group_codes(keys, batch["group"])
         node_count += np.bincount(g, minlength=n_groups)
         child_count += np.bincount(g[batch["parent"].to_numpy() >= 0], minlength=n_groups)
         real = batch["kind"].to_numpy() == REAL
         rows = row_of_event[event_start[g[real]] + batch["event"].to_numpy()[real]]
         nodes_per_row += np.bincount(rows, minlength=n_rows)
     for batch in _batches(tree_files, ["group"]):
-        tree_count += np.bincount(_codes(keys, batch["group"]), minlength=n_groups)
+        tree_count += np.bincount(group_codes(keys, batch["group"]), minlength=n_groups)
     group_start, tree_start = _starts(node_count), _starts(tree_count)
     child_offset = _starts(child_count)
     row_nodes_start = _starts(nodes_per_row)
@@ -126,7 +126,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     tree_last_code = np.zeros(n_trees, dtype=np.int64)
     for batch in _batches(tree_files, ["group", "tree", "parent", "virtual", "root",
                                        "compact_hi"]):
-        g = _codes(keys, batch["group"])
+        g = group_codes(keys, batch["group"])
         at = tree_start[g] + batch["tree"].to_numpy(dtype=np.int64)
         tree_parent[at] = _offset(batch["parent"], tree_start[g])
         tree_virtual[at] = _offset(batch["virtual"], group_start[g])
@@ -154,7 +154,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     columns = ["group", "node", "tree", "parent", "kind", "event", "instant", "depth",
                "child_tree", "compact_code", "compact_end", "cond", "poi"]
     for nodes in _whole_groups(node_files, columns):
-        g = _codes(keys, nodes["group"])
+        g = group_codes(keys, nodes["group"])
         local = nodes["node"].to_numpy(dtype=np.int64)
         at = group_start[g] + local
         kind = nodes["kind"].to_numpy(dtype=np.int8)
@@ -262,7 +262,7 @@ def _batches(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:
             yield batch.to_pandas()
 
 
-def _codes(keys: pd.Index, values: object) -> np.ndarray:
+def group_codes(keys: pd.Index, values: object) -> np.ndarray:
     """Group codes of group keys (every key must be known)."""
     codes = keys.get_indexer(pd.Index(np.asarray(values)))
     if (codes < 0).any():

@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.event_columns import open_event_columns, text_columns
 from uncertain_cep.index.event_index import EventIndex, EventLayout, rtree_properties
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import SELF_CHECKSUM, Manifest, manifest_digest
@@ -65,6 +66,7 @@ from uncertain_cep.index.storage import (
     CATEGORY_STATS,
     CELL_STATS,
     COLUMNS,
+    EVENT_ARRAYS,
     EVENT_COLUMN_PREFIX,
     EVENT_COLUMNS,
     EVENTS,
@@ -135,13 +137,18 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
     _verify_files(root, {name: digest for name, digest in checksums.items()
-                         if verify_all or _read_when_opened(name)})
+                         if verify_all or _read_when_opened(name, manifest)})
     return manifest
 
 
-def _read_when_opened(name: str) -> bool:
-    """Whether opening an index reads the file ``name`` (relative to the index) whole."""
-    return name.startswith((f"{EVENTS}/", f"{STATS}/")) or name in RTREE_FILES
+def _read_when_opened(name: str, manifest: Manifest) -> bool:
+    """Whether opening an index reads the file ``name`` (relative to the index) whole: the
+    statistics, the R*-tree file, the group labels, and the events table when the archive
+    has text columns (string ids, categorical attributes), which are not mapped."""
+    if name.startswith(f"{EVENTS}/"):
+        return bool(text_columns(manifest))
+    return (name.startswith(f"{STATS}/") or name in RTREE_FILES
+            or (name.startswith(f"{EVENT_ARRAYS}/") and name.endswith(".parquet")))
 
 
 def _verify_files(root: Path, checksums: dict[str, str]) -> None:
@@ -295,9 +302,9 @@ class IndexReader:
         (code is not stored; only the possible-worlds baseline needs it again)."""
         root = self.root
         try:
-            events = self._read_table(EVENTS)
             settings = self.manifest.settings.build_settings(pair_predicate)
-            archive, layout = _archive_from_events(events, self.manifest)
+            archive, layout = open_event_columns(root / EVENT_ARRAYS, self.manifest,
+                                                 self._read_columns, EVENT_COLUMNS)
             table = open_node_columns(root / COLUMNS)
             rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                      else None)
@@ -396,14 +403,18 @@ class IndexReader:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""
         return read_event_times(self.root, ids)
 
-    def _read_table(self, table: str) -> pd.DataFrame:
+    def _read_table(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
         files = table_files(self.root, table)
         if not files:
             raise IndexFormatError(f"{self.root} is damaged: the {table} table has no files")
-        frame = pq.ParquetDataset([str(self.root / f) for f in files]).read().to_pandas(
-            split_blocks=True, self_destruct=True)
+        frame = pq.ParquetDataset([str(self.root / f) for f in files]).read(
+            columns=columns).to_pandas(split_blocks=True, self_destruct=True)
         _release_decoding_buffers()
         return frame
+
+    def _read_columns(self, columns: list[str]) -> pd.DataFrame:
+        """Columns of the events table (nothing is read for none)."""
+        return self._read_table(EVENTS, columns) if columns else pd.DataFrame()
 
     def _scan(self, table: str, condition: pads.Expression) -> pd.DataFrame:
         files = [str(self.root / f) for f in table_files(self.root, table)]

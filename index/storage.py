@@ -18,6 +18,9 @@ Layout of an index directory::
     columns/*.npy       the node table (:mod:`uncertain_cep.index.node_columns`): the
                         trees again, with global ids, one flat array per column, which
                         the query engine memory-maps
+    event_columns/      the events table's numbers again, one ``.npy`` file per column,
+                        and the sorted group labels (:mod:`uncertain_cep.index.event_columns`),
+                        which opening an index memory-maps
     rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
                         are event rows in the order of the events table (files by name)
     rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
@@ -33,7 +36,8 @@ is a typed :class:`~uncertain_cep.index.manifest.Manifest`. No module outside
 :data:`FORMAT_NAMES` lists them, and ``tests/index/test_storage_boundary.py`` checks.
 
 >>> sorted(FORMAT_NAMES.tables)
-['columns', 'events', 'nodes', 'rejected_groups', 'rejected_rows', 'stats', 'trees']
+['columns', 'event_columns', 'events', 'nodes', 'rejected_groups', 'rejected_rows',
+ 'stats', 'trees']
 >>> "_uc_t_max" in FORMAT_NAMES.columns and "event_id" not in FORMAT_NAMES.columns
 True
 """
@@ -60,6 +64,7 @@ from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexBuildError, IndexFormatError
 from uncertain_cep.files import replace_directory
+from uncertain_cep.index.event_columns import write_event_columns
 from uncertain_cep.index.event_index import (
     BuildSettings,
     EventIndex,
@@ -103,6 +108,7 @@ __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLU
 MANIFEST = "manifest.json"
 EVENTS, NODES, TREES = "events", "nodes", "trees"
 COLUMNS = "columns"                  # the node table, one .npy file per column
+EVENT_ARRAYS = "event_columns"       # the events table's numbers, one .npy file per column
 REJECTED_ROWS, REJECTED_GROUPS = "rejected_rows", "rejected_groups"
 STATS = "stats"
 TIME_STATS = f"{STATS}/time.parquet"
@@ -161,7 +167,8 @@ FORMAT_NAMES = FormatNames(
     files=(MANIFEST, *RTREE_FILES, *(p.rpartition("/")[2] for p in
                                      (TIME_STATS, CELL_STATS, CATEGORY_STATS)),
            PART.partition("{")[0]),
-    tables=(EVENTS, NODES, TREES, COLUMNS, STATS, REJECTED_ROWS, REJECTED_GROUPS),
+    tables=(EVENTS, NODES, TREES, COLUMNS, EVENT_ARRAYS, STATS, REJECTED_ROWS,
+            REJECTED_GROUPS),
     columns=tuple(sorted({*EVENT_COLUMNS, *NODE_COLUMNS, *TREE_COLUMNS,
                           *TIME_STATS_COLUMNS, *_STATISTICS_COLUMNS,
                           *REJECTED_ROW_SCHEMA.names, *REJECTED_GROUP_SCHEMA.names}
@@ -372,10 +379,13 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     root = draft.path
     nodes_files, trees_files, events_files = ([root / f for f in table_files(root, t)]
                                               for t in (NODES, TREES, EVENTS))
+    keys = _group_keys(root) if trees_files else pd.Index([])
     write_node_columns(root / COLUMNS, nodes_files, trees_files, events_files,
-                       group_by=group_by,
-                       keys=_group_keys(root) if trees_files else pd.Index([]))
+                       group_by=group_by, keys=keys)
     _fsync_files(root / COLUMNS)
+    write_event_columns(root / EVENT_ARRAYS, events_files, group_by=group_by,
+                        numeric=attributes.numeric, layout_columns=EVENT_COLUMNS, keys=keys)
+    _fsync_files(root / EVENT_ARRAYS)
     n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
         root, group_by, attributes.numeric, attributes.categorical)
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())

@@ -39,7 +39,8 @@ import pandas as pd
 from uncertain_cep.errors import InputError
 from uncertain_cep.model.time_axis import TimeAxis, timezone_name
 
-__all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive"]
+__all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive",
+           "text_values"]
 
 _RESERVED = {"event_id", "t_lo", "t_hi", "t"}
 
@@ -231,7 +232,7 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
                              "or string ids", row=i)
         ids = values.astype(np.int64)
     else:
-        ids = col.astype(str).to_numpy(dtype=object)
+        ids = text_values(col)
     if not check_unique:
         return ids
     dup = pd.Series(ids).duplicated(keep=False).to_numpy()
@@ -397,12 +398,21 @@ def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
             if missing.any():
                 i = int(np.flatnonzero(missing)[0])
                 raise InputError(f"event {_eid(ids[i])} (row {i}): column {c!r} is missing", row=i)
-            categorical[c] = col.astype(str).to_numpy(dtype=object)
+            categorical[c] = text_values(col)
     clash = set(numeric) & set(categorical)
     if clash:
         raise InputError(f"attribute {sorted(clash)[0]!r} is given both as a range and as a "
                          "single column")
     return numeric, categorical
+
+
+def text_values(col: pd.Series) -> np.ndarray:
+    """A text column (event ids, a categorical attribute) as an object array of str.
+
+    >>> text_values(pd.Series(["a", "b"])).tolist()
+    ['a', 'b']
+    """
+    return col.astype(str).to_numpy(dtype=object)
 
 
 def _is_text(col: pd.Series) -> bool:

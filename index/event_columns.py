@@ -1,0 +1,172 @@
+"""The archive on disk as flat typed columns, memory-mapped when an index is opened.
+
+The events table (Parquet, one row per event) is what Spark, DuckDB and the time-sliced
+reader read. The query engine reads the same numbers from one ``.npy`` file per numeric
+column: the event ids when they are integers, each event's group code, its instants
+``t_lo``/``t_hi``, every numeric attribute's bounds (and truncated-normal parameters), and
+the layout the build computed (position in the group's forest, feasible instants, code
+range). Opening an index maps these files and reads none of them, so it costs the same for
+a thousand events as for ten million, and the pages a query gathers are shared by every
+process that opens the index (a Spark executor's Python workers and the driver). Only text
+columns, string event ids and categorical attributes, are read from the events table when
+an index is opened; the group labels are a small Parquet file of their own.
+
+:func:`write_event_columns` derives the files from the events table after a build (both
+builders), a record batch at a time, so memory does not grow with the archive.
+
+>>> import tempfile
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> from uncertain_cep.index.reader import open_reader
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": ["b", "b", "a"],
+...                                        "t_lo": [1, 1, 0], "t_hi": [2, 2, 0],
+...                                        "x": [0.5, 1.5, 2.5]}))
+...     idx.save(tmp + "/ix")
+...     archive = open_reader(tmp + "/ix").load().archive
+...     mapped = isinstance(archive.t_lo, np.memmap)
+...     groups = archive.group_labels[archive.group_of].tolist()
+>>> mapped, groups
+(True, ['b', 'b', 'a'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.event_index import EventLayout
+from uncertain_cep.index.manifest import Manifest
+from uncertain_cep.index.node_columns import group_codes
+from uncertain_cep.model.events import Archive, NumericAttribute, text_values
+
+__all__ = ["open_event_columns", "text_columns", "write_event_columns"]
+
+# Files of the directory (besides the layout's columns, named as in the events table).
+_IDS, _GROUP_CODES, _LABELS = "event_id.npy", "group_code.npy", "group_labels.parquet"
+_TIMES = ("t_lo", "t_hi")
+_BOUNDS = ("lo", "hi", "mu", "sigma")
+# The layout's columns (storage.EVENT_COLUMNS, in that order) are typed as EventLayout's.
+_LAYOUT_TYPES = (np.int64, np.int64, np.int64, np.float64, np.float64)
+# Rows of the events table converted at a time.
+_BATCH_ROWS = 1 << 18
+
+
+def _attribute_file(position: int, bound: str) -> str:
+    # Attribute names are the user's column names: files are named by position instead.
+    return f"numeric-{position}-{bound}.npy"
+
+
+def _bounds(columns: Collection[str], name: str) -> tuple[str, ...]:
+    """The bounds stored for numeric attribute ``name``: a truncated normal's too when the
+    events table has its ``_mu`` column."""
+    return _BOUNDS if f"{name}_mu" in columns else _BOUNDS[:2]
+
+
+def _integer_ids(manifest: Manifest) -> bool:
+    return dict(manifest.schema).get("event_id", "").startswith(("int", "uint"))
+
+
+def text_columns(manifest: Manifest) -> list[str]:
+    """The events table's columns that opening an index reads (the rest is mapped): string
+    event ids and categorical attributes."""
+    return ([] if _integer_ids(manifest) else ["event_id"]) + list(
+        manifest.attributes.categorical)
+
+
+def write_event_columns(directory: Path, event_files: list[Path], *, group_by: str,
+                        numeric: tuple[str, ...], layout_columns: tuple[str, ...],
+                        keys: pd.Index) -> None:
+    """Write the numeric columns of an events table (``event_files``, in row order) into
+    ``directory``, one ``.npy`` file each; ``keys``: every group key, sorted (position =
+    group code), which ``group_labels.parquet`` keeps."""
+    directory.mkdir(parents=True, exist_ok=True)
+    schema = pq.read_schema(event_files[0]) if event_files else None
+    n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in event_files)
+    outputs: dict[str, tuple[str, np.memmap]] = {}
+
+    def output(column: str, file: str, dtype: type) -> None:
+        outputs[file] = (column, np.lib.format.open_memmap(directory / file, mode="w+",
+                                                           dtype=dtype, shape=(n_rows,)))
+
+    if schema is not None:
+        if pa.types.is_integer(schema.field("event_id").type):
+            output("event_id", _IDS, np.int64)
+        for t in _TIMES:
+            output(t, f"{t}.npy", np.int64)
+        for i, name in enumerate(numeric):
+            for bound in _bounds(schema.names, name):
+                output(f"{name}_{bound}", _attribute_file(i, bound), np.float64)
+        for column, dtype in zip(layout_columns, _LAYOUT_TYPES, strict=True):
+            output(column, f"{column}.npy", dtype)
+    codes = np.lib.format.open_memmap(directory / _GROUP_CODES, mode="w+", dtype=np.int64,
+                                      shape=(n_rows,))
+    at = 0
+    for batch in _batches(event_files, [group_by, *{c for c, _ in outputs.values()}]):
+        frame = batch.to_pandas()
+        end = at + len(frame)
+        codes[at:end] = group_codes(keys, frame[group_by])
+        for column, array in outputs.values():
+            array[at:end] = frame[column].to_numpy(dtype=array.dtype)
+        at = end
+    for array in (codes, *(a for _, a in outputs.values())):
+        array.flush()
+    group_type = schema.field(group_by).type if schema is not None else None
+    pq.write_table(pa.table({group_by: pa.array(keys.to_numpy(), type=group_type)}),
+                   directory / _LABELS)
+
+
+def _batches(files: list[Path], columns: list[str]) -> Iterator[pa.RecordBatch]:
+    for path in files:
+        yield from pq.ParquetFile(path).iter_batches(batch_size=_BATCH_ROWS, columns=columns)
+
+
+def open_event_columns(directory: Path, manifest: Manifest,
+                       read_text: Callable[[list[str]], pd.DataFrame],
+                       layout_columns: tuple[str, ...]) -> tuple[Archive, EventLayout]:
+    """The archive and layout of an index, numeric columns memory-mapped read-only;
+    ``read_text(columns)`` reads the events table's text columns (:func:`text_columns`)."""
+    n = manifest.counts.events
+
+    def mapped(file: str, dtype: type) -> np.ndarray:
+        path = directory / file
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
+        if array.dtype != dtype or array.shape != (n,):
+            raise IndexFormatError(f"{path} holds {array.dtype} {array.shape}, not the "
+                                   f"{n} {np.dtype(dtype)} values of its column; rebuild "
+                                   "the index")
+        return array
+
+    text = read_text(text_columns(manifest))
+    stored = dict(manifest.schema)
+    ids = mapped(_IDS, np.int64) if "event_id" not in text else text_values(text["event_id"])
+    numeric = {}
+    for i, name in enumerate(manifest.attributes.numeric):
+        bounds = [mapped(_attribute_file(i, b), np.float64) for b in _bounds(stored, name)]
+        numeric[name] = NumericAttribute(name, *bounds)
+    try:
+        labels = pq.read_table(directory / _LABELS).column(0).to_pandas()
+    except (OSError, pa.ArrowException) as e:
+        raise IndexFormatError(f"{directory / _LABELS} is damaged: {e}; rebuild the "
+                               "index") from e
+    archive = Archive(event_ids=ids, group_by=manifest.group_by,
+                      group_labels=np.asarray(labels, dtype=object),
+                      group_of=mapped(_GROUP_CODES, np.int64),
+                      t_lo=mapped("t_lo.npy", np.int64), t_hi=mapped("t_hi.npy", np.int64),
+                      numeric=numeric,
+                      categorical={c: text_values(text[c])
+                                   for c in manifest.attributes.categorical},
+                      time_axis=manifest.time_axis)
+    pos, t_min, t_max, code_lo, code_hi = (
+        mapped(f"{c}.npy", dtype) for c, dtype in zip(layout_columns, _LAYOUT_TYPES, strict=True))
+    return archive, EventLayout(positions=pos, t_min=t_min, t_max=t_max, code_lo=code_lo,
+                                code_hi=code_hi)
