@@ -17,7 +17,7 @@ start of the instant (:meth:`TimeAxis.datetimes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,10 +79,12 @@ def answer_table(answer: Answer, event_ids: np.ndarray,
                   _shared_id_objects(answer.events, event_ids), time_axis)
 
 
-def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray) -> list[np.ndarray]:
-    """The id columns as object arrays in which each event's id is one Python object,
-    made once per distinct event: answer rows share events, and making an int per cell
-    would cost (and free) millions of objects."""
+def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray
+                       ) -> Callable[[np.ndarray], list[np.ndarray]]:
+    """The id columns, in a given row order, as object arrays in which each event's id
+    is one Python object, made once per distinct event: answer rows share events, and
+    making an int per cell would cost (and free) millions of objects. The rows are put
+    in order before the objects are gathered (one gather of objects, not two)."""
     used = np.zeros(len(event_ids), dtype=bool)
     used[rows.ravel()] = True
     distinct = np.flatnonzero(used)
@@ -90,7 +92,7 @@ def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray) -> list[np.ndarr
     objects[:] = event_ids[distinct].tolist()
     position = np.zeros(len(event_ids), dtype=np.int64)
     position[distinct] = np.arange(len(distinct))
-    return [objects[position[rows[:, c]]] for c in range(rows.shape[1])]
+    return lambda order: [objects[position[rows[order, c]]] for c in range(rows.shape[1])]
 
 
 def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],
@@ -107,10 +109,12 @@ def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],
 
 
 def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
-           t_last: np.ndarray, values: list[np.ndarray] | None = None,
+           t_last: np.ndarray,
+           values: Callable[[np.ndarray], list[np.ndarray]] | None = None,
            time_axis: TimeAxis | None = None) -> pd.DataFrame:
-    """The sorted table; ``values``: the id columns as the objects to show (else
-    ``ids``); ``time_axis``: datetime times give datetime ``t_first``/``t_last``."""
+    """The sorted table; ``values``: the id columns in a given row order as the objects
+    to show (else ``ids``); ``time_axis``: datetime times give datetime
+    ``t_first``/``t_last``."""
     conf = significant(confidence, 15)
     # Confidences equal up to rounding noise must not reorder rows between strategies.
     order = (np.lexsort(_id_keys(ids) + [-np.round(conf, 12)]) if len(conf)
@@ -118,7 +122,7 @@ def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
     # Object columns are zipped as they are (their items are the id objects already);
     # numeric ones become lists first, so that tuples hold Python ints, not numpy scalars.
     columns = ([col[order].tolist() for col in ids] if values is None
-               else [col[order] for col in values])
+               else values(order))
     rows = zip(*columns) if columns else (() for _ in range(len(order)))
     series = pd.Series(np.fromiter(rows, dtype=object, count=len(order)), dtype=object,
                        copy=False)

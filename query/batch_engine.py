@@ -29,6 +29,7 @@ from uncertain_cep.query.answer import Answer
 from uncertain_cep.query.batches import (
     Batch,
     CandidateNodes,
+    Screen,
     candidate_passes,
     extend,
     item_windows,
@@ -57,6 +58,10 @@ BATCH_LIMIT = 1 << 20
 # Given the engine, a batch in tuple order and its depth: the item each entry matches
 # next, the same for all entries of a tuple; and the estimated candidates (or None).
 ItemChooser = Callable[["BatchEngine", Batch, int], tuple[np.ndarray, float | None]]
+
+# Screening adds up a new tuple's entries in another order than pruning will after
+# merging them: it keeps tuples whose bound falls short of the threshold by rounding.
+_SUM_ORDER_MARGIN = 1e-12
 
 # A step's access path, with the symbols whose candidates it searched.
 ACCESS_PATH = "R*-tree search of the box of {symbols}, then nodes by instant"
@@ -267,17 +272,31 @@ class BatchEngine:
         for units in self._pieces(batch, item, start, stop, candidates):
             if len(units) == 1:
                 part, some, lo, hi = units[0]
-                grown, segments = extend(table, part, item, some, lo, hi)
-                yield grown, segments, len(grown)
+                grown, segments, made = extend(table, part, item, some, lo, hi,
+                                               self._screen(item))
+                yield grown, segments, made
                 continue
             # Chunks of one tuple's entries, extended by one event: merged chunk by chunk
-            # (merging is associative), then together by the caller before pruning.
+            # (merging is associative), then together by the caller before pruning (no
+            # chunk holds a new tuple whole, so none can be screened alone).
             parts, made = [], 0
             for part, some, lo, hi in units:
-                grown, segments = extend(table, part, item, some, lo, hi)
-                made += len(grown)
+                grown, segments, valid = extend(table, part, item, some, lo, hi)
+                made += valid
                 parts.append(merge(table, grown, segments, item, self.gaps, self.classes))
             yield Batch.concat(parts), None, made
+
+    def _screen(self, item: int) -> Screen | None:
+        """What extending by ``item`` screens new tuples by: the pruning bound they will
+        have once merged (:func:`~uncertain_cep.query.batches.extend`), with a margin for
+        adding up their entries in another order; None without a threshold."""
+        ctx = self.ctx
+        if ctx.theta <= TOLERANCE:
+            return None
+        symbol = ctx.positive[item]
+        return Screen(self.attribute,
+                      lambda found: ctx.pr_rows(symbol, self.table.row[found.nodes]),
+                      ctx.theta - TOLERANCE - _SUM_ORDER_MARGIN)
 
     def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
                 candidates: CandidateNodes

@@ -42,6 +42,7 @@ from uncertain_cep.query.merge_keys import merge_keys
 __all__ = [
     "Batch",
     "CandidateNodes",
+    "Screen",
     "candidate_passes",
     "extend",
     "grouping_order",
@@ -267,16 +268,38 @@ def candidate_passes(table: NodeTable, candidates: CandidateNodes, start: np.nda
 
 
 def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,
-           start: np.ndarray, stop: np.ndarray) -> tuple[Batch, np.ndarray]:
+           start: np.ndarray, stop: np.ndarray, screen: Screen | None = None
+           ) -> tuple[Batch, np.ndarray, int]:
     """Every entry of a batch in tuple order extended by every candidate node of ``item``
     in its window (:func:`window_bounds`) that an OI of its group can pass between the
     entry's nodes around it in that group (its probability multiplied by the chain
     factor). Also returns the boundaries of the extensions of each tuple (the segments
-    :func:`merge` takes)."""
-    events, nodes, prob, offsets = extended(table, batch.events, batch.nodes, batch.prob,
-                                            item, start, stop, candidates.nodes)
-    segments = np.append(offsets[tuple_starts(batch.events)], len(prob))
-    return Batch(events, nodes, prob), segments
+    :func:`merge` takes) and the number of valid extensions.
+
+    With ``screen``, only the extensions whose new tuple's pruning bound (its summed
+    probability times its events' Pr(S | e), :func:`prune_bounds`) reaches the screen's
+    floor are written out: the rest would be pruned as soon as they were merged."""
+    starts = tuple_starts(batch.events)
+    spec = None
+    if screen is not None:
+        spec = (np.append(starts, len(batch)), screen.tuple_factor(batch.events[starts]),
+                screen.candidate_factor(candidates), screen.floor)
+    events, nodes, prob, offsets, valid = extended(table, batch.events, batch.nodes,
+                                                   batch.prob, item, start, stop,
+                                                   candidates.nodes, spec)
+    segments = np.append(offsets[starts], len(prob))
+    return Batch(events, nodes, prob), segments, valid
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What :func:`extend` screens new tuples by: the product of a tuple's matched
+    events' Pr(S | e) (``tuple_factor``, per events row), the new event's
+    (``candidate_factor``, per candidate), and the threshold the bound must reach."""
+
+    tuple_factor: Callable[[np.ndarray], np.ndarray]
+    candidate_factor: Callable[[CandidateNodes], np.ndarray]
+    floor: float
 
 
 def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,

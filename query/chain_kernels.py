@@ -88,24 +88,6 @@ def _insertion(b: int, m: int, a: int, poi: np.ndarray, code: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True)
-def _neighbours(nodes: np.ndarray, r: int, item: int, g: int, group: np.ndarray
-                ) -> tuple[int, int]:
-    """Entry ``r``'s nearest matched nodes of group ``g`` before and after column
-    ``item`` (-1: none)."""
-    b = -1
-    for c in range(item):
-        x = nodes[r, c]
-        if x >= 0 and group[x] == g:
-            b = x
-    a = -1
-    for c in range(nodes.shape[1] - 1, item, -1):
-        x = nodes[r, c]
-        if x >= 0 and group[x] == g:
-            a = x
-    return b, a
-
-
-@numba.njit(cache=True, nogil=True)
 def _insertion_factors(before: np.ndarray, node: np.ndarray, after: np.ndarray,
                        poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
                        tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
@@ -139,41 +121,205 @@ def insertion_factors(table: NodeTable, before: np.ndarray, node: np.ndarray,
         table.tree_last_code)
 
 
+@numba.njit(cache=True, nogil=True)
+def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndarray,
+                  candidates: np.ndarray, group: np.ndarray, poi: np.ndarray,
+                  code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
+                  tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
+                  tree_last_code: np.ndarray, offset: np.ndarray, slot_factor: np.ndarray,
+                  r: int) -> int:
+    """Entry ``r``'s factor with each candidate in its window (its slots from
+    ``offset[r]``; -1.0: no OI passes); how many are valid: :func:`_insertion` per
+    candidate, written out in this one function. (A compiled call that passes arrays
+    costs about 90 ns in reference counting when it is not inlined, as these loops are
+    not; once per entry is cheap, once per candidate was most of an extension.)"""
+    if stop[r] <= start[r]:
+        return 0
+    # The entry's nearest matched node before and after the item, per group it holds
+    # (found once, not once per candidate), and the factor ext(before, after).
+    k = nodes.shape[1]
+    groups = np.empty(k, dtype=np.int64)
+    before = np.empty(k, dtype=np.int64)
+    after = np.empty(k, dtype=np.int64)
+    through = np.empty(k)
+    n_groups = 0
+    for c in range(k):
+        x = nodes[r, c]
+        if x < 0 or c == item:
+            continue
+        g = group[x]
+        i = 0
+        while i < n_groups and groups[i] != g:
+            i += 1
+        if i == n_groups:
+            groups[i], before[i], after[i] = g, -1, -1
+            n_groups += 1
+        if c < item:
+            before[i] = x
+        elif after[i] < 0:
+            after[i] = x
+    for i in range(n_groups):
+        if after[i] >= 0:
+            through[i] = _extension(before[i], after[i], poi, tree, tree_parent,
+                                    tree_level, tree_virtual)
+    kept = 0
+    for p in range(start[r], stop[r]):
+        m = candidates[p]
+        g = group[m]
+        b, a, ba = -1, -1, 1.0
+        for i in range(n_groups):
+            if groups[i] == g:
+                b, a, ba = before[i], after[i], through[i]
+                break
+        f = -1.0
+        # ext(b, m) and ext(m, a), each with its descendant check: ``lo`` must lie on an
+        # OI path before ``hi`` (:func:`_descends`), and the factor is poi[hi] over the
+        # poi of lo's context node in the deepest tree both share (:func:`_extension`).
+        for side in range(2):
+            lo, hi = (b, m) if side == 0 else (m, a)
+            if hi < 0:
+                break
+            if lo < 0:
+                f = poi[hi]
+                continue
+            c = code[hi]
+            ok = code[lo] < c <= code_end[lo]
+            t = tree[lo]
+            while not ok and tree_virtual[t] >= 0:
+                v = tree_virtual[t]
+                ok = tree_last_code[t] < c <= code_end[v]
+                t = tree[v]
+            if not ok:
+                f = -1.0
+                break
+            x = lo
+            lx = tree_level[tree[lo]]
+            th = tree[hi]
+            lh = tree_level[th]
+            while lx > lh:
+                x = tree_virtual[tree[x]]
+                lx -= 1
+            while lh > lx:
+                th = tree_parent[th]
+                lh -= 1
+            while tree[x] != th:
+                x = tree_virtual[tree[x]]
+                th = tree_parent[th]
+            e = poi[hi] / poi[x]
+            f = e if side == 0 else f * e / ba
+        slot_factor[offset[r] + p - start[r]] = f
+        if f > 0:
+            kept += 1
+    return kept
+
+
+@numba.njit(cache=True, nogil=True)
+def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.ndarray,
+                  stop: np.ndarray, candidates: np.ndarray, row: np.ndarray,
+                  offset: np.ndarray, slot_factor: np.ndarray, tuple_factor: np.ndarray,
+                  candidate_factor: np.ndarray, floor: float, table: np.ndarray,
+                  sums: np.ndarray, rows: np.ndarray, factors: np.ndarray) -> None:
+    """Tuple ``t``'s new tuples (one per event its entries' valid pairs take): their
+    summed probability times ``tuple_factor[t]`` and the event's ``candidate_factor``,
+    against ``floor``. A pair whose new tuple falls short gets factor 0.0 (valid, not
+    kept). The tuple's hash table, ``sums``, ``rows`` and ``factors`` are its part of
+    those arrays (from its first slot; four times that for the table, which holds at
+    most four slots per pair)."""
+    first, end = offset[tuple_bounds[t]], offset[tuple_bounds[t + 1]]
+    pairs = end - first
+    if pairs == 0:
+        return
+    size = 1
+    while size < 2 * pairs:
+        size *= 2
+    mask = size - 1
+    base = 4 * first
+    table[base:base + size] = -1
+    groups = 0
+    for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
+        for p in range(start[r], stop[r]):
+            f = slot_factor[offset[r] + p - start[r]]
+            if f <= 0:
+                continue
+            v = row[candidates[p]]
+            h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
+                          >> np.uint64(32)) & np.uint64(mask))
+            while True:
+                j = table[base + h]
+                if j < 0:
+                    j = groups
+                    table[base + h] = j
+                    groups += 1
+                    rows[first + j] = v
+                    sums[first + j] = 0.0
+                    factors[first + j] = candidate_factor[p]
+                    break
+                if rows[first + j] == v:
+                    break
+                h = (h + 1) & mask
+            sums[first + j] += prob[r] * f
+    for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
+        for p in range(start[r], stop[r]):
+            s = offset[r] + p - start[r]
+            if slot_factor[s] <= 0:
+                continue
+            v = row[candidates[p]]
+            h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
+                          >> np.uint64(32)) & np.uint64(mask))
+            while rows[first + table[base + h]] != v:
+                h = (h + 1) & mask
+            j = first + table[base + h]
+            if sums[j] * tuple_factor[t] * factors[j] < floor:
+                slot_factor[s] = 0.0
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int,
               start: np.ndarray, stop: np.ndarray, candidates: np.ndarray, row: np.ndarray,
               group: np.ndarray, poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
               tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
-              tree_virtual: np.ndarray, tree_last_code: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+              tree_virtual: np.ndarray, tree_last_code: np.ndarray, tuple_bounds: np.ndarray,
+              tuple_factor: np.ndarray, candidate_factor: np.ndarray, floor: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     n, k = nodes.shape
     # Every (entry, candidate) pair has its own slot, so entries run in parallel; the
-    # valid pairs are then written out in entry order.
+    # kept pairs are then written out in entry order.
     offset = np.empty(n + 1, dtype=np.int64)
     offset[0] = 0
     for r in range(n):
         offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
     slot_factor = np.empty(offset[n])
-    valid = np.zeros(n + 1, dtype=np.int64)
+    valid = np.zeros(n, dtype=np.int64)
     for r in numba.prange(n):
-        kept = 0
-        for p in range(start[r], stop[r]):
-            m = candidates[p]
-            b, a = _neighbours(nodes, r, item, group[m], group)
-            f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
-                           tree_virtual, tree_last_code)
-            slot_factor[offset[r] + p - start[r]] = f
-            if f > 0:
-                kept += 1
-        valid[r + 1] = kept
+        valid[r] = _pair_factors(nodes, item, start, stop, candidates, group, poi, code,
+                                 code_end, tree, tree_parent, tree_level, tree_virtual,
+                                 tree_last_code, offset, slot_factor, r)
+    screened = len(tuple_bounds) > 0
+    if screened:
+        n_tuples = len(tuple_bounds) - 1
+        table = np.empty(4 * offset[n] + 4, dtype=np.int64)
+        sums = np.empty(offset[n])
+        rows = np.empty(offset[n], dtype=np.int64)
+        factors = np.empty(offset[n])
+        for t in numba.prange(n_tuples):
+            _screen_tuple(t, tuple_bounds, prob, start, stop, candidates, row, offset,
+                          slot_factor, tuple_factor, candidate_factor, floor, table, sums,
+                          rows, factors)
+    kept = np.zeros(n + 1, dtype=np.int64)
+    for r in numba.prange(n):
+        c = 0
+        for s in range(offset[r], offset[r + 1]):
+            if slot_factor[s] > 0:
+                c += 1
+        kept[r + 1] = c
     for r in range(n):
-        valid[r + 1] += valid[r]
-    total = valid[n]
+        kept[r + 1] += kept[r]
+    total = kept[n]
     out_events = np.empty((total, k), dtype=np.int64)
     out_nodes = np.empty((total, k), dtype=np.int64)
     out_prob = np.empty(total)
     for r in numba.prange(n):
-        j = valid[r]
+        j = kept[r]
         for p in range(start[r], stop[r]):
             f = slot_factor[offset[r] + p - start[r]]
             if f > 0:
@@ -185,18 +331,32 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
                 out_nodes[j, item] = m
                 out_prob[j] = prob[r] * f
                 j += 1
-    return out_events, out_nodes, out_prob, valid
+    return out_events, out_nodes, out_prob, kept, valid.sum()
+
+
+_NO_SCREEN = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), 0.0)
 
 
 def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.ndarray,
-             item: int, start: np.ndarray, stop: np.ndarray, candidates: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             item: int, start: np.ndarray, stop: np.ndarray, candidates: np.ndarray,
+             screen: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Every valid extension of entries ``(events, nodes, prob)`` by item ``item``, in
     entry order: entry ``r`` may take the candidate nodes ``candidates[start[r]:stop[r]]``;
     each is kept when an OI of its group passes the entry's nearest matched nodes of that
     group before and after the item and it in between (:func:`insertion_factors`), and
     its probability is multiplied by that factor. Returns the new events, nodes and
-    probabilities, and where each entry's extensions start (``n + 1`` offsets)."""
+    probabilities, where each entry's extensions start (``n + 1`` offsets), and the
+    number of valid pairs.
+
+    ``screen``: ``(tuple_bounds, tuple_factor, candidate_factor, floor)`` for entries in
+    tuple order (``tuple_bounds``: where each tuple starts, then ``n``): a valid pair is
+    written out only when its new tuple (the tuple with the candidate's event) reaches
+    ``floor`` with its summed probability times the tuple's ``tuple_factor`` and the
+    candidate's ``candidate_factor`` (aligned with ``candidates``): the pruning bound it
+    will have, known before any of its entries is written."""
+    bounds, tuple_factor, candidate_factor, floor = screen if screen is not None else (
+        _NO_SCREEN)
     with KERNEL_LOCK:
         return _extended(
             np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
@@ -204,7 +364,10 @@ def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.n
             np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
             np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.group, table.poi,
             table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
-            table.tree_virtual, table.tree_last_code)
+            table.tree_virtual, table.tree_last_code,
+            np.ascontiguousarray(bounds, dtype=np.int64),
+            np.ascontiguousarray(tuple_factor, dtype=np.float64),
+            np.ascontiguousarray(candidate_factor, dtype=np.float64), float(floor))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -214,8 +377,17 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                    code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                    tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
                    tree_last_code: np.ndarray):
-    k = nodes.shape[1]
+    n, k = nodes.shape
     n_tuples = len(tuple_bounds) - 1
+    offset = np.empty(n + 1, dtype=np.int64)
+    offset[0] = 0
+    for r in range(n):
+        offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
+    slot_factor = np.empty(offset[n])
+    for r in numba.prange(n):
+        _pair_factors(nodes, item, start, stop, candidates, group, poi, code, code_end, tree,
+                      tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      slot_factor, r)
     # A tuple's new events lie among the candidates its entries' windows span, so a hash
     # table of twice that many slots per tuple holds them (no allocation per tuple).
     span = np.zeros(n_tuples + 1, dtype=np.int64)
@@ -252,12 +424,10 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
         made = 0
         for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
             for p in range(start[r], stop[r]):
-                m = candidates[p]
-                b, a = _neighbours(nodes, r, item, group[m], group)
-                f = _insertion(b, m, a, poi, code, code_end, tree, tree_parent, tree_level,
-                               tree_virtual, tree_last_code)
+                f = slot_factor[offset[r] + p - start[r]]
                 if f <= 0:
                     continue
+                m = candidates[p]
                 made += 1
                 v = row[m]
                 h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
