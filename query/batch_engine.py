@@ -16,7 +16,6 @@ groups. EXPLAIN reports them per step.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Callable, Iterator
 from functools import cached_property
@@ -93,8 +92,7 @@ class BatchEngine:
         ctx, table = self.ctx, self.table
         columns, nodes, instants, weights = [], [], [], []
         for k, _, symbol in ctx.negations:
-            found = CandidateNodes.of_rows(
-                table, ctx.search(symbol, None, (-math.inf, math.inf)))
+            found = CandidateNodes.of_rows(table, ctx.search(symbol, None, ctx.span))
             columns.append(k)
             nodes.append(found.nodes)
             instants.append(found.instants)
@@ -115,7 +113,7 @@ class BatchEngine:
         found = self._candidates.get(item)
         if found is None:
             ctx = self.ctx
-            rows = ctx.search(ctx.positive[item], None, (-math.inf, math.inf))
+            rows = ctx.search(ctx.positive[item], None, ctx.span)
             if item == 0:
                 rows = ctx.first_item_rows(rows)
             found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)

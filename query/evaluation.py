@@ -108,17 +108,24 @@ class QueryContext:
         self._gap_rows: dict[tuple[str, int, int], np.ndarray] = {}
         self.boxes = {name: symbol_box(index.archive, pattern.symbol(name))
                       for name in {it.symbol for it in pattern.items}}
-        # Rows the first positive item may take (None: all); a time slice of the Spark
-        # engine answers only for the tuples whose first event it holds.
-        self.first_rows: np.ndarray | None = None
+        # A time slice of the Spark engine answers only for the tuples whose first event
+        # has its earliest feasible instant in ``anchors`` ([lo, hi); None: any), and
+        # every event such a tuple meets (matched or in a negation's gap) has an
+        # instant in ``span``, where candidates are searched.
+        self.anchors: tuple[int, int] | None = None
+        self.span: tuple[float, float] = (-math.inf, math.inf)
 
     def label(self, item: int) -> str:
         """How EXPLAIN names positive item ``item``: its symbol and 1-based position."""
         return f"{self.positive[item]}@{self.pattern.positive_items[item] + 1}"
 
     def first_item_rows(self, rows: np.ndarray) -> np.ndarray:
-        """``rows`` without those :attr:`first_rows` excludes."""
-        return rows if self.first_rows is None else rows[self.first_rows[rows]]
+        """The ``rows`` the first positive item may take: those anchored in
+        :attr:`anchors` (all without)."""
+        if self.anchors is None:
+            return rows
+        t_min = self.index.layout.t_min[rows]
+        return rows[(t_min >= self.anchors[0]) & (t_min < self.anchors[1])]
 
     def closed_by(self, items: Iterable[int]) -> list[int]:
         """Negations (indices into :attr:`negations`) next to one of the positive

@@ -33,7 +33,7 @@ def tree_traversal(ctx: QueryContext) -> Answer:
     for g, forest in enumerate(index.forests):
         for n in _walk_from_roots(forest, everything):
             row = int(index.members[g][forest.event[n]])
-            if pr[row] > 0 and (ctx.first_rows is None or ctx.first_rows[row]):
+            if pr[row] > 0 and len(ctx.first_item_rows(np.array([row]))):
                 entries.append(Entry((row,), (n,), float(forest.poi[n])))
     ctx.stats.entries_created += len(entries)
     entries = ctx.prune(entries)

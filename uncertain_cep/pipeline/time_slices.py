@@ -90,11 +90,12 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
     index = opened_index(reader)
-    layout = index.layout
     ctx = QueryContext(index, parse_query(query))
     ctx.stats.strategy = strategy
-    ctx.first_rows = (layout.t_min >= piece.lo) & (layout.t_min < piece.hi)
-    # first_rows anchors every tuple's first event in this slice.
+    # Every tuple's first event anchored in this slice; every event it meets is at most
+    # a window after that one's latest instant, so searches stop at the halo.
+    ctx.anchors = (piece.lo, piece.hi)
+    ctx.span = (piece.lo, piece.need_hi)
     answer = get_strategy(strategy)(ctx)
     ids = index.archive.event_ids[answer.events].tolist()
     rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
