@@ -245,11 +245,11 @@ class BatchEngine:
         created = found = kept = 0
         for units in self._pieces(batch, item, start, stop, candidates):
             sums = [self._tuple_sums(*unit, item) for unit in units]
-            events, total, first, last = (sums[0][:4] if len(sums) == 1
-                                          else _combined_sums(sums, item))
+            events, total, first, last, attribute = (sums[0][:5] if len(sums) == 1
+                                                     else _combined_sums(sums, item))
             created += sum(made for *_, made in sums)
             found += len(total)
-            kept += self._answer(events, total, first, last)
+            kept += self._answer(events, total * attribute, first, last)
         return created, found, kept
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
@@ -414,24 +414,29 @@ class BatchEngine:
 
     def _tuple_sums(self, part: Batch, candidates: CandidateNodes, start: np.ndarray,
                     stop: np.ndarray, item: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                               int]:
         """The last item of a pattern without negation: extension and each new tuple's
         sum in one pass (:func:`~uncertain_cep.query.chain_kernels.extended_sums`), so
         its entries are never written out, merged or regrouped. Returns the new tuples'
-        events, summed probabilities, first and last instants, and the entries
+        events, summed probabilities, first and last instants, the product of their
+        events' Pr(S | e) (the parent tuple's times the new event's), and the entries
         created."""
-        bounds = np.append(tuple_starts(part.events), len(part))
+        starts = tuple_starts(part.events)
+        bounds = np.append(starts, len(part))
         entry, new_row, total, first, last, created = extended_sums(
             self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.nodes)
         events = part.events[entry]
         events[:, item] = new_row
-        return events, total, first, last, created
+        parent = self.attribute(part.events[starts])
+        attribute = (parent[np.searchsorted(bounds, entry, side="right") - 1]
+                     * self.ctx.pr_rows(self.ctx.positive[item], new_row))
+        return events, total, first, last, attribute, created
 
-    def _answer(self, events: np.ndarray, total: np.ndarray, first: np.ndarray,
+    def _answer(self, events: np.ndarray, conf: np.ndarray, first: np.ndarray,
                 last: np.ndarray) -> int:
-        """Keep the tuples whose confidence (their sum times Pr(S | e) of their events)
-        reaches the threshold; how many."""
-        conf = total * self.attribute(events)
+        """Keep the tuples whose confidence ``conf`` (their sum times Pr(S | e) of their
+        events) reaches the threshold; how many."""
         theta = self.ctx.theta
         if theta > TOLERANCE:
             self.ctx.stats.tuples_pruned += int((conf < theta - TOLERANCE).sum())
@@ -475,9 +480,12 @@ def estimate_candidates(engine: BatchEngine, batch: Batch, item: int) -> float:
     return float(engine.estimates.expected_many(item, lo[:, item], hi[:, item]).sum())
 
 
-def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]],
-                   item: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-tuple sums of chunks of one tuple's entries, added up per new event."""
+def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                    np.ndarray, int]],
+                   item: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-tuple sums of chunks of one tuple's entries, added up per new event (the
+    product of Pr(S | e) is the same in every chunk)."""
     events = np.concatenate([s[0] for s in sums])
     new, first_of, ids = np.unique(events[:, item], return_index=True, return_inverse=True)
     total = np.bincount(ids, weights=np.concatenate([s[1] for s in sums]),
@@ -486,4 +494,5 @@ def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     np.minimum.at(first, ids, np.concatenate([s[2] for s in sums]))
     last = np.full(len(new), -NO_TIME, dtype=np.int64)
     np.maximum.at(last, ids, np.concatenate([s[3] for s in sums]))
-    return events[first_of], total, first, last
+    attribute = np.concatenate([s[4] for s in sums])[first_of]
+    return events[first_of], total, first, last, attribute
