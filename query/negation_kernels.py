@@ -23,6 +23,7 @@ from uncertain_cep.index.forest import VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.chain_kernels import _extension
 from uncertain_cep.query.grouping_kernels import group_rows
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
 __all__ = ["NegatedNodes", "negation_factors"]
 
@@ -212,12 +213,12 @@ class _Memo:
 
 
 @numba.njit(cache=True, nogil=True)
-def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
-                      gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple,
-                      poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray
-                      ) -> np.ndarray:
-    n, k = events.shape
-    group, row, tree, tree_virtual, group_root = t[0], t[1], t[9], t[10], t[11]
+def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Once per distinct set of gaps: every group's weighted sum without a chain (what a
+    group outside the tuple contributes), sorted by group (``free_groups[start[u]:
+    start[u + 1]]`` and their values), with their product and how many are 0."""
+    group_root = t[11]
     n_all_groups = len(group_root)
     found_groups = np.empty(n_all_groups, dtype=np.int64)
     found_values = np.empty(n_all_groups)
@@ -225,8 +226,6 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
     half = width // 2
     no_rows = np.empty(0, dtype=np.int64)
     no_chain = np.empty(0, dtype=np.int64)
-    # Once per distinct set of gaps: every group's weighted sum without a chain (what a
-    # group outside the tuple contributes), sorted by group.
     start = np.zeros(n_gaps + 1, dtype=np.int64)
     free_groups = np.empty(n_gaps * 4 + 16, dtype=np.int64)
     free_values = np.empty(n_gaps * 4 + 16)
@@ -249,14 +248,50 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
             else:
                 product[u] *= v
         start[u + 1] = start[u] + m
+    return start, free_groups, free_values, product, zeros
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _negation_factors(nodes: np.ndarray, gap_id: np.ndarray, gaps: np.ndarray, neg: tuple,
+                      t: tuple, scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
+                      tree_level: np.ndarray, free: tuple) -> np.ndarray:
+    """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
+    memo (:func:`_chunk_factors`)."""
+    n = len(nodes)
     out = np.ones(n)
+    weight, value, relevant, required, touched, weighted_group = scratches
+    start, free_groups, free_values, product, zeros = free
+    chunks = len(weight)
+    for c in numba.prange(chunks):
+        _chunk_factors(c * n // chunks, (c + 1) * n // chunks, nodes, gap_id, gaps, neg, t,
+                       (weight[c], value[c], relevant[c], required[c], touched[c],
+                        weighted_group[c]),
+                       poi, tree_parent, tree_level, start, free_groups, free_values,
+                       product, zeros, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, gap_id: np.ndarray,
+                   gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple,
+                   poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
+                   start: np.ndarray, free_groups: np.ndarray, free_values: np.ndarray,
+                   product: np.ndarray, zeros: np.ndarray, out: np.ndarray) -> None:
+    """The factors of entries ``r_lo`` to ``r_hi`` into ``out``, given every group's
+    chain-free sum per set of gaps (``start``, ``free_groups``, ``free_values``, and
+    their ``product`` and number of ``zeros``)."""
+    k = nodes.shape[1]
+    group, row, tree, tree_virtual, group_root = t[0], t[1], t[9], t[10], t[11]
+    half = gaps.shape[1] // 2
+    found_groups = np.empty(len(group_root), dtype=np.int64)
+    found_values = np.empty(len(group_root))
     chain = np.empty(k, dtype=np.int64)
     # A group's sum depends only on the gaps and the entry's chain in that group (its
     # excluded events are the chain's): memoised on (gaps, chain), since many entries of
     # a batch share both.
     memo = _Memo(k + 1)
     key = np.empty(k + 1, dtype=np.int64)
-    for r in range(n):
+    for r in range(r_lo, r_hi):
         u = gap_id[r]
         rest, rest_zeros = product[u], zeros[u]
         factor = 1.0
@@ -269,8 +304,16 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
                     break
             if seen:
                 continue
-            lo, hi = start[u], start[u + 1]
-            i = lo + np.searchsorted(free_groups[lo:hi], g)
+            # Binary search of g among the groups weighted by these gaps (written out:
+            # a slice passed to np.searchsorted costs more than the search).
+            i, hi = start[u], start[u + 1]
+            top = hi
+            while i < top:
+                mid = (i + top) // 2
+                if free_groups[mid] < g:
+                    i = mid + 1
+                else:
+                    top = mid
             if i >= hi or free_groups[i] != g:
                 continue   # no weighted node in this group
             # The group's own factor replaces its chain-free one.
@@ -285,8 +328,8 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
                     chain[size] = x
                     size += 1
             key[0] = u
-            key[1:] = -1
-            key[1:size + 1] = chain[:size]
+            for d in range(k):
+                key[d + 1] = chain[d] if d < size else -1
             slot = memo.find(key)
             if slot < 0:
                 prob = 1.0
@@ -301,7 +344,6 @@ def _negation_factors(events: np.ndarray, nodes: np.ndarray, gap_id: np.ndarray,
                 slot = memo.add(key, found_values[0] / prob if got else 1.0)
             factor *= memo.values[slot]
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
-    return out
 
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
@@ -331,9 +373,15 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     # numpy's zeroed allocations are mapped lazily, and a call writes only the entries of
     # the nodes it touches (a weight is set when its node becomes relevant), so memory
     # and time follow the query, not the size of the index.
-    n_nodes = len(table.group)
-    scratch = (np.zeros(n_nodes), np.zeros(n_nodes), np.zeros(n_nodes, dtype=np.bool_),
-               np.zeros(n_nodes, dtype=np.bool_), np.zeros(n_nodes, dtype=np.int64),
-               np.zeros(len(group_root), dtype=np.bool_))
-    return _negation_factors(events, nodes, gap_id, np.ascontiguousarray(gaps[first]), neg,
-                             t, scratch, table.poi, table.tree_parent, table.tree_level)
+    # One scratch per thread: entries are factored in that many chunks in parallel.
+    n_nodes, threads = len(table.group), max(1, min(numba.get_num_threads(), len(events)))
+    scratches = (np.zeros((threads, n_nodes)), np.zeros((threads, n_nodes)),
+                 np.zeros((threads, n_nodes), dtype=np.bool_),
+                 np.zeros((threads, n_nodes), dtype=np.bool_),
+                 np.zeros((threads, n_nodes), dtype=np.int64),
+                 np.zeros((threads, len(group_root)), dtype=np.bool_))
+    gaps = np.ascontiguousarray(gaps[first])
+    free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
+    with KERNEL_LOCK:
+        return _negation_factors(nodes, gap_id, gaps, neg, t, scratches, table.poi,
+                                 table.tree_parent, table.tree_level, free)
