@@ -30,6 +30,7 @@ from uncertain_cep.query.batches import (
     CandidateNodes,
     Screen,
     candidate_passes,
+    every_item_window,
     extend,
     item_windows,
     merge,
@@ -38,7 +39,6 @@ from uncertain_cep.query.batches import (
     tuple_starts,
     weight_cuts,
     window_bounds,
-    windows_from_instants,
 )
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
@@ -463,14 +463,9 @@ def tuple_item_windows(engine: BatchEngine, batch: Batch
     instants = np.where(batch.nodes >= 0, table.instant[np.maximum(batch.nodes, 0)], 0)
     earliest = np.minimum.reduceat(instants, starts, axis=0)
     latest = np.maximum.reduceat(instants, starts, axis=0)
-    k = engine.k
-    lo = np.full((len(starts), k), np.inf)
-    hi = np.full((len(starts), k), -np.inf)
-    for item in range(k):
-        a, _ = windows_from_instants(earliest, matched, item, engine.ctx.window)
-        _, b = windows_from_instants(latest, matched, item, engine.ctx.window)
-        lo[:, item] = np.where(a <= -NO_TIME, -np.inf, a)
-        hi[:, item] = np.where(b >= NO_TIME, np.inf, b)
+    a, b = every_item_window(earliest, latest, matched, engine.ctx.window)
+    lo = np.where(a <= -NO_TIME, -np.inf, a)
+    hi = np.where(b >= NO_TIME, np.inf, b)
     return starts, matched, lo, hi
 
 

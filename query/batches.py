@@ -44,6 +44,7 @@ __all__ = [
     "CandidateNodes",
     "Screen",
     "candidate_passes",
+    "every_item_window",
     "extend",
     "grouping_order",
     "item_windows",
@@ -177,6 +178,37 @@ def windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
         return _windows_from_instants(np.ascontiguousarray(instants, dtype=np.int64),
                                       np.ascontiguousarray(matched, dtype=np.bool_),
                                       int(item), *_window_length(window))
+
+
+def every_item_window(earliest: np.ndarray, latest: np.ndarray, matched: np.ndarray,
+                      window: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and item, :func:`windows_from_instants`' lower bound from the
+    ``earliest`` instants and its upper bound from the ``latest`` (``(n, k)`` each):
+    every item's window over all entries of a tuple, in one pass.
+
+    >>> m = np.array([[True, False, True]])
+    >>> lo, hi = every_item_window(np.array([[2, 0, 9]]), np.array([[4, 0, 9]]), m, 10)
+    >>> lo.tolist(), hi.tolist()   # the unmatched item 1 lies in [3, 8]
+    ([[-1, 3, 4]], [[7, 8, 14]])
+    """
+    with KERNEL_LOCK:
+        return _every_item_window(np.ascontiguousarray(earliest, dtype=np.int64),
+                                  np.ascontiguousarray(latest, dtype=np.int64),
+                                  np.ascontiguousarray(matched, dtype=np.bool_),
+                                  *_window_length(window))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _every_item_window(earliest: np.ndarray, latest: np.ndarray, matched: np.ndarray,
+                       length: int, bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    n, k = matched.shape
+    lo = np.empty((n, k), dtype=np.int64)
+    hi = np.empty((n, k), dtype=np.int64)
+    for r in numba.prange(n):
+        for item in range(k):
+            lo[r, item] = _window_of_row(earliest, matched, r, item, length, bounded)[0]
+            hi[r, item] = _window_of_row(latest, matched, r, item, length, bounded)[1]
+    return lo, hi
 
 
 def _window_length(window: float) -> tuple[int, bool]:

@@ -29,6 +29,9 @@ from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
 __all__ = ["extended", "extended_sums", "insertion_factors"]
 
+# Entries per chunk of the extension kernels (each chunk allocates its scratch once).
+_CHUNK = 1024
+
 
 @numba.njit(cache=True, nogil=True)
 def _descends(a: int, b: int, code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
@@ -127,21 +130,41 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                   code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                   tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
                   tree_last_code: np.ndarray, offset: np.ndarray, slot_factor: np.ndarray,
-                  r: int) -> int:
-    """Entry ``r``'s factor with each candidate in its window (its slots from
-    ``offset[r]``; -1.0: no OI passes); how many are valid: :func:`_insertion` per
-    candidate, written out in this one function. (A compiled call that passes arrays
-    costs about 90 ns in reference counting when it is not inlined, as these loops are
-    not; once per entry is cheap, once per candidate was most of an extension.)"""
-    if stop[r] <= start[r]:
-        return 0
-    # The entry's nearest matched node before and after the item, per group it holds
-    # (found once, not once per candidate), and the factor ext(before, after).
+                  r_lo: int, r_hi: int, valid: np.ndarray) -> None:
+    """Entries ``r_lo`` to ``r_hi``: each one's factor with each candidate in its window
+    (its slots from ``offset[r]``; -1.0: no OI passes), and how many are valid
+    (``valid[r]``): :func:`_insertion` per candidate, written out in this one function.
+    (A compiled call that passes arrays costs about 90 ns in reference counting when it
+    is not inlined, as these loops are not, and an allocation about as much: once per
+    range of entries is cheap, once per candidate was most of an extension.)"""
     k = nodes.shape[1]
     groups = np.empty(k, dtype=np.int64)
     before = np.empty(k, dtype=np.int64)
     after = np.empty(k, dtype=np.int64)
     through = np.empty(k)
+    for r in range(r_lo, r_hi):
+        valid[r] = 0
+        if stop[r] > start[r]:
+            valid[r] = _entry_factors(nodes, item, start, stop, candidates, group, poi,
+                                      code, code_end, tree, tree_parent, tree_level,
+                                      tree_virtual, tree_last_code, offset, slot_factor,
+                                      r, groups, before, after, through)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _entry_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndarray,
+                   candidates: np.ndarray, group: np.ndarray, poi: np.ndarray,
+                   code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
+                   tree_parent: np.ndarray, tree_level: np.ndarray,
+                   tree_virtual: np.ndarray, tree_last_code: np.ndarray,
+                   offset: np.ndarray, slot_factor: np.ndarray, r: int,
+                   groups: np.ndarray, before: np.ndarray, after: np.ndarray,
+                   through: np.ndarray) -> int:
+    """Entry ``r``'s part of :func:`_pair_factors` (scratch: ``groups``, ``before``,
+    ``after``, ``through``, one slot per column)."""
+    # The entry's nearest matched node before and after the item, per group it holds
+    # (found once, not once per candidate), and the factor ext(before, after).
+    k = nodes.shape[1]
     n_groups = 0
     for c in range(k):
         x = nodes[r, c]
@@ -290,10 +313,11 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
         offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
     slot_factor = np.empty(offset[n])
     valid = np.zeros(n, dtype=np.int64)
-    for r in numba.prange(n):
-        valid[r] = _pair_factors(nodes, item, start, stop, candidates, group, poi, code,
-                                 code_end, tree, tree_parent, tree_level, tree_virtual,
-                                 tree_last_code, offset, slot_factor, r)
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for chunk in numba.prange(chunks):
+        _pair_factors(nodes, item, start, stop, candidates, group, poi, code, code_end,
+                      tree, tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      slot_factor, chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK), valid)
     screened = len(tuple_bounds) > 0
     if screened:
         n_tuples = len(tuple_bounds) - 1
@@ -384,10 +408,12 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
     for r in range(n):
         offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
     slot_factor = np.empty(offset[n])
-    for r in numba.prange(n):
-        _pair_factors(nodes, item, start, stop, candidates, group, poi, code, code_end, tree,
-                      tree_parent, tree_level, tree_virtual, tree_last_code, offset,
-                      slot_factor, r)
+    valid = np.empty(n, dtype=np.int64)
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for chunk in numba.prange(chunks):
+        _pair_factors(nodes, item, start, stop, candidates, group, poi, code, code_end,
+                      tree, tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      slot_factor, chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK), valid)
     # A tuple's new events lie among the candidates its entries' windows span, so a hash
     # table of twice that many slots per tuple holds them (no allocation per tuple).
     span = np.zeros(n_tuples + 1, dtype=np.int64)
