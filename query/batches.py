@@ -357,7 +357,9 @@ def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
     if len(batch) < 2:
         return batch.in_tuple_order()
     gaps = np.zeros(0, dtype=np.int64) if gaps is None else np.asarray(gaps, np.int64)
-    key = merge_keys(table, batch.events, batch.nodes, gaps, classes)
+    # Within a segment (one tuple's extensions) entries differ in no event but item's.
+    key = merge_keys(table, batch.events, batch.nodes, gaps, classes,
+                     item if segments is not None else -1)
     if segments is not None:
         first, prob = group_rows_in_segments(key, batch.events[:, item], batch.prob,
                                              segments)

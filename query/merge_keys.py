@@ -22,15 +22,16 @@ __all__ = ["merge_keys"]
 
 
 def merge_keys(table: NodeTable, events: np.ndarray, nodes: np.ndarray, gaps: np.ndarray,
-               classes: bool) -> np.ndarray:
+               classes: bool, item: int = -1) -> np.ndarray:
     """The ``(n, 3k)`` key matrix of entries ``events``/``nodes`` (:func:`_merge_keys`);
     ``gaps``: per NOT item, the positive item before it; ``classes``: the index has no
-    Condition 2."""
+    Condition 2. With ``item`` (entries that differ in no event but that item's, as the
+    extensions of one tuple do), the key holds that event only: ``(n, 2k + 1)``."""
     with KERNEL_LOCK:
         return _merge_keys(events, nodes, table.group, table.instant, gaps, table.tree,
                            table.kind, table.parent, table.child_start, table.child_list,
                            table.row, classes,
-                           table.nests_trees if classes else _NO_TREES)
+                           table.nests_trees if classes else _NO_TREES, item)
 
 
 _NO_TREES = np.zeros(0, dtype=np.bool_)
@@ -74,7 +75,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 node_instant: np.ndarray, gaps: np.ndarray, node_tree: np.ndarray,
                 node_kind: np.ndarray, node_parent: np.ndarray, child_start: np.ndarray,
                 child_list: np.ndarray, node_row: np.ndarray, classes: bool,
-                nested: np.ndarray) -> np.ndarray:
+                nested: np.ndarray, item: int) -> np.ndarray:
     """Per entry: its events, then the nodes that matter (else -1), then the instants
     that matter (else a sentinel); see :func:`~uncertain_cep.query.batches.merge`.
 
@@ -102,7 +103,10 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     identities. The set is keyed by a sum of 64-bit hashes: two sets of one event's nodes
     in one tuple's entries would have to collide for entries to merge wrongly."""
     n, k = events.shape
-    key = np.empty((n, 3 * k), dtype=np.int64)
+    # The key's columns: the events (or item ``item``'s only), then per column the node
+    # that matters, then the instant.
+    e = k if item < 0 else 1
+    key = np.empty((n, e + 2 * k), dtype=np.int64)
     # The helpers' work is written out below rather than called: a compiled call that
     # passes arrays costs about 90 ns in reference counting when it is not inlined (these
     # have loops), more than its work. Entries run in chunks, each with its scratch: the
@@ -131,13 +135,16 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 if nodes[r, c] >= 0:
                     t_after = node_instant[nodes[r, c]]
             for c in range(k):
-                key[r, c] = events[r, c]
-                key[r, k + c] = -1
-                key[r, 2 * k + c] = -NO_TIME
+                if item < 0:
+                    key[r, c] = events[r, c]
+                key[r, e + c] = -1
+                key[r, e + k + c] = -NO_TIME
                 if nodes[r, c] >= 0:
                     if first < 0:
                         first = c
                     last = c
+            if item >= 0:
+                key[r, 0] = events[r, item]
             for c in range(k):
                 m = nodes[r, c]
                 if m < 0:
@@ -219,9 +226,9 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                                     past = True
                             p = node_parent[p]
                     if lone:
-                        key[r, k + c] = -2 - node_tree[m]
+                        key[r, e + c] = -2 - node_tree[m]
                     elif (gap_after and not by_class) or past:
-                        key[r, k + c] = m
+                        key[r, e + c] = m
                     else:
                         # Only what follows the node counts: nothing, or its class.
                         below = _NOTHING_AFTER
@@ -251,7 +258,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                                     stack[top] = child_list[i]
                                     top += 1
                         if below == _NOTHING_AFTER:
-                            key[r, k + c] = -2 - node_tree[m]
+                            key[r, e + c] = -2 - node_tree[m]
                         elif by_class:
                             # Its class: its tree (an event may have nodes in several) and
                             # the set of events above it there (a sum of their hashes, so
@@ -261,10 +268,10 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             while p >= 0 and node_kind[p] == REAL:
                                 h += _mix(node_row[p])
                                 p = node_parent[p]
-                            key[r, k + c] = _CLASS_BASE + int(h & np.uint64(_CLASS_MASK))
-                            key[r, 2 * k + c] = node_instant[m]
+                            key[r, e + c] = _CLASS_BASE + int(h & np.uint64(_CLASS_MASK))
+                            key[r, e + k + c] = node_instant[m]
                         else:
-                            key[r, k + c] = m
+                            key[r, e + c] = m
                 read = c in (first, last)
                 read = (read or (c > 0 and group_at[c - 1] < 0)
                         or (c + 1 < k and group_at[c + 1] < 0))
@@ -272,5 +279,5 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                     # A negation's gap is bounded by the instants of its items j and j + 1.
                     read = read or c == j or c == j + 1
                 if read:
-                    key[r, 2 * k + c] = node_instant[m]
+                    key[r, e + k + c] = node_instant[m]
     return key
