@@ -12,8 +12,7 @@ equality is tested in-process as well as through the Spark engine.
 Each slice needs only the events with ``t_max >= lo`` and ``t_min <= max(t_max of its
 anchors) + L`` (SEMANTICS A4: every event a tuple anchored in ``[lo, hi)`` involves
 happens at most ``L`` instants after its first event); :class:`TimeSlice` records that
-span (:meth:`~uncertain_cep.index.reader.IndexReader.read_slice` reads it from the
-Parquet tables).
+span, and the slice's R*-tree searches are bounded by it (``QueryContext.span``).
 """
 
 from __future__ import annotations
