@@ -37,7 +37,7 @@ from uncertain_cep.query.grouping_kernels import (
 )
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
-from uncertain_cep.query.merge_keys import merge_keys
+from uncertain_cep.query.merge_keys import keep_extreme_ends, merge_keys
 
 __all__ = [
     "Batch",
@@ -339,8 +339,10 @@ def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
     """Add up entries whose futures coincide, in tuple order. Two entries of one tuple
     extend and finish alike when they agree on every node a later item can be inserted
     next to (per group, the matched nodes with an unmatched item between them and the
-    group's next or previous matched node) and on every instant a later window or the
-    answer reads (the first and last matched items and the neighbours of unmatched ones).
+    group's next or previous matched node) and on every instant a later window reads
+    (the first and last matched items, until both ends of the pattern are matched, and
+    the neighbours of unmatched ones); the merged entry keeps its members' earliest first
+    and latest last node, which the answer's instants read.
 
     With negation (``gaps``: per NOT item, the positive item before it), they must also
     agree on every node a negation factor can read. OIs are time-ordered and Markov in
@@ -361,12 +363,16 @@ def merge(table: NodeTable, batch: Batch, segments: np.ndarray | None = None,
     key = merge_keys(table, batch.events, batch.nodes, gaps, classes,
                      item if segments is not None else -1)
     if segments is not None:
-        first, prob = group_rows_in_segments(key, batch.events[:, item], batch.prob,
-                                             segments)
-        return Batch(batch.events[first], batch.nodes[first], prob)
+        first, prob, ids = group_rows_in_segments(key, batch.events[:, item], batch.prob,
+                                                  segments)
+        nodes = batch.nodes[first]
+        keep_extreme_ends(table, batch.nodes, ids, nodes)
+        return Batch(batch.events[first], nodes, prob)
     ids, first_of = group_rows(key)
     prob = np.bincount(ids, weights=batch.prob, minlength=len(first_of))
-    return Batch(batch.events[first_of], batch.nodes[first_of], prob).in_tuple_order()
+    nodes = batch.nodes[first_of]
+    keep_extreme_ends(table, batch.nodes, ids, nodes)
+    return Batch(batch.events[first_of], nodes, prob).in_tuple_order()
 
 
 def grouping_order(events: np.ndarray) -> np.ndarray:

@@ -43,7 +43,8 @@ def _rows_equal(matrix: np.ndarray, a: int, b: int) -> bool:
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: np.ndarray,
-                            seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                            seg: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(matrix)
     n_seg = len(seg) - 1
     ids = np.empty(n, dtype=np.int64)
@@ -116,22 +117,26 @@ def _group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: 
         for j in range(groups):
             firsts[lo + rank[lo + j]] = j        # reuse: position of group g
         for i in range(lo, seg[s + 1]):
-            out_weight[base + firsts[lo + ids[i]]] += weights[i]
-    return out_first, out_weight
+            ids[i] = base + firsts[lo + ids[i]]
+            out_weight[ids[i]] += weights[i]
+    return out_first, out_weight, ids
 
 
 def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: np.ndarray,
-                           segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                           segments: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of ``matrix`` where equal rows can only occur within one segment
     (``segments``: boundaries, from 0 to the number of rows): each group's first row and
     its summed ``weights``, segment by segment, groups within a segment ordered by
-    ``order_key`` of their first row (stable). Segments are hashed apart, so each hash
-    table stays small and segments run in parallel.
+    ``order_key`` of their first row (stable), and per row the position of its group.
+    Segments are hashed apart, so each hash table stays small and segments run in
+    parallel.
 
     >>> m = np.array([[1, 5], [1, 4], [1, 5], [2, 7], [2, 7]])
-    >>> first, total = group_rows_in_segments(m, m[:, 1], np.ones(5), np.array([0, 3, 5]))
-    >>> first.tolist(), total.tolist()
-    ([1, 0, 3], [1.0, 2.0, 2.0])
+    >>> first, total, group = group_rows_in_segments(m, m[:, 1], np.ones(5),
+    ...                                              np.array([0, 3, 5]))
+    >>> first.tolist(), total.tolist(), group.tolist()
+    ([1, 0, 3], [1.0, 2.0, 2.0], [1, 0, 1, 2, 2])
     """
     with KERNEL_LOCK:
         return _group_rows_in_segments(

@@ -6,6 +6,12 @@ column the node that matters (or what it stands for: its tree, or its class of n
 alike futures; -1 when none matters), then the instants a later window or negation gap
 reads. The rules are in :func:`_merge_keys`; each is exact, and the property tests against
 the possible-worlds baseline fail when any one is dropped.
+
+Once the first and the last item are matched, the window is decided and their instants
+matter only to the answer's ``t_first``/``t_last`` (the earliest and latest over the
+tuple's worlds): the key leaves them out (unless an unmatched item or a negation gap is
+next to them) and :func:`keep_extreme_ends` gives each merged entry its members'
+earliest first node and latest last node.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
-__all__ = ["merge_keys"]
+__all__ = ["keep_extreme_ends", "merge_keys"]
 
 
 def merge_keys(table: NodeTable, events: np.ndarray, nodes: np.ndarray, gaps: np.ndarray,
@@ -272,7 +278,9 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             key[r, e + k + c] = node_instant[m]
                         else:
                             key[r, e + c] = m
-                read = c in (first, last)
+                # The first and last instants bound the window until both ends are
+                # matched; then only t_first and t_last read them (keep_extreme_ends).
+                read = c in (first, last) and not (first == 0 and last == k - 1)
                 read = (read or (c > 0 and group_at[c - 1] < 0)
                         or (c + 1 < k and group_at[c + 1] < 0))
                 for j in gaps:
@@ -281,3 +289,38 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 if read:
                     key[r, e + k + c] = node_instant[m]
     return key
+
+
+def keep_extreme_ends(table: NodeTable, nodes: np.ndarray, merged_into: np.ndarray,
+                      merged_nodes: np.ndarray) -> None:
+    """Give each merged entry (``merged_nodes``, in place) the earliest first-item node
+    and the latest last-item node of the entries ``nodes`` merged into it
+    (``merged_into``: per entry, its merged entry). Members agree on every key column, so
+    any of them stands for the others; the ends' instants differ only where the key left
+    them out (both ends matched), and there the answer's ``t_first`` is the earliest and
+    ``t_last`` the latest over the tuple's worlds (SEMANTICS A4).
+
+    >>> from types import SimpleNamespace
+    >>> t = SimpleNamespace(instant=np.array([5, 3, 9, 7]))
+    >>> merged = np.array([[0, 2]])
+    >>> keep_extreme_ends(t, np.array([[0, 2], [1, 3]]), np.array([0, 0]), merged)
+    >>> merged.tolist()
+    [[1, 2]]
+    """
+    if nodes.shape[1] and len(nodes):
+        _keep_extreme_ends(nodes, np.ascontiguousarray(merged_into, dtype=np.int64),
+                           table.instant, merged_nodes)
+
+
+@numba.njit(cache=True, nogil=True)
+def _keep_extreme_ends(nodes: np.ndarray, merged_into: np.ndarray, instant: np.ndarray,
+                       merged_nodes: np.ndarray) -> None:
+    last = nodes.shape[1] - 1
+    for r in range(len(nodes)):
+        o = merged_into[r]
+        m = nodes[r, 0]
+        if m >= 0 and instant[m] < instant[merged_nodes[o, 0]]:
+            merged_nodes[o, 0] = m
+        m = nodes[r, last]
+        if m >= 0 and instant[m] > instant[merged_nodes[o, last]]:
+            merged_nodes[o, last] = m

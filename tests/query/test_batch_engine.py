@@ -69,7 +69,9 @@ def test_grouping_within_segments_sums_equal_rows_in_key_order(segments, data):
     weights = np.array(data.draw(st.lists(st.floats(0, 1), min_size=len(rows),
                                           max_size=len(rows))), dtype=np.float64)
     bounds = np.cumsum([0] + [len(seg) for seg in segments])
-    first, total = group_rows_in_segments(matrix, matrix[:, 1], weights, bounds)
+    first, total, group = group_rows_in_segments(matrix, matrix[:, 1], weights, bounds)
+    # Each row's group is the one whose first row equals it.
+    assert [matrix[first[g]].tolist() for g in group] == matrix.tolist()
     expected = []
     for s in range(len(segments)):
         seen: dict[tuple[int, ...], list[int]] = {}
