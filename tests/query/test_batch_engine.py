@@ -109,6 +109,33 @@ def test_node_table_factors_equal_the_forest_walk():
     assert pairs > 50 and before_after > pairs
 
 
+# Event a may happen at 0..3, alone in its group (its nodes stand for its tree); b at 4,
+# c at 7, d in 8..9: WITHIN 5 a tuple holds only when a happens at 2 or 3. Events e and
+# f, far later, make B and C look common, so selectivity order matches the ends first
+# (D, then A), then the middle.
+_ENDS = pd.DataFrame({"event_id": list("abcdef"), "group": ["g0", "g1", "g2", "g3", "g4", "g5"],
+                      "t_lo": [0, 4, 7, 8, 40, 41], "t_hi": [3, 4, 7, 9, 40, 41],
+                      "x_lo": [0, 0, 0, 5, 0, 0], "x_hi": [0, 0, 0, 5, 0, 0],
+                      "tag": ["rare", "b", "c", "rare", "b", "c"]})
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@pytest.mark.parametrize("query", [
+    "PATTERN SEQ(A, B, C) DEFINE A AS tag = 'rare', B AS tag = 'b', C AS tag = 'c' "
+    "WITHIN 5",
+    "PATTERN SEQ(A, B, C, D) DEFINE A AS tag = 'rare', B AS tag = 'b', C AS tag = 'c', "
+    "D AS x > 1 WITHIN 6",
+])
+def test_merged_entries_keep_the_window_and_the_earliest_first_instant(strategy, query):
+    # Entries that differ only in a's instant may merge once a is no longer next to an
+    # unmatched item, but not while a later item's window reads that instant; once both
+    # ends are matched they merge and t_first is still the earliest instant a holds at.
+    idx = uc.build_index(_ENDS)
+    want = idx.query(query, strategy="possible_worlds")
+    assert len(want) == 1 and want["t_first"][0] == 2
+    assert_same_answer(idx.query(query, strategy=strategy), want)
+
+
 def test_explain_names_the_access_path_of_each_step():
     idx = uc.build_index(pd.DataFrame({
         "event_id": range(6), "group": [0, 0, 1, 1, 2, 2], "t_lo": [0, 2, 1, 3, 0, 4],
