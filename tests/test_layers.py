@@ -12,6 +12,8 @@ still an upward dependency.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,14 @@ def test_only_the_pipeline_imports_spark():
 def test_layers_cover_the_namespace():
     for module in modules():
         place(module)
+
+
+@pytest.mark.parametrize("folder", ["index", "query"])
+def test_a_layer_imported_by_its_folder_name_is_refused(folder):
+    # As `pytest --doctest-modules query/...` would import it: numba kernels cached under
+    # that name failed to load later through the package (ModuleNotFoundError: 'query').
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=root,
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    assert f"the folder of the package uncertain_cep.{folder}" in run.stderr
