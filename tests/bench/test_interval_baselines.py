@@ -31,7 +31,7 @@ from uncertain_cep.interval import derive_situations, match_join, situations_fro
 from uncertain_cep.interval.language import parse_temporal_query
 
 # Modest example counts: every example runs three matchers and a DuckDB query.
-FEW = settings(max_examples=100)
+FEW = settings(max_examples=50)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from random_archives import archives, patterns
 
@@ -25,6 +25,7 @@ def _assert_same_answers(got, want):
     assert all(abs(a[3] - b[3]) <= 1e-12 for a, b in zip(got, want))
 
 
+@settings(max_examples=30)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]))
 def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, pattern, n_slices,
