@@ -26,8 +26,8 @@ builders), a record batch at a time, so memory does not grow with the archive.
 ...     archive = open_reader(tmp + "/ix").load().archive
 ...     mapped = isinstance(archive.t_lo, np.memmap)
 ...     groups = archive.group_labels[archive.group_of].tolist()
->>> mapped, groups
-(True, ['b', 'b', 'a'])
+>>> mapped, groups          # rows in time order (index/time_order.py)
+(True, ['a', 'b', 'b'])
 """
 
 from __future__ import annotations

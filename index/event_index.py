@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 from rtree import index as rtree_index
@@ -41,7 +42,7 @@ from uncertain_cep.index.tables import group_extents
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 
-__all__ = ["BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
+__all__ = ["BoxSearch", "BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
            "build_group_forest", "event_boxes", "float_down", "float_up", "rtree_properties"]
 
 
@@ -204,6 +205,17 @@ def _plain(x: object) -> object:
     return x.item() if isinstance(x, np.generic) else x
 
 
+class BoxSearch(Protocol):
+    """What answers an index's candidate searches besides its R*-tree (a time slice's
+    scan of its event boxes, :class:`uncertain_cep.index.slice_reads.BoxScan`): rtree's
+    bulk ``intersection_v`` and a name for EXPLAIN."""
+
+    access: str
+
+    def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 class EventIndex:
     """Forests of every group, each event's nodes, and the R*-tree over events.
 
@@ -226,7 +238,7 @@ class EventIndex:
     def __init__(self, archive: Archive, settings: BuildSettings,
                  forests: Sequence[GroupForest] | None = None,
                  layout: EventLayout | None = None,
-                 rtree: rtree_index.Index | None = None,
+                 rtree: rtree_index.Index | BoxSearch | None = None,
                  statistics: EventStatistics | None = None, *,
                  node_table: NodeTable | None = None,
                  load_forests: Callable[[], Sequence[GroupForest]] | None = None,

@@ -18,8 +18,9 @@ whole groups (every builder writes a group's rows from one task).
 >>> import uncertain_cep as uc
 >>> from uncertain_cep.index.reader import open_reader
 >>> with tempfile.TemporaryDirectory() as tmp:
+...     # Rows already in time order, which the stored archive keeps.
 ...     idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
-...                                        "t_lo": [1, 1, 0], "t_hi": [2, 2, 0]}))
+...                                        "t_lo": [1, 1, 3], "t_hi": [2, 2, 3]}))
 ...     idx.save(tmp + "/ix")
 ...     stored = open_reader(tmp + "/ix").load().node_table
 ...     same = all(np.array_equal(getattr(stored, c), getattr(idx._index.node_table, c))
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,8 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 
-__all__ = ["NODE_TABLE_COLUMNS", "group_codes", "open_node_columns", "write_node_columns"]
+__all__ = ["NODE_ROW_COLUMNS", "NODE_TABLE_COLUMNS", "TREE_ROW_COLUMNS", "group_codes",
+           "node_table_of_rows", "open_node_columns", "write_node_columns"]
 
 NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
 _INT8 = frozenset({"kind"})
@@ -98,129 +100,285 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     for batch in _batches(event_files, [group_by, "_uc_pos"]):
         event_group.append(group_codes(keys, batch[group_by]))
         event_pos.append(batch["_uc_pos"].to_numpy(dtype=np.int64))
-    group_of_row = _cat(event_group)
-    pos_of_row = _cat(event_pos)
-    n_rows = len(group_of_row)
-    event_start = _starts(np.bincount(group_of_row, minlength=n_groups))
-    row_of_event = np.full(n_rows, -1, dtype=np.int64)
-    row_of_event[event_start[group_of_row] + pos_of_row] = np.arange(n_rows)
-    nodes_per_row = np.zeros(n_rows, dtype=np.int64)
+    rows = _DenseRows(_cat(event_group), _cat(event_pos), n_groups)
+    nodes_per_row = np.zeros(rows.n_rows, dtype=np.int64)
     for batch in _batches(node_files, ["group", "parent", "kind", "event"]):
         g = group_codes(keys, batch["group"])
         node_count += np.bincount(g, minlength=n_groups)
         child_count += np.bincount(g[batch["parent"].to_numpy() >= 0], minlength=n_groups)
         real = batch["kind"].to_numpy() == REAL
-        rows = row_of_event[event_start[g[real]] + batch["event"].to_numpy()[real]]
-        nodes_per_row += np.bincount(rows, minlength=n_rows)
+        nodes_per_row += np.bincount(rows(g[real], batch["event"].to_numpy()[real]),
+                                     minlength=rows.n_rows)
     for batch in _batches(tree_files, ["group"]):
         tree_count += np.bincount(group_codes(keys, batch["group"]), minlength=n_groups)
-    group_start, tree_start = _starts(node_count), _starts(tree_count)
-    child_offset = _starts(child_count)
-    row_nodes_start = _starts(nodes_per_row)
-    n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
+    sizes = _Sizes(group_start=_starts(node_count), tree_start=_starts(tree_count),
+                   child_offset=_starts(child_count), row_nodes_start=_starts(nodes_per_row))
+    ids = _DenseIds(sizes.group_start)
+    trees = _TreeColumns.of(_batches(tree_files, list(TREE_ROW_COLUMNS)), keys,
+                            sizes.tree_start, ids)
 
-    # Trees: small enough to hold (one row per tree).
-    tree_parent = np.full(n_trees, -1, dtype=np.int64)
-    tree_virtual = np.full(n_trees, -1, dtype=np.int64)
-    tree_root = np.full(n_trees, -1, dtype=np.int64)
-    tree_last_code = np.zeros(n_trees, dtype=np.int64)
-    for batch in _batches(tree_files, ["group", "tree", "parent", "virtual", "root",
-                                       "compact_hi"]):
-        g = group_codes(keys, batch["group"])
-        at = tree_start[g] + batch["tree"].to_numpy(dtype=np.int64)
-        tree_parent[at] = _offset(batch["parent"], tree_start[g])
-        tree_virtual[at] = _offset(batch["virtual"], group_start[g])
-        tree_root[at] = _offset(batch["root"], group_start[g])
-        tree_last_code[at] = batch["compact_hi"].to_numpy(dtype=np.int64)
-    tree_level = np.zeros(n_trees, dtype=np.int64)
-    up = tree_parent.copy()
-    while (inner := up >= 0).any():   # one gather per level of nesting (it is shallow)
-        tree_level[inner] += 1
-        up[inner] = tree_parent[up[inner]]
-
-    out = {c: _create(directory, c, n) for c, n in (
-        ("group", n_nodes), ("row", n_nodes), ("instant", n_nodes), ("tree", n_nodes),
-        ("poi", n_nodes), ("code", n_nodes), ("code_end", n_nodes), ("kind", n_nodes),
-        ("parent", n_nodes), ("cond", n_nodes), ("depth", n_nodes),
-        ("child_start", n_nodes + 1), ("child_list", int(child_offset[-1])),
-        ("child_root", n_nodes), ("row_nodes", int(row_nodes_start[-1])))}
-    for name, values in (("group_start", group_start), ("tree_start", tree_start),
-                         ("tree_parent", tree_parent), ("tree_level", tree_level),
-                         ("tree_virtual", tree_virtual), ("tree_last_code", tree_last_code),
-                         ("row_nodes_start", row_nodes_start), ("tree_root", tree_root)):
+    n_nodes = int(sizes.group_start[-1])
+    out = {c: _create(directory, c, n) for c, n in _node_column_sizes(sizes)}
+    for name, values in (*sizes.arrays(), *trees.arrays()):
         np.save(directory / f"{name}.npy", values)
-
     # Pass 1, part file by part file (each holds whole groups).
-    columns = ["group", "node", "tree", "parent", "kind", "event", "instant", "depth",
-               "child_tree", "compact_code", "compact_end", "cond", "poi"]
-    for nodes in _whole_groups(node_files, columns):
+    for nodes in _whole_groups(node_files, list(NODE_ROW_COLUMNS)):
         g = group_codes(keys, nodes["group"])
-        local = nodes["node"].to_numpy(dtype=np.int64)
-        at = group_start[g] + local
-        kind = nodes["kind"].to_numpy(dtype=np.int8)
-        out["group"][at] = g
-        out["kind"][at] = kind
-        for column, source in (("instant", "instant"), ("code", "compact_code"),
-                               ("code_end", "compact_end")):
-            out[column][at] = nodes[source].to_numpy(dtype=np.int64)
-        out["poi"][at] = nodes["poi"].to_numpy(dtype=np.float64)
-        out["cond"][at] = nodes["cond"].to_numpy(dtype=np.float64)
-        out["tree"][at] = tree_start[g] + nodes["tree"].to_numpy(dtype=np.int64)
-        parent = nodes["parent"].to_numpy(dtype=np.int64)
-        out["parent"][at] = np.where(parent >= 0, parent + group_start[g], -1)
-        real = kind == REAL
-        row = np.full(len(at), -1, dtype=np.int64)
-        row[real] = row_of_event[event_start[g[real]]
-                                 + nodes["event"].to_numpy(dtype=np.int64)[real]]
-        out["row"][at] = row
-        child_tree = nodes["child_tree"].to_numpy(dtype=np.int64)
-        virtual = (kind == VIRTUAL) & (child_tree >= 0)
-        child_root = np.full(len(at), -1, dtype=np.int64)
-        child_root[virtual] = tree_root[tree_start[g[virtual]] + child_tree[virtual]]
-        out["child_root"][at] = child_root
-        # Depth within the tree for now; the trees above are added below.
-        out["depth"][at] = nodes["depth"].to_numpy(dtype=np.int64)
-        # Children in sibling order, which is id order (ids are breadth-first per tree):
-        # sorted by (parent, child), a group's children fill its stretch of child_list.
-        has_parent = parent >= 0
-        kids = at[has_parent]
-        parents = parent[has_parent] + group_start[g[has_parent]]
-        order = np.lexsort((kids, parents))
-        kids, parents = kids[order], parents[order]
-        kid_group = g[has_parent][order]
-        out["child_list"][child_offset[kid_group] + _rank_in_runs(kid_group)] = kids
-        # child_start of each node: its group's offset plus the children of the group's
-        # nodes before it.
-        by_id = np.argsort(at)
-        sorted_at, sorted_g = at[by_id], g[by_id]
-        per_node = np.bincount(np.searchsorted(sorted_at, parents), minlength=len(at))
-        before = np.cumsum(per_node) - per_node
-        first = _run_starts(sorted_g)
-        before -= np.repeat(before[first], np.diff(np.r_[first, len(sorted_g)]))
-        out["child_start"][sorted_at] = child_offset[sorted_g] + before
-        # Each archive row's real nodes, in id order.
-        real_at, real_row = at[real], row[real]
-        order = np.lexsort((real_at, real_row))
-        real_at, real_row = real_at[order], real_row[order]
-        out["row_nodes"][row_nodes_start[real_row] + _rank_in_runs(real_row)] = real_at
+        _fill_nodes(out, nodes, g, ids(g, nodes["node"].to_numpy(dtype=np.int64)), ids,
+                    rows, sizes, trees)
         _release(out.values())
-    out["child_start"][n_nodes] = child_offset[-1]
+    out["child_start"][n_nodes] = sizes.child_offset[-1]
+    _add_depth_of_trees_above(out, trees, n_nodes)
+    for array in out.values():
+        array.flush()
 
-    # Depth counting the trees above: a child tree's root sits one level below the
-    # virtual node standing for it. Parents come first in level order.
-    base = np.zeros(n_trees, dtype=np.int64)
-    for level in range(1, int(tree_level.max()) + 1 if n_trees else 1):
-        at = np.flatnonzero(tree_level == level)
-        v = tree_virtual[at]
+
+def node_table_of_rows(nodes: pd.DataFrame, trees: pd.DataFrame, event_group: np.ndarray,
+                       event_pos: np.ndarray, keys: pd.Index) -> NodeTable:
+    """The node table of some of an index's rows, in memory: what a time slice reads
+    (:meth:`uncertain_cep.index.reader.IndexReader.read_slice`), derived as
+    :func:`write_node_columns` derives the whole one, without a Python object per node.
+
+    Parameters
+    ----------
+    nodes
+        Node rows of whole trees, closed under parent trees (:data:`NODE_ROW_COLUMNS`).
+    trees
+        Every tree row of the groups ``keys`` (:data:`TREE_ROW_COLUMNS`); a tree whose nodes are
+        absent has no root, and a virtual node standing for it no child root.
+    event_group, event_pos
+        Per archive row of the slice, its group code (position in ``keys``) and position
+        in its group; a real node of an event outside the slice has row -1.
+    keys
+        The slice's group keys, sorted: position = group code.
+
+    Node ids follow ``(group, stored id)`` order, tree ids ``(group, stored tree id)``,
+    as in the whole table: for the whole index the result equals the stored columns.
+    """
+    n_groups = len(keys)
+    g = group_codes(keys, nodes["group"])
+    local = nodes["node"].to_numpy(dtype=np.int64)
+    order = np.lexsort((local, g))
+    nodes, g, local = nodes.iloc[order], g[order], local[order]
+    rows = _SparseRows(np.asarray(event_group, np.int64), np.asarray(event_pos, np.int64))
+    tree_group = group_codes(keys, trees["group"])
+    real = nodes["kind"].to_numpy() == REAL
+    row_of_real = rows(g[real], nodes["event"].to_numpy(dtype=np.int64)[real])
+    has_parent = nodes["parent"].to_numpy() >= 0
+    sizes = _Sizes(
+        group_start=_starts(np.bincount(g, minlength=n_groups)),
+        tree_start=_starts(np.bincount(tree_group, minlength=n_groups)),
+        child_offset=_starts(np.bincount(g[has_parent], minlength=n_groups)),
+        row_nodes_start=_starts(np.bincount(row_of_real[row_of_real >= 0],
+                                            minlength=rows.n_rows)))
+    ids = _SparseIds(g, local)
+    trees_out = _TreeColumns.of([trees], keys, sizes.tree_start, ids)
+    out: dict[str, np.ndarray] = {c: np.empty(n, dtype=_dtype(c))
+                                  for c, n in _node_column_sizes(sizes)}
+    _fill_nodes(out, nodes, g, np.arange(len(g), dtype=np.int64), ids, rows, sizes,
+                trees_out)
+    out["child_start"][len(g)] = sizes.child_offset[-1]
+    _add_depth_of_trees_above(out, trees_out, len(g))
+    return NodeTable(**out, **dict(sizes.arrays()), **dict(trees_out.arrays()))
+
+
+# Columns of the Parquet tables the derivation reads.
+NODE_ROW_COLUMNS = ("group", "node", "tree", "parent", "kind", "event", "instant", "depth",
+                 "child_tree", "compact_code", "compact_end", "cond", "poi")
+TREE_ROW_COLUMNS = ("group", "tree", "parent", "virtual", "root", "compact_hi")
+
+
+class _DenseIds:
+    """Global node ids of a whole index: a group's nodes are numbered from its start."""
+
+    def __init__(self, group_start: np.ndarray) -> None:
+        self.group_start = group_start
+
+    def __call__(self, g: np.ndarray, local: object) -> np.ndarray:
+        return _offset(local, self.group_start[g])
+
+
+class _SparseIds:
+    """Global node ids of some of an index's nodes, sorted by ``(group, local id)``:
+    a node's id is its rank; nodes not held are -1."""
+
+    def __init__(self, g: np.ndarray, local: np.ndarray) -> None:
+        self.keys = _pair_keys(g, local)
+
+    def __call__(self, g: np.ndarray, local: object) -> np.ndarray:
+        return _find(self.keys, g, np.asarray(local, dtype=np.int64))
+
+
+class _DenseRows:
+    """Archive row of ``(group, position)`` for every event of the index."""
+
+    def __init__(self, group_of_row: np.ndarray, pos_of_row: np.ndarray, n_groups: int
+                 ) -> None:
+        self.n_rows = len(group_of_row)
+        self.event_start = _starts(np.bincount(group_of_row, minlength=n_groups))
+        self.row_of_event = np.full(self.n_rows, -1, dtype=np.int64)
+        self.row_of_event[self.event_start[group_of_row] + pos_of_row] = np.arange(self.n_rows)
+
+    def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        return self.row_of_event[self.event_start[g] + pos]
+
+
+class _SparseRows:
+    """Archive row of ``(group, position)`` for the events a slice holds, -1 for others."""
+
+    def __init__(self, group_of_row: np.ndarray, pos_of_row: np.ndarray) -> None:
+        self.n_rows = len(group_of_row)
+        keys = _pair_keys(group_of_row, pos_of_row)
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+
+    def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        at = _find(self.keys, g, np.asarray(pos, dtype=np.int64))
+        return np.where(at >= 0, self.order[np.maximum(at, 0)], -1)
+
+
+def _pair_keys(g: np.ndarray, local: np.ndarray) -> np.ndarray:
+    # Group codes and local ids both fit in 31 bits (an index holds far fewer).
+    return (np.asarray(g, dtype=np.int64) << 32) | np.asarray(local, dtype=np.int64)
+
+
+def _find(sorted_keys: np.ndarray, g: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Position of each ``(g, local)`` in ``sorted_keys``; -1 where absent or local < 0."""
+    wanted = _pair_keys(g, np.maximum(local, 0))
+    at = np.searchsorted(sorted_keys, wanted)
+    found = (local >= 0) & (at < len(sorted_keys))
+    found[found] = sorted_keys[at[found]] == wanted[found]
+    return np.where(found, at, -1).astype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sizes:
+    """CSR offsets: per group its first node, tree and child-list slot; per row its
+    first real node."""
+
+    group_start: np.ndarray
+    tree_start: np.ndarray
+    child_offset: np.ndarray
+    row_nodes_start: np.ndarray
+
+    def arrays(self) -> tuple[tuple[str, np.ndarray], ...]:
+        return (("group_start", self.group_start), ("tree_start", self.tree_start),
+                ("row_nodes_start", self.row_nodes_start))
+
+
+@dataclasses.dataclass(frozen=True)
+class _TreeColumns:
+    """The per-tree columns (small enough to hold: one row per tree)."""
+
+    tree_parent: np.ndarray
+    tree_level: np.ndarray
+    tree_virtual: np.ndarray
+    tree_last_code: np.ndarray
+    tree_root: np.ndarray
+
+    @classmethod
+    def of(cls, batches: Iterable[pd.DataFrame], keys: pd.Index, tree_start: np.ndarray,
+           ids: _DenseIds | _SparseIds) -> _TreeColumns:
+        n_trees = int(tree_start[-1])
+        parent, virtual, root = (np.full(n_trees, -1, dtype=np.int64) for _ in range(3))
+        last_code = np.zeros(n_trees, dtype=np.int64)
+        for batch in batches:
+            g = group_codes(keys, batch["group"])
+            at = tree_start[g] + batch["tree"].to_numpy(dtype=np.int64)
+            parent[at] = _offset(batch["parent"], tree_start[g])
+            virtual[at] = ids(g, batch["virtual"])
+            root[at] = ids(g, batch["root"])
+            last_code[at] = batch["compact_hi"].to_numpy(dtype=np.int64)
+        level = np.zeros(n_trees, dtype=np.int64)
+        up = parent.copy()
+        while (inner := up >= 0).any():   # one gather per level of nesting (it is shallow)
+            level[inner] += 1
+            up[inner] = parent[up[inner]]
+        return cls(parent, level, virtual, last_code, root)
+
+    def arrays(self) -> tuple[tuple[str, np.ndarray], ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+
+
+def _node_column_sizes(sizes: _Sizes) -> tuple[tuple[str, int], ...]:
+    n_nodes = int(sizes.group_start[-1])
+    return (*((c, n_nodes) for c in ("group", "row", "instant", "tree", "poi", "code",
+                                      "code_end", "kind", "parent", "cond", "depth",
+                                      "child_root")),
+            ("child_start", n_nodes + 1), ("child_list", int(sizes.child_offset[-1])),
+            ("row_nodes", int(sizes.row_nodes_start[-1])))
+
+
+def _fill_nodes(out: Mapping[str, np.ndarray], nodes: pd.DataFrame, g: np.ndarray,
+                at: np.ndarray, ids: _DenseIds | _SparseIds, rows: _DenseRows | _SparseRows,
+                sizes: _Sizes, trees: _TreeColumns) -> None:
+    """Write the rows of whole groups (``g`` their group codes, ``at`` their global ids)
+    into the node columns ``out``."""
+    kind = nodes["kind"].to_numpy(dtype=np.int8)
+    out["group"][at] = g
+    out["kind"][at] = kind
+    for column, source in (("instant", "instant"), ("code", "compact_code"),
+                           ("code_end", "compact_end")):
+        out[column][at] = nodes[source].to_numpy(dtype=np.int64)
+    out["poi"][at] = nodes["poi"].to_numpy(dtype=np.float64)
+    out["cond"][at] = nodes["cond"].to_numpy(dtype=np.float64)
+    out["tree"][at] = sizes.tree_start[g] + nodes["tree"].to_numpy(dtype=np.int64)
+    parent = ids(g, nodes["parent"].to_numpy(dtype=np.int64))
+    out["parent"][at] = parent
+    real = kind == REAL
+    row = np.full(len(at), -1, dtype=np.int64)
+    row[real] = rows(g[real], nodes["event"].to_numpy(dtype=np.int64)[real])
+    out["row"][at] = row
+    child_tree = nodes["child_tree"].to_numpy(dtype=np.int64)
+    virtual = (kind == VIRTUAL) & (child_tree >= 0)
+    child_root = np.full(len(at), -1, dtype=np.int64)
+    child_root[virtual] = trees.tree_root[sizes.tree_start[g[virtual]] + child_tree[virtual]]
+    out["child_root"][at] = child_root
+    # Depth within the tree for now; the trees above are added later.
+    out["depth"][at] = nodes["depth"].to_numpy(dtype=np.int64)
+    # Children in sibling order, which is id order (ids are breadth-first per tree):
+    # sorted by (parent, child), a group's children fill its stretch of child_list.
+    has_parent = parent >= 0
+    kids, parents = at[has_parent], parent[has_parent]
+    order = np.lexsort((kids, parents))
+    kids, parents = kids[order], parents[order]
+    kid_group = g[has_parent][order]
+    out["child_list"][sizes.child_offset[kid_group] + _rank_in_runs(kid_group)] = kids
+    # child_start of each node: its group's offset plus the children of the group's
+    # nodes before it.
+    by_id = np.argsort(at)
+    sorted_at, sorted_g = at[by_id], g[by_id]
+    per_node = np.bincount(np.searchsorted(sorted_at, parents), minlength=len(at))
+    before = np.cumsum(per_node) - per_node
+    first = _run_starts(sorted_g)
+    before -= np.repeat(before[first], np.diff(np.r_[first, len(sorted_g)]))
+    out["child_start"][sorted_at] = sizes.child_offset[sorted_g] + before
+    # Each archive row's real nodes, in id order (a slice's other events have none).
+    held = row >= 0
+    real_at, real_row = at[held], row[held]
+    order = np.lexsort((real_at, real_row))
+    real_at, real_row = real_at[order], real_row[order]
+    out["row_nodes"][sizes.row_nodes_start[real_row] + _rank_in_runs(real_row)] = real_at
+
+
+def _add_depth_of_trees_above(out: Mapping[str, np.ndarray], trees: _TreeColumns,
+                              n_nodes: int) -> None:
+    """Depth counting the trees above: a child tree's root sits one level below the
+    virtual node standing for it. Parents come first in level order; a tree whose nodes
+    are not held adds nothing."""
+    level, virtual = trees.tree_level, trees.tree_virtual
+    base = np.zeros(len(level), dtype=np.int64)
+    for depth in range(1, int(level.max()) + 1 if len(level) else 1):
+        at = np.flatnonzero((level == depth) & (virtual >= 0))
+        v = virtual[at]
         # The depth column is still within-tree; the virtual node's tree is a level up,
         # so its base is final.
         base[at] = np.asarray(out["depth"][v]) + base[np.asarray(out["tree"][v])] + 1
     for lo in range(0, n_nodes, _CHUNK):
         hi = min(lo + _CHUNK, n_nodes)
         out["depth"][lo:hi] += base[np.asarray(out["tree"][lo:hi])]
-        _release([out["depth"], out["tree"]])
-    for array in out.values():
-        array.flush()
+        mapped = [a for a in (out["depth"], out["tree"]) if isinstance(a, np.memmap)]
+        _release(mapped)
 
 
 def _whole_groups(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:

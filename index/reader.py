@@ -57,10 +57,11 @@ from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_columns import open_event_columns, text_columns
-from uncertain_cep.index.event_index import EventIndex, EventLayout, rtree_properties
+from uncertain_cep.index.event_index import EventIndex, rtree_properties
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import SELF_CHECKSUM, Manifest, manifest_digest
 from uncertain_cep.index.node_columns import open_node_columns
+from uncertain_cep.index.slice_reads import SliceRead, read_time_slice
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.storage import (
     CATEGORY_STATS,
@@ -371,33 +372,20 @@ class IndexReader:
 
     def read_slice(self, t_from: int, t_to: float, halo: float = 0.0) -> EventIndex | None:
         """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
-        after it, as an in-memory index (no R*-tree file: one is built for the slice), or
-        ``None`` when no event meets it.
+        after it, as an in-memory index, or ``None`` when no event meets it
+        (:meth:`scan_slice` without its scan counts)."""
+        return self.scan_slice(t_from, t_to, halo).index
 
-        It holds the events with a feasible instant in ``[t_from, t_to + halo]`` (latest
-        instant ``>= t_from``, earliest ``<= t_to + halo``); of their groups, every tree's
-        tree-level row, and the nodes of the trees whose interval meets the span of those
-        events. A parent tree's interval contains its children's, so the trees with nodes
-        are closed under parent trees (:func:`~uncertain_cep.index.tables.forest_from_frames`).
-        Each filter is pushed into the Parquet scan. ``halo`` may be infinite.
-        """
-        t_min, t_max = EVENT_COLUMNS[1:3]
-        events = self._scan(EVENTS, (pads.field(t_max) >= t_from)
-                            & (pads.field(t_min) <= _bound(t_to + halo)))
-        if events.empty:
-            return None
-        settings = self.manifest.settings.build_settings(None)
-        archive, layout = _archive_from_events(events, self.manifest)
-        labels = list(archive.group_labels)
-        span = (int(layout.t_min.min()), int(layout.t_max.max()))
-        trees = self._scan(TREES, pads.field("group").isin(labels))
-        nodes = self._scan(NODES, pads.field("group").isin(labels)
-                           & (pads.field("tree_hi") >= span[0])
-                           & (pads.field("tree_lo") <= span[1]))
-        forests = _forests(trees, nodes, archive.group_labels, settings.codes == "paper")
-        return EventIndex(archive, settings, forests, layout=layout,
-                          statistics=self.statistics(),
-                          built_with_condition2=self.manifest.settings.condition2 is not None)
+    def scan_slice(self, t_from: int, t_to: float, halo: float = 0.0) -> SliceRead:
+        """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
+        after it, read from their row groups only, and what each scan read
+        (:func:`~uncertain_cep.index.slice_reads.read_time_slice`). ``halo`` may be
+        infinite."""
+        try:
+            return read_time_slice(self.root, self.manifest, self.statistics(), t_from,
+                                   t_to, halo)
+        except (OSError, KeyError, ValueError, pa.ArrowException) as e:
+            raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
 
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""
@@ -415,12 +403,6 @@ class IndexReader:
     def _read_columns(self, columns: list[str]) -> pd.DataFrame:
         """Columns of the events table (nothing is read for none)."""
         return self._read_table(EVENTS, columns) if columns else pd.DataFrame()
-
-    def _scan(self, table: str, condition: pads.Expression) -> pd.DataFrame:
-        files = [str(self.root / f) for f in table_files(self.root, table)]
-        frame = pads.dataset(files, format="parquet").to_table(filter=condition).to_pandas()
-        _release_decoding_buffers()
-        return frame
 
 
 def _release_decoding_buffers() -> None:
@@ -466,25 +448,6 @@ def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
         shutil.rmtree(private, ignore_errors=True)
 
 
-def _archive_from_events(events: pd.DataFrame, manifest: Manifest
-                         ) -> tuple[Archive, EventLayout]:
-    """The archive and layout stored in an events table (whole, or a slice of it). The
-    table holds instants; what they stand for is the manifest's time axis."""
-    internal = {c: events[c].to_numpy() for c in EVENT_COLUMNS}
-    # Columns side by side without copying them (drop() would copy the whole table).
-    archive = read_archive(pd.DataFrame({c: events[c] for c in events.columns
-                                         if c not in EVENT_COLUMNS}, copy=False),
-                           group_by=manifest.group_by, check_unique_ids=False)
-    archive = dataclasses.replace(archive, time_axis=manifest.time_axis)
-    pos, t_min, t_max, code_lo, code_hi = (internal[c] for c in EVENT_COLUMNS)
-    # np.asarray: the stored columns already have these types (no copies).
-    layout = EventLayout(positions=np.asarray(pos, np.int64),
-                         t_min=np.asarray(t_min, np.int64), t_max=np.asarray(t_max, np.int64),
-                         code_lo=np.asarray(code_lo, np.float64),
-                         code_hi=np.asarray(code_hi, np.float64))
-    return archive, layout
-
-
 def _forests(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
              paper_codes: bool) -> list[GroupForest]:
     """The forests of the groups ``labels`` (in that order) from their table rows."""
@@ -496,11 +459,6 @@ def _forests(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
             raise IndexFormatError(f"group {_plain(label)!r} has events but no OI-trees")
         out.append(forest_from_frames(tree_groups[label], node_groups[label], paper_codes))
     return out
-
-
-def _bound(x: float) -> int:
-    # An infinite halo (a query without WITHIN) bounds nothing.
-    return int(min(x, np.iinfo(np.int64).max))
 
 
 def _plain(x: Any) -> Any:

@@ -10,6 +10,9 @@ Layout of an index directory::
                         instants and code range (columns prefixed ``_uc_``)
     trees/part-*.parquet    one row per OI-tree (:data:`uncertain_cep.index.tables.TREE_COLUMNS`)
     nodes/part-*.parquet    one row per node (:data:`uncertain_cep.index.tables.NODE_COLUMNS`)
+                        (these three tables: each file in time order, in small row
+                        groups, so a time slice's scan skips the others:
+                        :mod:`uncertain_cep.index.time_order`)
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
                         instant of those events: what the time-sliced query engine
                         sizes its work by
@@ -96,6 +99,7 @@ from uncertain_cep.index.tables import (
     node_schema,
     tree_schema,
 )
+from uncertain_cep.index.time_order import sort_table_by_time
 from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
@@ -379,6 +383,10 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     root = draft.path
     nodes_files, trees_files, events_files = ([root / f for f in table_files(root, t)]
                                               for t in (NODES, TREES, EVENTS))
+    # Events in time order first: the archive's row order, which everything derived
+    # below follows (the nodes must keep whole groups together until their columns are
+    # derived, and are put in time order after).
+    sort_table_by_time(events_files, (EVENT_COLUMNS[1], group_by, EVENT_COLUMNS[0]))
     keys = _group_keys(root) if trees_files else pd.Index([])
     write_node_columns(root / COLUMNS, nodes_files, trees_files, events_files,
                        group_by=group_by, keys=keys)
@@ -388,6 +396,8 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     _fsync_files(root / EVENT_ARRAYS)
     n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
         root, group_by, attributes.numeric, attributes.categorical)
+    sort_table_by_time(nodes_files, ("tree_lo", "group", "node"))
+    sort_table_by_time(trees_files, ("t_lo", "group", "tree"))
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     manifest = Manifest(
         format_version=FORMAT_VERSION, group_by=group_by, attributes=attributes,

@@ -63,7 +63,7 @@ ItemChooser = Callable[["BatchEngine", Batch, int], tuple[np.ndarray, float | No
 _SUM_ORDER_MARGIN = 1e-12
 
 # A step's access path, with the symbols whose candidates it searched.
-ACCESS_PATH = "R*-tree search of the box of {symbols}, then nodes by instant"
+ACCESS_PATH = "{search} of the box of {symbols}, then nodes by instant"
 
 
 class BatchEngine:
@@ -213,7 +213,10 @@ class BatchEngine:
         symbols = self._step_symbols.setdefault(depth, [])
         if ctx.positive[item] not in symbols:
             symbols.append(ctx.positive[item])
-            step.access = ACCESS_PATH.format(symbols=", ".join(symbols))
+            # An index searches its R*-tree; a time slice read from its row groups scans
+            # its event boxes instead (index/slice_reads.py).
+            search = getattr(ctx.index.rtree, "access", "R*-tree search")
+            step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
 
     def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                          stop: np.ndarray, candidates: CandidateNodes,

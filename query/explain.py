@@ -83,10 +83,29 @@ class Explanation:
             parts.insert(1, f"{t.slices} time slices on {t.engine}")
         return ", ".join(parts[:3]) + ",\n" + ", ".join(parts[3:])
 
+    def scans(self) -> str:
+        """What a time-sliced evaluation read of the index's Parquet tables: per table,
+        the row groups its scans read of those stored (each slice's filter skips the
+        row groups outside its time range), and the rows kept. Empty in this process.
+
+        >>> from uncertain_cep.query.stats import ScanStats
+        >>> s = QueryStats("selectivity", slices=2, scans=[ScanStats("events", 3, 8, 70, 2)])
+        >>> print(Explanation("q", 0, s).scans())
+        Parquet scans: events 3 of 8 row groups (2 scans), 70 rows
+        """
+        if not self.stats.scans:
+            return ""
+        return "Parquet scans: " + "; ".join(
+            f"{s.table} {s.row_groups_read} of {s.row_groups} row groups ({s.scans} scans), "
+            f"{s.rows} rows" for s in self.stats.scans)
+
     def __str__(self) -> str:
-        if not self.steps:
-            return self.summary()
-        return self.summary() + "\n" + self.steps_frame().to_string(index=False)
+        text = self.summary()
+        if self.stats.scans:
+            text += "\n" + self.scans()
+        if self.steps:
+            text += "\n" + self.steps_frame().to_string(index=False)
+        return text
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # IPython's plain-text display: the readable summary, not the dataclass repr.
@@ -94,5 +113,6 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         table = self.steps_frame().to_html(index=False) if self.steps else ""
+        scans = f"<p>{html.escape(self.scans())}</p>" if self.stats.scans else ""
         return (f"<div><pre>{html.escape(self.query)}</pre>"
-                f"<p>{html.escape(self.summary())}</p>{table}</div>")
+                f"<p>{html.escape(self.summary())}</p>{scans}{table}</div>")

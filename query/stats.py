@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["QueryStats", "StepStats"]
+__all__ = ["QueryStats", "ScanStats", "StepStats"]
 
 
 @dataclass
@@ -41,6 +41,18 @@ class StepStats:
 
 
 @dataclass
+class ScanStats:
+    """A table's Parquet scans by a time-sliced evaluation: row groups read and row groups
+    stored, summed over the ``scans`` (one per slice), and the rows they kept."""
+
+    table: str
+    row_groups_read: int
+    row_groups: int
+    rows: int
+    scans: int = 1
+
+
+@dataclass
 class QueryStats:
     """Counters of one evaluation. ``entries_created`` is the paper's xi; ``candidates``
     the events R*-tree searches returned; ``slices`` the time slices of a Spark
@@ -55,6 +67,7 @@ class QueryStats:
     seconds: float = 0.0
     engine: str = "local"
     slices: int | None = None
+    scans: list[ScanStats] = field(default_factory=list)
 
     @classmethod
     def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
@@ -71,6 +84,15 @@ class QueryStats:
             out.candidates += p.candidates
             out.tuples_pruned += p.tuples_pruned
             out.seconds += p.seconds
+            for scan in p.scans:
+                total = next((t for t in out.scans if t.table == scan.table), None)
+                if total is None:
+                    out.scans.append(ScanStats(scan.table, 0, 0, 0, 0))
+                    total = out.scans[-1]
+                total.row_groups_read += scan.row_groups_read
+                total.row_groups += scan.row_groups
+                total.rows += scan.rows
+                total.scans += scan.scans
         if seconds is not None:
             out.seconds = seconds
         return out

@@ -15,7 +15,8 @@ from random_archives import archives
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_index import EventLayout
-from uncertain_cep.index.reader import _archive_from_events, open_reader
+from uncertain_cep.index.reader import open_reader
+from uncertain_cep.index.slice_reads import archive_from_events
 from uncertain_cep.index.storage import EVENT_ARRAYS, EVENTS
 from uncertain_cep.model.events import Archive
 
@@ -75,7 +76,7 @@ def test_the_mapped_archive_equals_the_archive_in_the_events_table(tmp_path_fact
     uc.build_index(df).save(path)
     reader = open_reader(path)
     opened = reader.load()
-    archive, layout = _archive_from_events(reader._read_table(EVENTS), reader.manifest)
+    archive, layout = archive_from_events(reader._read_table(EVENTS), reader.manifest)
     _assert_same_archive(opened.archive, archive)
     _assert_same_layout(opened.layout, layout)
     assert isinstance(opened.archive.t_lo, np.memmap)
@@ -92,7 +93,7 @@ def test_datetime_archives_keep_their_instants_and_time_axis(tmp_path):
     idx = uc.build_index(df, time_unit="1s")
     idx.save(tmp_path / "ix")
     reader = open_reader(tmp_path / "ix")
-    archive, _ = _archive_from_events(reader._read_table(EVENTS), reader.manifest)
+    archive, _ = archive_from_events(reader._read_table(EVENTS), reader.manifest)
     opened = reader.load()
     _assert_same_archive(opened.archive, archive)
     query = "PATTERN SEQ(A, B) DEFINE A AS x < 2, B AS x >= 2 WITHIN 3s"

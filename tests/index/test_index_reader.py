@@ -9,12 +9,14 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as pads
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from random_archives import archives
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.node_columns import NODE_TABLE_COLUMNS
 from uncertain_cep.index.reader import load_index, open_reader
 
 
@@ -53,8 +55,16 @@ def _assert_same_rows(piece, old):
         mine = nodes[nodes["group"] == label]
         assert forest.n_nodes == len(mine)
         np.testing.assert_array_equal(forest.instant, mine.sort_values("node")["instant"])
+    # The slice's node table, derived from its rows by array operations, equals the one
+    # built from its forests object by object.
+    from_forests = EventIndex(archive, piece.settings, piece.forests, layout=piece.layout,
+                              rtree=piece.rtree).node_table
+    for column in NODE_TABLE_COLUMNS:
+        np.testing.assert_array_equal(getattr(piece.node_table, column),
+                                      getattr(from_forests, column), err_msg=column)
 
 
+@settings(max_examples=40)
 @given(df=archives(max_groups=4, max_events=12), codes=st.sampled_from(["compact", "paper"]),
        t_from=st.integers(-2, 16), length=st.integers(0, 8),
        halo=st.sampled_from([0, 1, 3, 2.5, math.inf]))
@@ -90,6 +100,29 @@ def test_a_narrow_slice_reads_only_part_of_the_index(tmp_path):
     whole = reader.read_slice(t0, t1, math.inf)
     assert whole is not None and whole.archive.n_events == idx.n_events
     assert sum(f.n_nodes for f in whole.forests) == idx.n_nodes
+
+
+def test_a_slice_reads_only_the_row_groups_of_its_time_range(tmp_path, monkeypatch):
+    from uncertain_cep.datasets.synthetic import generate_synthetic
+    from uncertain_cep.index import time_order
+
+    # Small row groups, so that a small index has enough of them to skip.
+    monkeypatch.setattr(time_order, "SLICE_ROW_GROUP_ROWS", 40)
+    idx = uc.build_index(generate_synthetic(1200, groups=4, seed=5))
+    idx.save(tmp_path / "ix")
+    reader = open_reader(tmp_path / "ix")
+    t0, t1 = reader.manifest.time.t_min, reader.manifest.time.t_max
+    lo = t0 + (t1 - t0) // 3
+    read = reader.scan_slice(lo, lo + (t1 - t0) // 10, 3)
+    scans = {s.table: s for s in read.scans}
+    assert read.index is not None and read.index.archive.n_events < idx.n_events // 5
+    for table in ("events", "nodes"):
+        assert scans[table].row_groups > 20
+        assert scans[table].row_groups_read < scans[table].row_groups / 3, scans[table]
+    assert scans["events"].rows == read.index.archive.n_events
+    assert scans["nodes"].rows == read.index.node_table.n_nodes
+    _assert_same_rows(read.index, _old_slice_rows(tmp_path / "ix", "group", lo,
+                                                  lo + (t1 - t0) // 10 + 3))
 
 
 def test_time_buckets_count_every_event_once(tmp_path):

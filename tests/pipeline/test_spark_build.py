@@ -33,9 +33,10 @@ def _table(root: Path, name: str, keys: list[str]) -> pd.DataFrame:
 @settings(max_examples=7)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        codes=st.sampled_from(["compact", "paper"]), tasks=st.integers(1, 4),
-       strategy=st.sampled_from(["selectivity", "sequential"]))
+       strategy=st.sampled_from(["selectivity", "sequential"]),
+       reads=st.sampled_from(["mapped", "row-groups"]))
 def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pattern, codes,
-                                                 tasks, strategy):
+                                                 tasks, strategy, reads):
     d = tmp_path_factory.mktemp("spark")
     df.to_parquet(d / "in.parquet", index=False)
     try:
@@ -67,8 +68,15 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     opened = uc.open_index(d / "ix")
     assert_node_columns_match_forests(opened._index)   # several part files per table
     pd.testing.assert_frame_equal(opened.query(pattern), expected)
-    rows, _ = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3)
+    rows, stats = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3,
+                                   reads=reads)
     pd.testing.assert_frame_equal(uc.api.answer_frame(rows), pd.DataFrame(expected))
+    if stats.slices:
+        # The slices' Parquet scans, summed, reach EXPLAIN (only when they read row groups).
+        assert [s.table for s in stats.scans] == (["events", "trees", "nodes"]
+                                                  if reads == "row-groups" else [])
+        assert ("Parquet scans: events" in str(uc.Explanation(str(pattern), len(rows), stats))
+                ) == (reads == "row-groups")
 
 
 def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):

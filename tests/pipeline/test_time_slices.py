@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from itertools import pairwise
 
 import pandas as pd
@@ -25,11 +26,12 @@ def _assert_same_answers(got, want):
     assert all(abs(a[3] - b[3]) <= 1e-12 for a, b in zip(got, want))
 
 
-@settings(max_examples=30)
+@pytest.mark.parametrize("reads", ["mapped", "row-groups"])
+@settings(max_examples=20)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]))
-def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, pattern, n_slices,
-                                                     codes):
+def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, reads, df, pattern,
+                                                     n_slices, codes):
     try:
         idx = uc.build_index(df, codes=codes)
     except InputError:
@@ -43,8 +45,9 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, patte
     assert all(a.hi <= b.lo for a, b in pairwise(plan))
     rows = []
     for piece in plan:
-        got, _ = evaluate_slice(reader, piece, str(pattern))
+        got, stats = evaluate_slice(reader, piece, str(pattern), reads=reads)
         rows += got
+        assert bool(stats.scans) == (reads == "row-groups")
     full = idx.query(pattern)
     expected = list(zip(full["events"], full["confidence"], full["t_first"], full["t_last"]))
     _assert_same_answers(rows, expected)
@@ -72,6 +75,9 @@ def test_strategies_that_need_whole_groups_are_refused_per_slice(tmp_path):
     with pytest.raises(PlanningError, match="needs the whole index"):
         evaluate_slice(reader, piece, "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0",
                        strategy="tree_traversal")
+    with pytest.raises(ValueError, match="'mapped', 'row-groups'"):
+        evaluate_slice(reader, piece, "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0",
+                       reads="rowgroups")
 
 
 def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path):
@@ -87,10 +93,11 @@ def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path
     idx = uc.build_index(df)
     idx.save(tmp_path / "ix")
     reader = open_reader(tmp_path / "ix")
-    for strategy in ("selectivity", "sequential"):
+    for strategy, reads in itertools.product(("selectivity", "sequential"),
+                                             ("mapped", "row-groups")):
         rows_got = []
         for piece in plan_slices(reader, float("inf"), 2):
-            rows_got += evaluate_slice(reader, piece, query, strategy)[0]
+            rows_got += evaluate_slice(reader, piece, query, strategy, reads)[0]
         full = idx.query(query, strategy=strategy)
         assert ((7, 4), 0.05) in [(tuple(e), round(c, 9)) for e, c, _, _ in rows_got]
         _assert_same_answers(rows_got, zip(full["events"], full["confidence"],

@@ -39,6 +39,7 @@ from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.sources import is_spark_error, spark_failure, task_slots
 from uncertain_cep.pipeline.time_slices import (
     SLICE_STRATEGIES,
+    SliceReads,
     TimeSlice,
     evaluate_slice,
     plan_slices,
@@ -62,7 +63,8 @@ _KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
 
 def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
                 spark: SparkSession | None = None, master: str | None = None,
-                slices: int | None = None, verify: bool = False) -> DataFrame:
+                slices: int | None = None, verify: bool = False,
+                reads: str = "mapped") -> DataFrame:
     """The answer of ``query`` over the index at ``index``, as a lazy Spark DataFrame.
 
     Parameters
@@ -83,6 +85,11 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     verify
         Hash every file of the index first, as ``uc.open_index(path, verify=True)``
         (default: the files opening reads, as ``uc.open_index``).
+    reads
+        How each slice reads the index (:class:`~uncertain_cep.pipeline.time_slices.SliceReads`):
+        ``"mapped"`` (default: the whole index memory-mapped once per executor process)
+        or ``"row-groups"`` (only the row groups of the slice's time range, counted in
+        the slices' stats).
 
     Returns
     -------
@@ -99,12 +106,12 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     from pyspark.sql import functions as F
 
     spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
-                                            verify)
+                                            verify, reads)
     schema = _answer_schema(archive)
     if not plan:
         return spark.createDataFrame([], schema)
     answer = _slices(spark, plan).mapInPandas(
-        _task(reader, plan, query, strategy, axis=_datetime_axis(archive)), schema)
+        _task(reader, plan, query, strategy, reads, axis=_datetime_axis(archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
     return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
@@ -112,32 +119,34 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
 
 def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity", *,
                      master: str | None = None, spark: SparkSession | None = None,
-                     slices: int | None = None, verify: bool = False
+                     slices: int | None = None, verify: bool = False, reads: str = "mapped"
                      ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows and counters of ``query`` over the index, computed on Spark and
     collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
     line; :func:`query_spark` keeps them in Spark)."""
     rows, stats, _ = query_spark_collected(index, query, strategy, master=master,
-                                           spark=spark, slices=slices, verify=verify)
+                                           spark=spark, slices=slices, verify=verify,
+                                           reads=reads)
     return rows, stats
 
 
 def query_spark_collected(index: str | Path, query: str, strategy: str = "selectivity", *,
                           master: str | None = None, spark: SparkSession | None = None,
-                          slices: int | None = None, verify: bool = False
+                          slices: int | None = None, verify: bool = False,
+                          reads: str = "mapped"
                           ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]],
                                      QueryStats, Archive]:
     """:func:`query_spark_rows`, and the archive's columns (no rows) the index was checked
     by: its id type and time axis, for the driver's answer table."""
     started = time.perf_counter()
     spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
-                                            verify)
+                                            verify, reads)
     if not plan:
         return [], QueryStats(strategy=strategy, engine="spark", slices=0), archive
     schema = _detailed_schema(_answer_schema(archive, datetimes=False))
     try:
         out = _slices(spark, plan).mapInPandas(
-            _task(reader, plan, query, strategy, detailed=True), schema).toPandas()
+            _task(reader, plan, query, strategy, reads, detailed=True), schema).toPandas()
     except Exception as e:
         if not is_spark_error(e):
             raise
@@ -194,9 +203,10 @@ def _replaceable_output(path: Path) -> bool:
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
-             master: str | None, slices: int | None, verify: bool
+             master: str | None, slices: int | None, verify: bool, reads: str
              ) -> tuple[SparkSession, IndexReader, Archive, list[TimeSlice]]:
     """The session, the checked index, its archive's columns (no rows) and the slices."""
+    SliceReads.get_value(reads)
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
                             "use --engine local, or with the Spark engine one of: "
@@ -255,7 +265,8 @@ def _detailed_schema(answer: StructType) -> StructType:
                        StructField(_ERROR, StringType(), True)])
 
 
-def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str, *,
+def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
+          reads: str, *,
           detailed: bool = False, axis: TimeAxis | None = None
           ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """What a task does with its slice numbers: answer rows (``detailed``: also one row
@@ -266,7 +277,7 @@ def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
         for batch in batches:
             for i in batch["id"].tolist():
                 try:
-                    rows, stats = evaluate_slice(reader, plan[i], query, strategy)
+                    rows, stats = evaluate_slice(reader, plan[i], query, strategy, reads)
                 except UncertainCepError as e:
                     if not detailed:
                         raise PlanningError(f"time slice {i} failed: {type(e).__name__}: "

@@ -1,18 +1,27 @@
 """Evaluating a query over an on-disk index one time slice at a time.
 
 A tuple belongs to the slice holding the earliest feasible instant of its first event
-(its *anchor*), so the slices' answers are disjoint and together the whole answer. A
-slice is evaluated on the whole index, opened once per process
-(:func:`opened_index`: the columnar index memory-maps its node columns, so opening reads
-the events table and the R*-tree file, and a slice's evaluation touches only the nodes
-its tuples meet); only the first item's candidates are limited to the slice's anchors.
-Answers are exactly those of the whole index; this module has no Spark in it, so the
-equality is tested in-process as well as through the Spark engine.
+(its *anchor*), so the slices' answers are disjoint and together the whole answer.
 
 Each slice needs only the events with ``t_max >= lo`` and ``t_min <= max(t_max of its
 anchors) + L`` (SEMANTICS A4: every event a tuple anchored in ``[lo, hi)`` involves
 happens at most ``L`` instants after its first event); :class:`TimeSlice` records that
-span, and the slice's R*-tree searches are bounded by it (``QueryContext.span``).
+span. A slice reads the index one of two ways (:class:`SliceReads`):
+
+* ``"mapped"`` (the default): the whole index opened once per process
+  (:func:`opened_index`: event and node columns memory-mapped, so a slice's evaluation
+  touches only the pages its tuples meet), the R*-tree's searches bounded by the span;
+* ``"row-groups"``: the span's events, their trees and the nodes of the trees meeting
+  them, read from their row groups only
+  (:meth:`~uncertain_cep.index.reader.IndexReader.scan_slice`: the tables are in time
+  order and each scan's filter skips the row groups outside the span) into a columnar
+  index of the slice. Its scans are counted in the slice's stats (EXPLAIN shows them).
+  On the paper's data every slice still reads every group's top tree and tree rows (one
+  per event), so on one host the mapped reads are faster (docs/benchmarks.md).
+
+Either way only the first item's candidates are limited to the slice's anchors, and the
+answers are exactly those of the whole index; this module has no Spark in it, so the
+equality is tested in-process as well as through the Spark engine.
 """
 
 from __future__ import annotations
@@ -21,15 +30,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from uncertain_cep.errors import IndexFormatError, PlanningError
+from uncertain_cep.errors import IndexFormatError, ParamEnum, PlanningError
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.reader import IndexReader
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.language import parse_query
-from uncertain_cep.query.stats import QueryStats
+from uncertain_cep.query.stats import QueryStats, ScanStats
 from uncertain_cep.query.strategies import get_strategy
 
-__all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "opened_index", "plan_slices"]
+__all__ = ["SLICE_STRATEGIES", "SliceReads", "TimeSlice", "evaluate_slice", "opened_index",
+           "plan_slices"]
 
 # Strategies that only look at the events and trees a slice holds. Tree traversal walks
 # whole groups and possible worlds enumerates whole groups, so they need the local engine.
@@ -80,17 +90,40 @@ def plan_slices(reader: IndexReader, window: float, n_slices: int) -> list[TimeS
     return slices
 
 
+class SliceReads(ParamEnum):
+    """How a time slice reads the index (see the module docstring)."""
+
+    mapped = "mapped"
+    row_groups = "row-groups"
+
+
 def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
-                   strategy: str = "selectivity"
+                   strategy: str = "selectivity", reads: str = "mapped"
                    ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows ``(event ids, confidence, t_first, t_last)`` of the tuples anchored in
-    the slice, and the evaluation counters."""
+    the slice, and the evaluation counters (with the slice's Parquet scans when it
+    ``reads`` row groups)."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
-    index = opened_index(reader)
-    ctx = QueryContext(index, parse_query(query))
+    pattern = parse_query(query)
+    scans: list[ScanStats] = []
+    if SliceReads.get_value(reads) == "mapped":
+        index = opened_index(reader)
+    else:
+        # All slices of a query answer from one version of the index: a rebuild
+        # meanwhile fails, checked before the reads and after them.
+        _check_unchanged(reader)
+        read = reader.scan_slice(piece.lo, piece.latest, piece.halo)
+        _check_unchanged(reader)
+        scans = [ScanStats(s.table, s.row_groups_read, s.row_groups, s.rows)
+                 for s in read.scans]
+        if read.index is None:
+            return [], QueryStats(strategy=strategy, scans=scans)
+        index = read.index
+    ctx = QueryContext(index, pattern)
     ctx.stats.strategy = strategy
+    ctx.stats.scans = scans
     # Every tuple's first event anchored in this slice; every event it meets is at most
     # a window after that one's latest instant, so searches stop at the halo.
     ctx.anchors = (piece.lo, piece.hi)
@@ -100,6 +133,12 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
     rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
                     answer.t_last.tolist()))
     return rows, ctx.stats
+
+
+def _check_unchanged(reader: IndexReader) -> None:
+    if not reader.holds_its_manifest():
+        raise IndexFormatError(f"{reader.root} was rebuilt while the query ran; run the "
+                               "query again")
 
 
 def opened_index(reader: IndexReader) -> EventIndex:
@@ -116,9 +155,7 @@ def opened_index(reader: IndexReader) -> EventIndex:
         _OPENED.clear()
         index = _OPENED[key] = reader.load()
     # Checked after loading too: a rebuild during the load is caught here.
-    if not reader.holds_its_manifest():
-        raise IndexFormatError(f"{reader.root} was rebuilt while the query ran; run the "
-                               "query again")
+    _check_unchanged(reader)
     return index
 
 
