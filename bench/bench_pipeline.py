@@ -154,7 +154,16 @@ else:
 for q in queries:
     t = time.perf_counter()
     try:
-        res = idx.query(q) if engine == "local" else uc.query_index(path, q, engine="spark")
+        if engine == "local":
+            res = idx.query(q)
+        elif engine == "spark":
+            res = uc.query_index(path, q, engine="spark")
+        else:   # each slice reads only its row groups
+            from uncertain_cep.api import answer_frame
+            from uncertain_cep.pipeline.query_job import query_spark_rows
+            rows, stats = query_spark_rows(path, q, reads="row-groups")
+            res = answer_frame(rows)
+            res.stats = stats
     except MemoryError:
         out["queries"].append({"error": "MemoryError"})
         continue
@@ -162,16 +171,18 @@ for q in queries:
                            "answer": [[list(map(str, e)), c] for e, c in
                                       zip(res["events"], res["confidence"])],
                            "stats": {k: v for k, v in vars(res.stats).items()
-                                     if k != "steps"}})
+                                     if k not in ("steps", "scans")},
+                           "scans": [vars(s) for s in res.stats.scans]})
 print("RESULT", json.dumps(out))
 """
 
 
-def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
-    """Each engine in its own process (peak memory of its process tree)."""
+def compare_engines(n: int, work: Path, row_groups: bool) -> list[dict[str, object]]:
+    """Each engine in its own process (peak memory of its process tree); ``row_groups``:
+    also the Spark engine whose slices read only their row groups."""
     path = work / f"index-{n}"
     runs = {}
-    for engine in ("local", "spark"):
+    for engine in ("local", "spark", *(("spark-row-groups",) if row_groups else ())):
         seconds, peak, peak_pss, log = _run_measured(
             [sys.executable, "-c", _ENGINE_RUN, engine, str(path), str(LOCAL_LIMIT_GB),
              json.dumps(QUERIES)])
@@ -201,6 +212,15 @@ def compare_engines(n: int, work: Path) -> list[dict[str, object]]:
             "entries_local": lq.get("stats", {}).get("entries_created"),
             "entries_spark": sq.get("stats", {}).get("entries_created"),
             "same_answers": same})
+        if "spark-row-groups" in runs:
+            rg, rg_peak, rg_pss = runs["spark-row-groups"]
+            rq = rg["queries"][k]
+            rows[-1].update({
+                "row_groups_query_seconds": _round(rq.get("seconds")),
+                "row_groups_peak_rss_mb": round(rg_peak / 2**20),
+                "row_groups_peak_pss_mb": round(rg_pss / 2**20),
+                "row_groups_same_answers": rq.get("answer") == sq.get("answer"),
+                "row_groups_scans": rq.get("scans")})
         print(rows[-1], flush=True)
     return rows
 
@@ -236,6 +256,24 @@ def _table(results: dict[str, list[dict[str, object]]]) -> str:
                      f"{_mb(r.get('local_peak_pss_mb'))} | {r['spark_query_seconds']} | "
                      f"{r['spark_peak_rss_mb']:,} / {_mb(r.get('spark_peak_pss_mb'))} | "
                      f"{r['spark_slices']} | {r['same_answers']} |")
+    read = [r for r in results["query"] if "row_groups_query_seconds" in r]
+    if read:
+        lines += ["", "Slices reading only their row groups (`reads=\"row-groups\"`), "
+                  "against the default (whole index memory-mapped per process):", "",
+                  "| events | query | mapped: query (s) | row groups: query (s) "
+                  "| row groups: peak RSS / PSS (MB) | row groups read of stored "
+                  "(events / trees / nodes) | node rows read | same answers |",
+                  "|---:|---|---:|---:|---:|---|---:|---|"]
+        for r in read:
+            scans = {s["table"]: s for s in r["row_groups_scans"] or []}
+            fraction = " / ".join(
+                f"{scans[t]['row_groups_read']:,} of {scans[t]['row_groups']:,}"
+                if t in scans else "-" for t in ("events", "trees", "nodes"))
+            nodes = f"{scans['nodes']['rows']:,}" if "nodes" in scans else "-"
+            lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | "
+                         f"{r['spark_query_seconds']} | {r['row_groups_query_seconds']} | "
+                         f"{r['row_groups_peak_rss_mb']:,} / {r['row_groups_peak_pss_mb']:,} "
+                         f"| {fraction} | {nodes} | {r['row_groups_same_answers']} |")
     return "\n".join(lines)
 
 
@@ -245,6 +283,9 @@ def main() -> None:
     parser.add_argument("--work", default="/tmp/uncertain-cep-bench")
     parser.add_argument("--compare", type=int, nargs="+", default=None,
                         help="index sizes to compare the engines on (default: the largest)")
+    parser.add_argument("--row-groups", type=int, nargs="*", default=[1_000_000],
+                        help="index sizes to also query with slices reading only their "
+                             "row groups (reads='row-groups')")
     parser.add_argument("--compare-only", action="store_true",
                         help="keep the build rows of the last run; compare engines again")
     args = parser.parse_args()
@@ -258,7 +299,7 @@ def main() -> None:
         RESULTS.write_text(json.dumps(results, indent=2))
     results["query"] = []
     for n in args.compare or [max(args.sizes)]:
-        results["query"] += compare_engines(n, work)
+        results["query"] += compare_engines(n, work, n in args.row_groups)
         RESULTS.write_text(json.dumps(results, indent=2))
     RESULTS.write_text(json.dumps(results, indent=2))
     text = DOCS.read_text()

@@ -52,7 +52,10 @@ FORMAT = "uncertain-cep index"
 # datetimes, so it would answer them as integers.
 # 6: the events table's numbers are stored again as memory-mapped columns
 # (event_columns/), which opening maps instead of reading the events table.
-FORMAT_VERSION = 6
+# 7: the tables are in time order and the nodes table has each node's interval
+# (node_lo, node_hi), which time slices filter on; a version-6 slice would read whole
+# top trees.
+FORMAT_VERSION = 7
 # The manifest file's own checksum: the SHA-256 of its other fields (see manifest_digest),
 # so that an edited manifest is refused like an edited table.
 SELF_CHECKSUM = "manifest_sha256"

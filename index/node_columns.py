@@ -113,9 +113,9 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
         tree_count += np.bincount(group_codes(keys, batch["group"]), minlength=n_groups)
     sizes = _Sizes(group_start=_starts(node_count), tree_start=_starts(tree_count),
                    child_offset=_starts(child_count), row_nodes_start=_starts(nodes_per_row))
-    ids = _DenseIds(sizes.group_start)
-    trees = _TreeColumns.of(_batches(tree_files, list(TREE_ROW_COLUMNS)), keys,
-                            sizes.tree_start, ids)
+    ids, tree_ids = _DenseIds(sizes.group_start), _DenseIds(sizes.tree_start)
+    trees = _TreeColumns.of(_batches(tree_files, list(TREE_ROW_COLUMNS)), keys, tree_ids,
+                            ids, int(sizes.tree_start[-1]))
 
     n_nodes = int(sizes.group_start[-1])
     out = {c: _create(directory, c, n) for c, n in _node_column_sizes(sizes)}
@@ -124,8 +124,9 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     # Pass 1, part file by part file (each holds whole groups).
     for nodes in _whole_groups(node_files, list(NODE_ROW_COLUMNS)):
         g = group_codes(keys, nodes["group"])
-        _fill_nodes(out, nodes, g, ids(g, nodes["node"].to_numpy(dtype=np.int64)), ids,
-                    rows, sizes, trees)
+        _fill_nodes(out, nodes, g, ids(g, nodes["node"].to_numpy(dtype=np.int64)),
+                    ids(g, nodes["parent"].to_numpy(dtype=np.int64)), tree_ids, rows,
+                    sizes, trees)
         _release(out.values())
     out["child_start"][n_nodes] = sizes.child_offset[-1]
     _add_depth_of_trees_above(out, trees, n_nodes)
@@ -136,16 +137,19 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
 def node_table_of_rows(nodes: pd.DataFrame, trees: pd.DataFrame, event_group: np.ndarray,
                        event_pos: np.ndarray, keys: pd.Index) -> NodeTable:
     """The node table of some of an index's rows, in memory: what a time slice reads
-    (:meth:`uncertain_cep.index.reader.IndexReader.read_slice`), derived as
+    (:meth:`uncertain_cep.index.reader.IndexReader.scan_slice`), derived as
     :func:`write_node_columns` derives the whole one, without a Python object per node.
 
     Parameters
     ----------
     nodes
-        Node rows of whole trees, closed under parent trees (:data:`NODE_ROW_COLUMNS`).
+        Node rows (:data:`NODE_ROW_COLUMNS`): the nodes of the trees in ``trees`` whose
+        interval meets the slice (:func:`~uncertain_cep.index.tables.node_intervals`).
+        A node whose parent is absent is a virtual node of a chain; its parent becomes
+        the nearest node of the chain the rows hold (the root always among them).
     trees
-        Every tree row of the groups ``keys`` (:data:`TREE_ROW_COLUMNS`); a tree whose nodes are
-        absent has no root, and a virtual node standing for it no child root.
+        Tree rows (:data:`TREE_ROW_COLUMNS`) of the groups ``keys``, closed under parent
+        trees; a virtual node standing for an absent tree has no child root.
     event_group, event_pos
         Per archive row of the slice, its group code (position in ``keys``) and position
         in its group; a real node of an event outside the slice has row -1.
@@ -160,26 +164,51 @@ def node_table_of_rows(nodes: pd.DataFrame, trees: pd.DataFrame, event_group: np
     local = nodes["node"].to_numpy(dtype=np.int64)
     order = np.lexsort((local, g))
     nodes, g, local = nodes.iloc[order], g[order], local[order]
-    rows = _SparseRows(np.asarray(event_group, np.int64), np.asarray(event_pos, np.int64))
     tree_group = group_codes(keys, trees["group"])
+    tree_local = trees["tree"].to_numpy(dtype=np.int64)
+    order = np.lexsort((tree_local, tree_group))
+    trees, tree_group, tree_local = trees.iloc[order], tree_group[order], tree_local[order]
+    rows = _SparseRows(np.asarray(event_group, np.int64), np.asarray(event_pos, np.int64))
+    ids, tree_ids = _SparseIds(g, local), _SparseIds(tree_group, tree_local)
+    parent = _linked_parents(nodes, g, local, ids)
     real = nodes["kind"].to_numpy() == REAL
     row_of_real = rows(g[real], nodes["event"].to_numpy(dtype=np.int64)[real])
-    has_parent = nodes["parent"].to_numpy() >= 0
     sizes = _Sizes(
         group_start=_starts(np.bincount(g, minlength=n_groups)),
         tree_start=_starts(np.bincount(tree_group, minlength=n_groups)),
-        child_offset=_starts(np.bincount(g[has_parent], minlength=n_groups)),
+        child_offset=_starts(np.bincount(g[parent >= 0], minlength=n_groups)),
         row_nodes_start=_starts(np.bincount(row_of_real[row_of_real >= 0],
                                             minlength=rows.n_rows)))
-    ids = _SparseIds(g, local)
-    trees_out = _TreeColumns.of([trees], keys, sizes.tree_start, ids)
+    trees_out = _TreeColumns.of([trees], keys, tree_ids, ids, len(tree_local))
     out: dict[str, np.ndarray] = {c: np.empty(n, dtype=_dtype(c))
                                   for c, n in _node_column_sizes(sizes)}
-    _fill_nodes(out, nodes, g, np.arange(len(g), dtype=np.int64), ids, rows, sizes,
-                trees_out)
+    _fill_nodes(out, nodes, g, np.arange(len(g), dtype=np.int64), parent, tree_ids, rows,
+                sizes, trees_out)
     out["child_start"][len(g)] = sizes.child_offset[-1]
     _add_depth_of_trees_above(out, trees_out, len(g))
     return NodeTable(**out, **dict(sizes.arrays()), **dict(trees_out.arrays()))
+
+
+def _linked_parents(nodes: pd.DataFrame, g: np.ndarray, local: np.ndarray,
+                    ids: _SparseIds) -> np.ndarray:
+    """Each held node's parent among the held nodes (sorted by group and id): its own,
+    or for a virtual node of a chain whose parent was left out, the held node before it
+    in the chain (ids along a chain are consecutive from its root, which is held)."""
+    stored = nodes["parent"].to_numpy(dtype=np.int64)
+    parent = ids(g, stored)
+    cut = np.flatnonzero((stored >= 0) & (parent < 0))
+    if len(cut):
+        before = cut - 1
+        tree = nodes["tree"].to_numpy(dtype=np.int64)
+        kind = nodes["kind"].to_numpy()
+        ok = ((before >= 0) & (kind[cut] == VIRTUAL)).all() and bool(
+            ((g[before] == g[cut]) & (tree[before] == tree[cut])
+             & (local[before] < stored[cut])).all())
+        if not ok:
+            raise IndexFormatError("a time slice holds a node without its parent that is "
+                                   "not a virtual node of a chain; rebuild the index")
+        parent[cut] = before
+    return parent
 
 
 # Columns of the Parquet tables the derivation reads.
@@ -277,15 +306,15 @@ class _TreeColumns:
     tree_root: np.ndarray
 
     @classmethod
-    def of(cls, batches: Iterable[pd.DataFrame], keys: pd.Index, tree_start: np.ndarray,
-           ids: _DenseIds | _SparseIds) -> _TreeColumns:
-        n_trees = int(tree_start[-1])
+    def of(cls, batches: Iterable[pd.DataFrame], keys: pd.Index,
+           tree_ids: _DenseIds | _SparseIds, ids: _DenseIds | _SparseIds, n_trees: int
+           ) -> _TreeColumns:
         parent, virtual, root = (np.full(n_trees, -1, dtype=np.int64) for _ in range(3))
         last_code = np.zeros(n_trees, dtype=np.int64)
         for batch in batches:
             g = group_codes(keys, batch["group"])
-            at = tree_start[g] + batch["tree"].to_numpy(dtype=np.int64)
-            parent[at] = _offset(batch["parent"], tree_start[g])
+            at = tree_ids(g, batch["tree"].to_numpy(dtype=np.int64))
+            parent[at] = tree_ids(g, batch["parent"])
             virtual[at] = ids(g, batch["virtual"])
             root[at] = ids(g, batch["root"])
             last_code[at] = batch["compact_hi"].to_numpy(dtype=np.int64)
@@ -310,10 +339,10 @@ def _node_column_sizes(sizes: _Sizes) -> tuple[tuple[str, int], ...]:
 
 
 def _fill_nodes(out: Mapping[str, np.ndarray], nodes: pd.DataFrame, g: np.ndarray,
-                at: np.ndarray, ids: _DenseIds | _SparseIds, rows: _DenseRows | _SparseRows,
-                sizes: _Sizes, trees: _TreeColumns) -> None:
-    """Write the rows of whole groups (``g`` their group codes, ``at`` their global ids)
-    into the node columns ``out``."""
+                at: np.ndarray, parent: np.ndarray, tree_ids: _DenseIds | _SparseIds,
+                rows: _DenseRows | _SparseRows, sizes: _Sizes, trees: _TreeColumns) -> None:
+    """Write the rows of whole groups (``g`` their group codes, ``at`` and ``parent``
+    their and their parents' global ids) into the node columns ``out``."""
     kind = nodes["kind"].to_numpy(dtype=np.int8)
     out["group"][at] = g
     out["kind"][at] = kind
@@ -322,8 +351,7 @@ def _fill_nodes(out: Mapping[str, np.ndarray], nodes: pd.DataFrame, g: np.ndarra
         out[column][at] = nodes[source].to_numpy(dtype=np.int64)
     out["poi"][at] = nodes["poi"].to_numpy(dtype=np.float64)
     out["cond"][at] = nodes["cond"].to_numpy(dtype=np.float64)
-    out["tree"][at] = sizes.tree_start[g] + nodes["tree"].to_numpy(dtype=np.int64)
-    parent = ids(g, nodes["parent"].to_numpy(dtype=np.int64))
+    out["tree"][at] = tree_ids(g, nodes["tree"].to_numpy(dtype=np.int64))
     out["parent"][at] = parent
     real = kind == REAL
     row = np.full(len(at), -1, dtype=np.int64)
@@ -332,7 +360,8 @@ def _fill_nodes(out: Mapping[str, np.ndarray], nodes: pd.DataFrame, g: np.ndarra
     child_tree = nodes["child_tree"].to_numpy(dtype=np.int64)
     virtual = (kind == VIRTUAL) & (child_tree >= 0)
     child_root = np.full(len(at), -1, dtype=np.int64)
-    child_root[virtual] = trees.tree_root[sizes.tree_start[g[virtual]] + child_tree[virtual]]
+    below = tree_ids(g[virtual], child_tree[virtual])
+    child_root[virtual] = np.where(below >= 0, trees.tree_root[np.maximum(below, 0)], -1)
     out["child_root"][at] = child_root
     # Depth within the tree for now; the trees above are added later.
     out["depth"][at] = nodes["depth"].to_numpy(dtype=np.int64)

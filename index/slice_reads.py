@@ -1,8 +1,11 @@
 """One time slice of an on-disk index, read from its row groups into a columnar index.
 
-A slice with its halo needs the events meeting ``[t_from, t_to + halo]``, every tree row
-of their groups, and the nodes of the trees whose interval meets those events' span (a
-parent tree's interval contains its children's, so these are closed under parent trees).
+A slice with its halo needs the events meeting ``[t_from, t_to + halo]``, and of their
+groups the trees whose interval meets those events' span (a parent tree's interval
+contains its children's, so these are closed under parent trees) and the nodes whose
+interval meets it (:func:`~uncertain_cep.index.tables.node_intervals`: a tree's nodes
+whole, except that of a top tree that is a chain of virtual nodes only the root and the
+virtual nodes standing for trees the slice keeps).
 Each of the three scans pushes its filter into the Parquet reader, which skips the row
 groups whose statistics rule them out; the tables are in time order
 (:mod:`uncertain_cep.index.time_order`), so a slice reads about its share of the index.
@@ -101,13 +104,13 @@ def read_time_slice(root: Path, manifest: Manifest, statistics: EventStatistics,
     labels = [_plain(x) for x in archive.group_labels]
     span = (int(layout.t_min.min()), int(layout.t_max.max()))
     in_groups = pads.field("group").isin(labels)
-    trees, tree_scan = _scan(root, TREES, in_groups,
-                             f"group in the slice's {len(labels)} groups",
-                             list(TREE_ROW_COLUMNS))
-    node_filter = (in_groups & (pads.field("tree_hi") >= span[0])
-                   & (pads.field("tree_lo") <= span[1]))
-    nodes, node_scan = _scan(root, NODES, node_filter,
-                             f"tree_hi >= {span[0]} and tree_lo <= {span[1]} and group in "
+    trees, tree_scan = _scan(root, TREES, in_groups & (pads.field("t_hi") >= span[0])
+                             & (pads.field("t_lo") <= span[1]),
+                             f"t_hi >= {span[0]} and t_lo <= {span[1]} and group in the "
+                             f"slice's {len(labels)} groups", list(TREE_ROW_COLUMNS))
+    nodes, node_scan = _scan(root, NODES, in_groups & (pads.field("node_hi") >= span[0])
+                             & (pads.field("node_lo") <= span[1]),
+                             f"node_hi >= {span[0]} and node_lo <= {span[1]} and group in "
                              "the slice's groups", list(NODE_ROW_COLUMNS))
     keys = pd.Index(archive.group_labels)
     table = node_table_of_rows(nodes.to_pandas(), trees.to_pandas(),
@@ -117,9 +120,11 @@ def read_time_slice(root: Path, manifest: Manifest, statistics: EventStatistics,
     paper_codes = settings.codes == "paper"
 
     def forests() -> list[GroupForest]:
-        # Every column of the same rows, read again: only the baselines walk forests.
+        # Only the baselines and inspection walk forests: every tree row of the slice's
+        # groups and the nodes of the trees meeting its span, whole.
         every_tree = _scan(root, TREES, in_groups, "")[0].to_pandas()
-        every_node = _scan(root, NODES, node_filter, "")[0].to_pandas()
+        every_node = _scan(root, NODES, in_groups & (pads.field("tree_hi") >= span[0])
+                           & (pads.field("tree_lo") <= span[1]), "")[0].to_pandas()
         tree_groups = dict(iter(every_tree.groupby("group", sort=False)))
         node_groups = dict(iter(every_node.groupby("group", sort=False)))
         return [forest_from_frames(tree_groups[label], node_groups[label], paper_codes)

@@ -396,7 +396,7 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     _fsync_files(root / EVENT_ARRAYS)
     n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
         root, group_by, attributes.numeric, attributes.categorical)
-    sort_table_by_time(nodes_files, ("tree_lo", "group", "node"))
+    sort_table_by_time(nodes_files, ("node_lo", "group", "node"))
     sort_table_by_time(trees_files, ("t_lo", "group", "tree"))
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     manifest = Manifest(

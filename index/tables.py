@@ -30,17 +30,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from uncertain_cep.index.forest import REAL, VIRTUAL, GroupForest
+from uncertain_cep.index.forest import REAL, ROOT, VIRTUAL, GroupForest
 from uncertain_cep.index.rounding import float_down, float_up
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
-           "group_extents", "node_schema", "tree_schema"]
+           "group_extents", "node_intervals", "node_schema", "tree_schema"]
 
 _NODE_INT = ("tree", "parent", "kind", "event", "instant", "depth", "child_tree",
              "compact_code", "compact_end")
 _NODE_FLOAT = ("cond", "poi_local", "poi")
 NODE_COLUMNS = ("group", "node", *_NODE_INT, *_NODE_FLOAT, "rel", "paper_code", "tree_lo",
-                "tree_hi")
+                "tree_hi", "node_lo", "node_hi")
 TREE_COLUMNS = ("group", "tree", "parent", "virtual", "root", "t_lo", "t_hi", "fanout",
                 "height", "order_instances", "paper_lo", "paper_hi", "compact_lo", "compact_hi")
 
@@ -55,7 +55,10 @@ def node_schema(group_type: pa.DataType) -> pa.Schema:
                         # The interval of the node's tree: a time slice keeps the trees that
                         # meet its interval (closed under parent trees, whose intervals
                         # contain their children's) by filtering on these two columns.
-                        ("tree_lo", pa.int64()), ("tree_hi", pa.int64())])
+                        ("tree_lo", pa.int64()), ("tree_hi", pa.int64()),
+                        # The time a node matters to (node_intervals): what a time slice
+                        # filters its nodes on.
+                        ("node_lo", pa.int64()), ("node_hi", pa.int64())])
 
 
 def tree_schema(group_type: pa.DataType) -> pa.Schema:
@@ -83,6 +86,7 @@ def forest_tables(forest: GroupForest, group: object,
     cols["paper_code"] = [str(c) for c in f.paper_code]
     cols["tree_lo"] = f.tree_lo[f.tree]
     cols["tree_hi"] = f.tree_hi[f.tree]
+    cols["node_lo"], cols["node_hi"] = node_intervals(f)
     nodes = pa.table(cols, schema=node_schema(group_type))
     trees = pa.table({
         "group": pa.repeat(key[0], f.n_trees),
@@ -95,6 +99,48 @@ def forest_tables(forest: GroupForest, group: object,
         "compact_lo": f.tree_compact_range[:, 0], "compact_hi": f.tree_compact_range[:, 1],
     }, schema=tree_schema(group_type))
     return nodes, trees
+
+
+def node_intervals(forest: GroupForest) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, the time interval a time slice must meet to need it: its tree's
+    interval, except along a top tree that is a chain of virtual nodes.
+
+    A group whose events split into isolated subsequences has a top tree that is a chain
+    (Zhou et al. 4.1, the multi-tree): the root, then one virtual node per subsequence,
+    each the only child of the one before (``cond`` 1), standing for that subsequence's
+    tree. Such a virtual node matters only to tuples and negation gaps meeting its child
+    tree, so its interval is the child tree's; the root keeps the group's. Every OI
+    passes every virtual node of the chain, so leaving out the ones whose child trees a
+    slice does not meet changes no chain probability and no weighted sum over OIs (each
+    contributes a factor of 1); a slice links each virtual node it keeps to the nearest
+    one it keeps above it (:func:`uncertain_cep.index.node_columns.node_table_of_rows`).
+
+    >>> from uncertain_cep.index.oi_tree import plan_group
+    >>> from uncertain_cep.index.forest_builder import build_forest
+    >>> f = build_forest(plan_group([1, 1, 5, 9], [2, 2, 6, 9]))
+    >>> lo, hi = node_intervals(f)
+    >>> [(int(a), int(b)) for a, b in zip(lo[f.tree == 0], hi[f.tree == 0])]
+    [(1, 9), (1, 2), (5, 6), (9, 9)]
+    """
+    f = forest
+    lo, hi = f.tree_lo[f.tree].astype(np.int64), f.tree_hi[f.tree].astype(np.int64)
+    top = np.flatnonzero(f.tree == 0) if f.n_trees else np.zeros(0, dtype=np.int64)
+    if _is_chain(f, top):
+        below = f.child_tree[top[1:]]
+        lo[top[1:]], hi[top[1:]] = f.tree_lo[below], f.tree_hi[below]
+    return lo, hi
+
+
+def _is_chain(f: GroupForest, top: np.ndarray) -> bool:
+    """Whether the nodes ``top`` (a tree's, by id) are a root followed by virtual nodes,
+    each the only child (``cond`` 1) of the one before, each standing for a tree."""
+    if len(top) < 3:
+        return False
+    children = np.diff(f.child_start)[top]
+    return bool(f.kind[top[0]] == ROOT and (f.kind[top[1:]] == VIRTUAL).all()
+                and (f.parent[top[1:]] == top[:-1]).all() and (f.cond[top[1:]] == 1.0).all()
+                and (children[:-1] == 1).all() and children[-1] == 0
+                and (f.child_tree[top[1:]] >= 0).all())
 
 
 def forest_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame,

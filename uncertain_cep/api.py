@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uncertain_cep.errors import InputError, ParamEnum, QueryError
+from uncertain_cep.errors import InputError, InvalidOptionError, ParamEnum, QueryError
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
@@ -222,7 +222,7 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
 
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
                 engine: str = "local", master: str | None = None,
-                verify: bool = False) -> QueryResult:
+                verify: bool = False, slice_reads: str = "mapped") -> QueryResult:
     """Answer a query over a saved index, in this process or on Spark, as a pandas table.
 
     With ``engine="spark"`` the answer rows and the slices' counters are collected on the
@@ -240,14 +240,24 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     verify
         Hash every file of the index first (:func:`open_index`; default: the files
         opening reads, on either engine).
+    slice_reads
+        With the Spark engine, how each time slice reads the index: ``"mapped"`` (the
+        whole index memory-mapped once per executor process) or ``"row-groups"`` (only
+        the row groups of the slice's time range; ``res.stats.scans`` counts them).
     """
+    from uncertain_cep.pipeline.time_slices import SliceReads
+
+    reads = SliceReads.get_value(slice_reads)
     if EngineName.get_value(engine) == "local":
+        if reads != "mapped":
+            raise InvalidOptionError(f"slice_reads={slice_reads!r} is for engine='spark'; the "
+                                     "local engine opens the whole index")
         return open_index(path, verify=verify).query(query, strategy=strategy)
     from uncertain_cep.pipeline.query_job import query_spark_collected
 
     rows, stats, empty = query_spark_collected(
         os.fspath(path), query, StrategyName.get_value(strategy), master=master,
-        verify=verify)
+        verify=verify, reads=reads)
     frame = answer_frame(rows, time_axis=empty.time_axis)
     return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
                           stats=stats, id_dtype=empty.event_ids.dtype,

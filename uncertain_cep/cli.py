@@ -190,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     from uncertain_cep.index.codes import CodeSchemeName
     from uncertain_cep.interval.api import MatchEngine
     from uncertain_cep.pipeline.build_job import BadInputPolicy
+    from uncertain_cep.pipeline.time_slices import SliceReads
     from uncertain_cep.query.strategies import StrategyName
 
     parser = _Parser(prog="uncertain-cep", description=DESCRIPTION)
@@ -241,6 +242,10 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--engine", default="local", choices=_choices(EngineName),
                        help="local: load the index here; spark: by time slices")
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
+    query.add_argument("--slice-reads", default="mapped", choices=_choices(SliceReads),
+                       help="with --engine spark, how each time slice reads the index: the "
+                            "whole index memory-mapped per executor process, or only its "
+                            "time range's row groups (counted by --explain)")
     query.add_argument("--out", default=None, type=_answer_path,
                        help="write the answer to .parquet or .csv; with --engine spark, a "
                             "path ending in / is a directory of Parquet files the executors "
@@ -448,10 +453,13 @@ def _query(args: argparse.Namespace) -> int:
         from uncertain_cep.pipeline.query_job import query_spark, write_answer_directory
 
         answer = query_spark(args.index, text, StrategyName.get_value(args.strategy),
-                             master=args.master, verify=args.verify)
+                             master=args.master, verify=args.verify, reads=args.slice_reads)
         rows = write_answer_directory(answer, args.out)
         print(f"{rows} matches written to {args.out} (Parquet, by the Spark executors)")
         return 0
+    if args.slice_reads != "mapped" and EngineName.get_value(args.engine) == "local":
+        raise UsageError(f"--slice-reads {args.slice_reads} is for --engine spark; the local "
+                         "engine opens the whole index")
     if args.explain and EngineName.get_value(args.engine) == "local":
         explanation = uc.open_index(args.index, verify=args.verify).explain(
             text, strategy=args.strategy)
@@ -459,7 +467,8 @@ def _query(args: argparse.Namespace) -> int:
         res = explanation.answer
     else:
         res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
-                             master=args.master, verify=args.verify)
+                             master=args.master, verify=args.verify,
+                             slice_reads=args.slice_reads)
         explanation = uc.Explanation(text, len(res), res.stats, res)
     if args.explain:
         print(explanation)

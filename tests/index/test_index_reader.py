@@ -15,8 +15,6 @@ from random_archives import archives
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
-from uncertain_cep.index.event_index import EventIndex
-from uncertain_cep.index.node_columns import NODE_TABLE_COLUMNS
 from uncertain_cep.index.reader import load_index, open_reader
 
 
@@ -55,13 +53,47 @@ def _assert_same_rows(piece, old):
         mine = nodes[nodes["group"] == label]
         assert forest.n_nodes == len(mine)
         np.testing.assert_array_equal(forest.instant, mine.sort_values("node")["instant"])
-    # The slice's node table, derived from its rows by array operations, equals the one
-    # built from its forests object by object.
-    from_forests = EventIndex(archive, piece.settings, piece.forests, layout=piece.layout,
-                              rtree=piece.rtree).node_table
-    for column in NODE_TABLE_COLUMNS:
-        np.testing.assert_array_equal(getattr(piece.node_table, column),
-                                      getattr(from_forests, column), err_msg=column)
+
+
+def _assert_slice_nodes_match_the_whole_index(root, piece):
+    """Every node the slice holds has the whole index's values; its parent is its nearest
+    ancestor the slice holds, and a virtual node's child root is held or -1."""
+    whole = open_reader(root).load()
+    wt, st = whole.node_table, piece.node_table
+    span = (int(piece.layout.t_min.min()), int(piece.layout.t_max.max()))
+    labels = list(piece.archive.group_labels)
+    rows = _scan(root, "nodes", pads.field("group").isin(labels)
+                 & (pads.field("node_hi") >= span[0]) & (pads.field("node_lo") <= span[1]))
+    rows["code"] = pd.Index(labels).get_indexer(rows["group"])
+    rows = rows.sort_values(["code", "node"])
+    whole_code = {label: g for g, label in enumerate(whole.archive.group_labels)}
+    to_whole = np.array([wt.group_start[whole_code[label]] + node
+                         for label, node in zip(rows["group"], rows["node"])], dtype=np.int64)
+    assert st.n_nodes == len(to_whole)
+    held = {int(w): i for i, w in enumerate(to_whole)}
+    for column in ("instant", "poi", "code", "code_end", "kind", "cond", "depth"):
+        np.testing.assert_array_equal(getattr(st, column), getattr(wt, column)[to_whole],
+                                      err_msg=column)
+    ids = lambda index, r: None if r < 0 else index.archive.event_ids[r]  # noqa: E731
+    for i, w in enumerate(to_whole):
+        up = wt.parent[w]
+        while up >= 0 and int(up) not in held:
+            up = wt.parent[up]
+        assert st.parent[i] == (held[int(up)] if up >= 0 else -1)
+        if st.row[i] >= 0:
+            assert ids(piece, st.row[i]) == ids(whole, wt.row[w])
+        if wt.child_root[w] >= 0 and int(wt.child_root[w]) in held:
+            assert st.child_root[i] == held[int(wt.child_root[w])]
+        else:
+            assert st.child_root[i] == -1
+    kids = [sorted(st.child_list[st.child_start[i]:st.child_start[i + 1]].tolist())
+            for i in range(st.n_nodes)]
+    assert kids == [sorted(np.flatnonzero(st.parent == i).tolist()) for i in range(st.n_nodes)]
+    # Each event's real nodes are all held (its tree meets the slice) and listed.
+    for r in range(piece.archive.n_events):
+        mine = st.row_nodes[st.row_nodes_start[r]:st.row_nodes_start[r + 1]]
+        assert sorted(mine.tolist()) == np.flatnonzero(st.row == r).tolist()
+        assert len(mine) > 0
 
 
 @settings(max_examples=40)
@@ -82,6 +114,7 @@ def test_a_slice_with_its_halo_reads_the_rows_the_old_engine_read(tmp_path_facto
     assert (piece is None) == (old is None)
     if piece is not None:
         _assert_same_rows(piece, old)
+        _assert_slice_nodes_match_the_whole_index(root, piece)
 
 
 def test_a_narrow_slice_reads_only_part_of_the_index(tmp_path):
@@ -123,6 +156,7 @@ def test_a_slice_reads_only_the_row_groups_of_its_time_range(tmp_path, monkeypat
     assert scans["nodes"].rows == read.index.node_table.n_nodes
     _assert_same_rows(read.index, _old_slice_rows(tmp_path / "ix", "group", lo,
                                                   lo + (t1 - t0) // 10 + 3))
+    _assert_slice_nodes_match_the_whole_index(tmp_path / "ix", read.index)
 
 
 def test_time_buckets_count_every_event_once(tmp_path):

@@ -96,6 +96,12 @@ def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):
         assert got["confidence"].tolist() == pytest.approx(want["confidence"].tolist(),
                                                             abs=1e-12)
     assert "indexed 7 events of 1 groups" in capsys.readouterr().out
+    # Slices reading only their row groups: the same answer, the scans in EXPLAIN.
+    out = tmp_path / "row-groups.csv"
+    assert main(["query", str(tmp_path / "ix"), query, "--engine", "spark", "--slice-reads",
+                 "row-groups", "--explain", "--out", str(out)]) == 0
+    assert "Parquet scans: events" in capsys.readouterr().out
+    assert uc.read_answer(out)["events"].tolist() == want["events"].tolist()
 
 
 def _write(tmp_path: Path, rows: list[dict]) -> Path:

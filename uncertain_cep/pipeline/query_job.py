@@ -20,6 +20,7 @@ rows, and collects everything in one job.
 
 from __future__ import annotations
 
+import math
 import pickle
 import shutil
 import tempfile
@@ -80,8 +81,9 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     spark, master
         A running session (classic or Spark Connect) or a master URL for one made here.
     slices
-        Number of time slices (default: two per task slot). Each executor process opens
-        the index once (memory-mapped) and answers its slices from it.
+        Number of time slices (default: two per task slot, and with ``reads="row-groups"``
+        at least one per four million nodes). With mapped reads each executor process
+        opens the index once and answers its slices from it.
     verify
         Hash every file of the index first, as ``uc.open_index(path, verify=True)``
         (default: the files opening reads, as ``uc.open_index``).
@@ -221,11 +223,24 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
         from uncertain_cep.pipeline.session import spark_session
 
         spark = spark_session(master)
-    # Every slice is answered from the executor process's open index (the whole index,
-    # memory-mapped), so slices only spread the work: two per task slot even out the
-    # slots' loads.
-    n = slices or 2 * task_slots(spark)
-    return spark, reader, archive, plan_slices(reader, pattern.window, n)
+    return spark, reader, archive, plan_slices(
+        reader, pattern.window, slices or _default_slices(reader, spark, reads))
+
+
+# Node rows a slice reading its row groups holds at most by default: about 1 GB of
+# Python worker memory for its rows and node table.
+_NODES_PER_SLICE = 4_000_000
+
+
+def _default_slices(reader: IndexReader, spark: SparkSession, reads: str) -> int:
+    """Two slices per task slot (they even out the slots' loads); slices that read their
+    own row groups are also kept to about :data:`_NODES_PER_SLICE` nodes each, so that a
+    worker's memory does not grow with the index. A mapped slice is answered from the
+    executor process's open index, whatever its size."""
+    n = 2 * task_slots(spark)
+    if reads == SliceReads.row_groups.value:
+        n = max(n, math.ceil(reader.manifest.counts.nodes / _NODES_PER_SLICE))
+    return n
 
 
 def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
