@@ -36,6 +36,7 @@ import dataclasses
 import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -114,8 +115,9 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     sizes = _Sizes(group_start=_starts(node_count), tree_start=_starts(tree_count),
                    child_offset=_starts(child_count), row_nodes_start=_starts(nodes_per_row))
     ids, tree_ids = _DenseIds(sizes.group_start), _DenseIds(sizes.tree_start)
-    trees = _TreeColumns.of(_batches(tree_files, list(TREE_ROW_COLUMNS)), keys, tree_ids,
-                            ids, int(sizes.tree_start[-1]))
+    trees = _TreeColumns.of(((group_codes(keys, b["group"]), _as_columns(b))
+                             for b in _batches(tree_files, list(TREE_ROW_COLUMNS))),
+                            tree_ids, ids, int(sizes.tree_start[-1]))
 
     n_nodes = int(sizes.group_start[-1])
     out = {c: _create(directory, c, n) for c, n in _node_column_sizes(sizes)}
@@ -124,7 +126,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     # Pass 1, part file by part file (each holds whole groups).
     for nodes in _whole_groups(node_files, list(NODE_ROW_COLUMNS)):
         g = group_codes(keys, nodes["group"])
-        _fill_nodes(out, nodes, g, ids(g, nodes["node"].to_numpy(dtype=np.int64)),
+        _fill_nodes(out, _as_columns(nodes), g, ids(g, nodes["node"].to_numpy(dtype=np.int64)),
                     ids(g, nodes["parent"].to_numpy(dtype=np.int64)), tree_ids, rows,
                     sizes, trees)
         _release(out.values())
@@ -134,52 +136,53 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
         array.flush()
 
 
-def node_table_of_rows(nodes: pd.DataFrame, trees: pd.DataFrame, event_group: np.ndarray,
-                       event_pos: np.ndarray, keys: pd.Index) -> NodeTable:
+def node_table_of_rows(nodes: Mapping[str, np.ndarray], node_group: np.ndarray,
+                       trees: Mapping[str, np.ndarray], tree_group: np.ndarray,
+                       event_group: np.ndarray, event_pos: np.ndarray, n_groups: int
+                       ) -> NodeTable:
     """The node table of some of an index's rows, in memory: what a time slice reads
     (:meth:`uncertain_cep.index.reader.IndexReader.scan_slice`), derived as
     :func:`write_node_columns` derives the whole one, without a Python object per node.
 
     Parameters
     ----------
-    nodes
-        Node rows (:data:`NODE_ROW_COLUMNS`): the nodes of the trees in ``trees`` whose
-        interval meets the slice (:func:`~uncertain_cep.index.tables.node_intervals`).
-        A node whose parent is absent is a virtual node of a chain; its parent becomes
-        the nearest node of the chain the rows hold (the root always among them).
-    trees
-        Tree rows (:data:`TREE_ROW_COLUMNS`) of the groups ``keys``, closed under parent
+    nodes, node_group
+        Node rows, one array per column of :data:`NODE_ROW_COLUMNS` but the group, and
+        their group codes: the nodes of the trees in ``trees`` whose interval meets the
+        slice (:func:`~uncertain_cep.index.tables.node_intervals`). A node whose parent
+        is absent is a virtual node of a chain; its parent becomes the nearest node of
+        the chain the rows hold (the root always among them).
+    trees, tree_group
+        Tree rows (:data:`TREE_ROW_COLUMNS`) and their group codes, closed under parent
         trees; a virtual node standing for an absent tree has no child root.
     event_group, event_pos
-        Per archive row of the slice, its group code (position in ``keys``) and position
-        in its group; a real node of an event outside the slice has row -1.
-    keys
-        The slice's group keys, sorted: position = group code.
+        Per archive row of the slice, its group code and position in its group; a real
+        node of an event outside the slice has row -1.
+    n_groups
+        The slice's groups (codes are positions among its sorted group keys).
 
     Node ids follow ``(group, stored id)`` order, tree ids ``(group, stored tree id)``,
     as in the whole table: for the whole index the result equals the stored columns.
     """
-    n_groups = len(keys)
-    g = group_codes(keys, nodes["group"])
-    local = nodes["node"].to_numpy(dtype=np.int64)
-    order = np.lexsort((local, g))
-    nodes, g, local = nodes.iloc[order], g[order], local[order]
-    tree_group = group_codes(keys, trees["group"])
-    tree_local = trees["tree"].to_numpy(dtype=np.int64)
-    order = np.lexsort((tree_local, tree_group))
-    trees, tree_group, tree_local = trees.iloc[order], tree_group[order], tree_local[order]
+    order = np.argsort(_pair_keys(node_group, nodes["node"]))
+    nodes = {c: np.asarray(v)[order] for c, v in nodes.items()}
+    g, local = np.asarray(node_group, np.int64)[order], nodes["node"].astype(np.int64)
+    order = np.argsort(_pair_keys(tree_group, trees["tree"]))
+    trees = {c: np.asarray(v)[order] for c, v in trees.items()}
+    tree_group = np.asarray(tree_group, np.int64)[order]
+    tree_local = trees["tree"].astype(np.int64)
     rows = _SparseRows(np.asarray(event_group, np.int64), np.asarray(event_pos, np.int64))
     ids, tree_ids = _SparseIds(g, local), _SparseIds(tree_group, tree_local)
     parent = _linked_parents(nodes, g, local, ids)
-    real = nodes["kind"].to_numpy() == REAL
-    row_of_real = rows(g[real], nodes["event"].to_numpy(dtype=np.int64)[real])
+    real = nodes["kind"] == REAL
+    row_of_real = rows(g[real], nodes["event"][real].astype(np.int64))
     sizes = _Sizes(
         group_start=_starts(np.bincount(g, minlength=n_groups)),
         tree_start=_starts(np.bincount(tree_group, minlength=n_groups)),
         child_offset=_starts(np.bincount(g[parent >= 0], minlength=n_groups)),
         row_nodes_start=_starts(np.bincount(row_of_real[row_of_real >= 0],
                                             minlength=rows.n_rows)))
-    trees_out = _TreeColumns.of([trees], keys, tree_ids, ids, len(tree_local))
+    trees_out = _TreeColumns.of([(tree_group, trees)], tree_ids, ids, len(tree_local))
     out: dict[str, np.ndarray] = {c: np.empty(n, dtype=_dtype(c))
                                   for c, n in _node_column_sizes(sizes)}
     _fill_nodes(out, nodes, g, np.arange(len(g), dtype=np.int64), parent, tree_ids, rows,
@@ -189,18 +192,22 @@ def node_table_of_rows(nodes: pd.DataFrame, trees: pd.DataFrame, event_group: np
     return NodeTable(**out, **dict(sizes.arrays()), **dict(trees_out.arrays()))
 
 
-def _linked_parents(nodes: pd.DataFrame, g: np.ndarray, local: np.ndarray,
+def _as_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {c: frame[c].to_numpy() for c in frame.columns}
+
+
+def _linked_parents(nodes: Mapping[str, np.ndarray], g: np.ndarray, local: np.ndarray,
                     ids: _SparseIds) -> np.ndarray:
     """Each held node's parent among the held nodes (sorted by group and id): its own,
     or for a virtual node of a chain whose parent was left out, the held node before it
     in the chain (ids along a chain are consecutive from its root, which is held)."""
-    stored = nodes["parent"].to_numpy(dtype=np.int64)
+    stored = np.asarray(nodes["parent"], dtype=np.int64)
     parent = ids(g, stored)
     cut = np.flatnonzero((stored >= 0) & (parent < 0))
     if len(cut):
         before = cut - 1
-        tree = nodes["tree"].to_numpy(dtype=np.int64)
-        kind = nodes["kind"].to_numpy()
+        tree = np.asarray(nodes["tree"], dtype=np.int64)
+        kind = np.asarray(nodes["kind"])
         ok = ((before >= 0) & (kind[cut] == VIRTUAL)).all() and bool(
             ((g[before] == g[cut]) & (tree[before] == tree[cut])
              & (local[before] < stored[cut])).all())
@@ -306,18 +313,18 @@ class _TreeColumns:
     tree_root: np.ndarray
 
     @classmethod
-    def of(cls, batches: Iterable[pd.DataFrame], keys: pd.Index,
+    def of(cls, pieces: Iterable[tuple[np.ndarray, Mapping[str, Any]]],
            tree_ids: _DenseIds | _SparseIds, ids: _DenseIds | _SparseIds, n_trees: int
            ) -> _TreeColumns:
+        """The columns from ``(group codes, tree rows)`` pieces."""
         parent, virtual, root = (np.full(n_trees, -1, dtype=np.int64) for _ in range(3))
         last_code = np.zeros(n_trees, dtype=np.int64)
-        for batch in batches:
-            g = group_codes(keys, batch["group"])
-            at = tree_ids(g, batch["tree"].to_numpy(dtype=np.int64))
+        for g, batch in pieces:
+            at = tree_ids(g, np.asarray(batch["tree"], dtype=np.int64))
             parent[at] = tree_ids(g, batch["parent"])
             virtual[at] = ids(g, batch["virtual"])
             root[at] = ids(g, batch["root"])
-            last_code[at] = batch["compact_hi"].to_numpy(dtype=np.int64)
+            last_code[at] = np.asarray(batch["compact_hi"], dtype=np.int64)
         level = np.zeros(n_trees, dtype=np.int64)
         up = parent.copy()
         while (inner := up >= 0).any():   # one gather per level of nesting (it is shallow)
@@ -338,33 +345,33 @@ def _node_column_sizes(sizes: _Sizes) -> tuple[tuple[str, int], ...]:
             ("row_nodes", int(sizes.row_nodes_start[-1])))
 
 
-def _fill_nodes(out: Mapping[str, np.ndarray], nodes: pd.DataFrame, g: np.ndarray,
+def _fill_nodes(out: Mapping[str, np.ndarray], nodes: Mapping[str, Any], g: np.ndarray,
                 at: np.ndarray, parent: np.ndarray, tree_ids: _DenseIds | _SparseIds,
                 rows: _DenseRows | _SparseRows, sizes: _Sizes, trees: _TreeColumns) -> None:
     """Write the rows of whole groups (``g`` their group codes, ``at`` and ``parent``
     their and their parents' global ids) into the node columns ``out``."""
-    kind = nodes["kind"].to_numpy(dtype=np.int8)
+    kind = np.asarray(nodes["kind"], dtype=np.int8)
     out["group"][at] = g
     out["kind"][at] = kind
     for column, source in (("instant", "instant"), ("code", "compact_code"),
                            ("code_end", "compact_end")):
-        out[column][at] = nodes[source].to_numpy(dtype=np.int64)
-    out["poi"][at] = nodes["poi"].to_numpy(dtype=np.float64)
-    out["cond"][at] = nodes["cond"].to_numpy(dtype=np.float64)
-    out["tree"][at] = tree_ids(g, nodes["tree"].to_numpy(dtype=np.int64))
+        out[column][at] = np.asarray(nodes[source], dtype=np.int64)
+    out["poi"][at] = np.asarray(nodes["poi"], dtype=np.float64)
+    out["cond"][at] = np.asarray(nodes["cond"], dtype=np.float64)
+    out["tree"][at] = tree_ids(g, np.asarray(nodes["tree"], dtype=np.int64))
     out["parent"][at] = parent
     real = kind == REAL
     row = np.full(len(at), -1, dtype=np.int64)
-    row[real] = rows(g[real], nodes["event"].to_numpy(dtype=np.int64)[real])
+    row[real] = rows(g[real], np.asarray(nodes["event"], dtype=np.int64)[real])
     out["row"][at] = row
-    child_tree = nodes["child_tree"].to_numpy(dtype=np.int64)
+    child_tree = np.asarray(nodes["child_tree"], dtype=np.int64)
     virtual = (kind == VIRTUAL) & (child_tree >= 0)
     child_root = np.full(len(at), -1, dtype=np.int64)
     below = tree_ids(g[virtual], child_tree[virtual])
     child_root[virtual] = np.where(below >= 0, trees.tree_root[np.maximum(below, 0)], -1)
     out["child_root"][at] = child_root
     # Depth within the tree for now; the trees above are added later.
-    out["depth"][at] = nodes["depth"].to_numpy(dtype=np.int64)
+    out["depth"][at] = np.asarray(nodes["depth"], dtype=np.int64)
     # Children in sibling order, which is id order (ids are breadth-first per tree):
     # sorted by (parent, child), a group's children fill its stretch of child_list.
     has_parent = parent >= 0

@@ -31,8 +31,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_index import EventIndex, EventLayout, event_boxes
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import Manifest
@@ -113,9 +115,11 @@ def read_time_slice(root: Path, manifest: Manifest, statistics: EventStatistics,
                              f"node_hi >= {span[0]} and node_lo <= {span[1]} and group in "
                              "the slice's groups", list(NODE_ROW_COLUMNS))
     keys = pd.Index(archive.group_labels)
-    table = node_table_of_rows(nodes.to_pandas(), trees.to_pandas(),
+    table = node_table_of_rows(_columns(nodes), _group_codes(nodes, keys), _columns(trees),
+                               _group_codes(trees, keys),
                                np.asarray(archive.group_of, dtype=np.int64),
-                               layout.positions, keys)
+                               layout.positions, len(keys))
+    del nodes, trees
     settings = manifest.settings.build_settings(None)
     paper_codes = settings.codes == "paper"
 
@@ -175,6 +179,22 @@ def _scan(root: Path, table: str, condition: pads.Expression, text: str,
             else dataset.schema.empty_table().select(names))
     pa.default_memory_pool().release_unused()
     return rows, ScanCount(table, text, len(kept), stored, rows.num_rows)
+
+
+def _columns(table: pa.Table) -> dict[str, np.ndarray]:
+    """A table's columns but the group as numpy arrays."""
+    return {name: table.column(name).to_numpy() for name in table.column_names
+            if name != "group"}
+
+
+def _group_codes(table: pa.Table, keys: pd.Index) -> np.ndarray:
+    """Each row's group code (position in ``keys``), looked up once per distinct key."""
+    encoded = pc.dictionary_encode(table.column("group").combine_chunks())
+    codes = keys.get_indexer(pd.Index(encoded.dictionary.to_pandas()))
+    if (codes < 0).any():
+        raise IndexFormatError("the nodes or trees table names a group the events table "
+                               "does not hold; rebuild the index")
+    return codes.astype(np.int64)[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _bound(x: float) -> int:

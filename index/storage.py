@@ -386,7 +386,7 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     # Events in time order first: the archive's row order, which everything derived
     # below follows (the nodes must keep whole groups together until their columns are
     # derived, and are put in time order after).
-    sort_table_by_time(events_files, (EVENT_COLUMNS[1], group_by, EVENT_COLUMNS[0]))
+    sort_table_by_time(events_files, EVENT_COLUMNS[1])
     keys = _group_keys(root) if trees_files else pd.Index([])
     write_node_columns(root / COLUMNS, nodes_files, trees_files, events_files,
                        group_by=group_by, keys=keys)
@@ -396,8 +396,8 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     _fsync_files(root / EVENT_ARRAYS)
     n_events, time_domain, dimension, statistics = _write_rtree_and_stats(
         root, group_by, attributes.numeric, attributes.categorical)
-    sort_table_by_time(nodes_files, ("node_lo", "group", "node"))
-    sort_table_by_time(trees_files, ("t_lo", "group", "tree"))
+    sort_table_by_time(nodes_files, "node_lo")
+    sort_table_by_time(trees_files, "t_lo")
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     manifest = Manifest(
         format_version=FORMAT_VERSION, group_by=group_by, attributes=attributes,
