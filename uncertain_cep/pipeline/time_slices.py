@@ -11,13 +11,13 @@ span. A slice reads the index one of two ways (:class:`SliceReads`):
 * ``"mapped"`` (the default): the whole index opened once per process
   (:func:`opened_index`: event and node columns memory-mapped, so a slice's evaluation
   touches only the pages its tuples meet), the R*-tree's searches bounded by the span;
-* ``"row-groups"``: the span's events, their trees and the nodes of the trees meeting
-  them, read from their row groups only
-  (:meth:`~uncertain_cep.index.reader.IndexReader.scan_slice`: the tables are in time
-  order and each scan's filter skips the row groups outside the span) into a columnar
-  index of the slice. Its scans are counted in the slice's stats (EXPLAIN shows them).
-  On the paper's data every slice still reads every group's top tree and tree rows (one
-  per event), so on one host the mapped reads are faster (docs/benchmarks.md).
+* ``"row-groups"``: the span's events, and the trees and nodes meeting it, read from
+  their row groups only (:meth:`~uncertain_cep.index.reader.IndexReader.scan_slice`:
+  the tables are in time order and each scan's filter skips the row groups outside the
+  span) into a columnar index of the slice. Its scans are counted in the slice's stats
+  (EXPLAIN shows them). Each slice derives its node table afresh, so on one machine,
+  where the mapped index is opened once per process, the mapped reads are faster
+  (docs/benchmarks.md).
 
 Either way only the first item's candidates are limited to the slice's anchors, and the
 answers are exactly those of the whole index; this module has no Spark in it, so the
