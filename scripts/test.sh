@@ -10,8 +10,10 @@ bash scripts/setup.sh
 mypy_pid=$!
 status=0
 # Two workers, each with at most one SparkSession (tests/conftest.py). A worker that
-# crashes is not restarted: the run ends and reports the crash.
-.venv/bin/python -m pytest -n 2 --max-worker-restart 0 "$@" || status=$?
+# crashes is not restarted: the run ends and reports the crash. A worker that runs out
+# of tests takes over half of the other's (worksteal), so long tests do not leave a
+# core idle at the end.
+.venv/bin/python -m pytest -n 2 --dist worksteal --max-worker-restart 0 "$@" || status=$?
 if ! wait "$mypy_pid"; then
   cat .venv/mypy.log >&2
   echo "mypy found type errors (above)" >&2

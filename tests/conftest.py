@@ -58,3 +58,23 @@ def spark():
     session = spark_session("local[2]")
     yield session
     session.stop()
+
+
+# The slowest tests (each 10 s or more: real processes, Spark jobs, many examples) run
+# first, so that the two workers end on short tests (with --dist worksteal the idle one
+# takes over half of the other's queue) instead of one waiting for the other's last
+# long test.
+_SLOW_FIRST = (
+    "test_demo_runs_as_a_quiet_process_and_writes_reports_equal_to_the_api",
+    "test_build_query_and_match_run_on_spark_connect",
+    "test_a_build_killed_mid_write_leaves_nothing_that_opens",
+    "test_spark_index_equals_the_in_process_index",
+    "test_answers_do_not_depend_on_where_batches_are_cut",
+    "test_cli_match_on_parquet_equals_uc_match",
+    "test_a_slice_with_its_halo_reads_the_rows_the_old_engine_read",
+    "test_opens_during_rebuilds_get_a_whole_old_or_new_index",
+)
+
+
+def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.originalname not in _SLOW_FIRST)

@@ -49,15 +49,17 @@ def _temporaries(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
-@pytest.fixture
-def built(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
-    """An index built by the CLI from a Parquet archive, and the archive."""
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
+    """An index built by the CLI from a Parquet archive, and the archive: built once per
+    module (a Spark job); the tests only read it."""
+    root = tmp_path_factory.mktemp("built")
     df = _events()
-    df.to_parquet(tmp_path / "events.parquet", index=False)
-    code = cli.main(["build", str(tmp_path / "events.parquet"), "--out", str(tmp_path / "ix"),
+    df.to_parquet(root / "events.parquet", index=False)
+    code = cli.main(["build", str(root / "events.parquet"), "--out", str(root / "ix"),
                      "--group-by", "person"])
     assert code == 0
-    return tmp_path / "ix", df
+    return root / "ix", df
 
 
 def test_demo_runs_as_a_quiet_process_and_writes_reports_equal_to_the_api(tmp_path):
