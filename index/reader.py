@@ -81,7 +81,7 @@ from uncertain_cep.index.storage import (
     sha256_file,
     table_files,
 )
-from uncertain_cep.index.tables import forest_from_frames
+from uncertain_cep.index.tables import forests_from_frames
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 
@@ -334,8 +334,8 @@ class IndexReader:
             _verify_files(self.root, {name: digest for name, digest in self.manifest.sha256
                                       if name.startswith((f"{TREES}/", f"{NODES}/"))})
         try:
-            forests = _forests(self._read_table(TREES), self._read_table(NODES), labels,
-                               paper_codes)
+            forests = forests_from_frames(self._read_table(TREES), self._read_table(NODES),
+                                          labels, paper_codes)
         except (OSError, KeyError, ValueError, pa.ArrowException) as e:
             if self.was_replaced():
                 raise rebuilt from e
@@ -446,19 +446,6 @@ def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
         return rtree_index.Index(str(private / RTREE), properties=props, interleaved=False)
     finally:
         shutil.rmtree(private, ignore_errors=True)
-
-
-def _forests(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
-             paper_codes: bool) -> list[GroupForest]:
-    """The forests of the groups ``labels`` (in that order) from their table rows."""
-    tree_groups = dict(iter(trees.groupby("group", sort=False)))
-    node_groups = dict(iter(nodes.groupby("group", sort=False)))
-    out = []
-    for label in labels:
-        if label not in tree_groups or label not in node_groups:
-            raise IndexFormatError(f"group {_plain(label)!r} has events but no OI-trees")
-        out.append(forest_from_frames(tree_groups[label], node_groups[label], paper_codes))
-    return out
 
 
 def _plain(x: Any) -> Any:

@@ -45,7 +45,7 @@ from uncertain_cep.index.node_columns import (
 )
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.storage import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
-from uncertain_cep.index.tables import forest_from_frames
+from uncertain_cep.index.tables import forests_from_frames
 from uncertain_cep.model.events import Archive, read_archive
 
 __all__ = ["BoxScan", "ScanCount", "SliceRead", "archive_from_events", "read_time_slice"]
@@ -115,10 +115,10 @@ def read_time_slice(root: Path, manifest: Manifest, statistics: EventStatistics,
                              f"node_hi >= {span[0]} and node_lo <= {span[1]} and group in "
                              "the slice's groups", list(NODE_ROW_COLUMNS))
     keys = pd.Index(archive.group_labels)
+    group_of = np.asarray(archive.group_of, dtype=np.int64)
     table = node_table_of_rows(_columns(nodes), _group_codes(nodes, keys), _columns(trees),
-                               _group_codes(trees, keys),
-                               np.asarray(archive.group_of, dtype=np.int64),
-                               layout.positions, len(keys))
+                               _group_codes(trees, keys), group_of, layout.positions,
+                               len(keys))
     del nodes, trees
     settings = manifest.settings.build_settings(None)
     paper_codes = settings.codes == "paper"
@@ -129,14 +129,12 @@ def read_time_slice(root: Path, manifest: Manifest, statistics: EventStatistics,
         every_tree = _scan(root, TREES, in_groups, "")[0].to_pandas()
         every_node = _scan(root, NODES, in_groups & (pads.field("tree_hi") >= span[0])
                            & (pads.field("tree_lo") <= span[1]), "")[0].to_pandas()
-        tree_groups = dict(iter(every_tree.groupby("group", sort=False)))
-        node_groups = dict(iter(every_node.groupby("group", sort=False)))
-        return [forest_from_frames(tree_groups[label], node_groups[label], paper_codes)
-                for label in archive.group_labels]
+        return forests_from_frames(every_tree, every_node, archive.group_labels,
+                                   paper_codes)
 
     attrs = [(archive.numeric[a].lo, archive.numeric[a].hi) for a in archive.numeric_names]
-    mins, maxs = event_boxes(np.asarray(archive.group_of, dtype=np.int64), layout.t_min,
-                             layout.t_max, layout.code_lo, layout.code_hi, attrs)
+    mins, maxs = event_boxes(group_of, layout.t_min, layout.t_max, layout.code_lo,
+                             layout.code_hi, attrs)
     index = EventIndex(archive, settings, layout=layout, rtree=BoxScan(mins, maxs),
                        statistics=statistics, node_table=table, load_forests=forests,
                        built_with_condition2=manifest.settings.condition2 is not None)

@@ -30,11 +30,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forest import REAL, ROOT, VIRTUAL, GroupForest
 from uncertain_cep.index.rounding import float_down, float_up
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
-           "group_extents", "node_intervals", "node_schema", "tree_schema"]
+           "forests_from_frames", "group_extents", "node_intervals", "node_schema",
+           "tree_schema"]
 
 _NODE_INT = ("tree", "parent", "kind", "event", "instant", "depth", "child_tree",
              "compact_code", "compact_end")
@@ -206,6 +208,21 @@ def forest_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame,
         tree_count=counts, tree_paper_range=paper_range,
         tree_compact_range=trees[["compact_lo", "compact_hi"]].to_numpy(dtype=np.int64),
         tree_virtuals=virtuals)
+
+
+def forests_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,
+                        paper_codes: bool) -> list[GroupForest]:
+    """The forests of the groups ``labels`` (in that order) from their table rows
+    (:func:`forest_from_frames` per group)."""
+    tree_groups = dict(iter(trees.groupby("group", sort=False)))
+    node_groups = dict(iter(nodes.groupby("group", sort=False)))
+    out = []
+    for label in labels:
+        if label not in tree_groups or label not in node_groups:
+            plain = label.item() if isinstance(label, np.generic) else label
+            raise IndexFormatError(f"group {plain!r} has events but no OI-trees")
+        out.append(forest_from_frames(tree_groups[label], node_groups[label], paper_codes))
+    return out
 
 
 def group_extents(forest: GroupForest, codes: str
