@@ -67,6 +67,7 @@ def spark():
 _SLOW_FIRST = (
     "test_demo_runs_as_a_quiet_process_and_writes_reports_equal_to_the_api",
     "test_build_query_and_match_run_on_spark_connect",
+    "test_a_real_session_maps_the_recorded_archive",
     "test_a_build_killed_mid_write_leaves_nothing_that_opens",
     "test_spark_index_equals_the_in_process_index",
     "test_answers_do_not_depend_on_where_batches_are_cut",

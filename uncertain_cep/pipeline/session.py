@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from uncertain_cep.pipeline.class_archive import ClassArchive, class_archive
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -73,10 +75,14 @@ def spark_session(master: str | None = None) -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     url = master or os.environ.get("UNCERTAIN_CEP_SPARK_MASTER", DEFAULT_MASTER)
-    builder = SparkSession.builder
+    # A Spark Connect session starts no JVM here.
+    classes = ClassArchive() if os.environ.get("SPARK_REMOTE") else class_archive()
+    java_options = [*classes.options]
     if not SPARK_OUTPUT:
-        builder = builder.config("spark.driver.extraJavaOptions",
-                                 f"-Dlog4j2.configurationFile={_QUIET_LOG4J.as_uri()}")
+        java_options.append(f"-Dlog4j2.configurationFile={_QUIET_LOG4J.as_uri()}")
+    builder = SparkSession.builder
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = (builder.master(url).appName("uncertain-cep")
              # Instants are whole units since the epoch in UTC (SEMANTICS A1).
              .config("spark.sql.session.timeZone", "UTC")
@@ -100,4 +106,7 @@ def spark_session(master: str | None = None) -> SparkSession:
     # which has no SparkContext (its server keeps its own log level).
     if not type(spark).__module__.startswith("pyspark.sql.connect"):
         spark.sparkContext.setLogLevel("ERROR")
+        jvm = spark.sparkContext._jvm
+        if classes.recording is not None and jvm is not None:
+            classes.started(jvm.java.lang.ProcessHandle.current().pid())
     return spark
