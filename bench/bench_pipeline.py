@@ -83,10 +83,12 @@ def _tree_memory(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def _run_measured(cmd: list[str]) -> tuple[float, int, int, str]:
+def _run_measured(cmd: list[str], env: dict[str, str] | None = None
+                  ) -> tuple[float, int, int, str]:
     """Wall seconds, peak RSS and peak PSS of the process tree (bytes), and the output."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=None if env is None else {**os.environ, **env})
     peak_rss = peak_pss = 0
     done = threading.Event()
 
@@ -156,7 +158,7 @@ for q in queries:
     try:
         if engine == "local":
             res = idx.query(q)
-        elif engine == "spark":
+        elif engine in ("spark", "spark-no-archive"):
             res = uc.query_index(path, q, engine="spark")
         else:   # each slice reads only its row groups
             from uncertain_cep.api import answer_frame
@@ -179,13 +181,17 @@ print("RESULT", json.dumps(out))
 
 def compare_engines(n: int, work: Path, row_groups: bool) -> list[dict[str, object]]:
     """Each engine in its own process (peak memory of its process tree); ``row_groups``:
-    also the Spark engine whose slices read only their row groups."""
+    also the Spark engine whose slices read only their row groups. The Spark engine also
+    runs with the JVM class archive off (``spark-no-archive``), for its session start
+    and first query."""
     path = work / f"index-{n}"
     runs = {}
-    for engine in ("local", "spark", *(("spark-row-groups",) if row_groups else ())):
+    for engine in ("local", "spark", "spark-no-archive",
+                   *(("spark-row-groups",) if row_groups else ())):
         seconds, peak, peak_pss, log = _run_measured(
             [sys.executable, "-c", _ENGINE_RUN, engine, str(path), str(LOCAL_LIMIT_GB),
-             json.dumps(QUERIES)])
+             json.dumps(QUERIES)],
+            env={"UNCERTAIN_CEP_JVM_CACHE": "off"} if engine == "spark-no-archive" else None)
         runs[engine] = (json.loads(log.split("RESULT", 1)[1].strip().splitlines()[0]), peak,
                         peak_pss)
         print(engine, round(seconds, 1), "s,", round(peak / 2**20), "MB RSS,",
@@ -212,6 +218,11 @@ def compare_engines(n: int, work: Path, row_groups: bool) -> list[dict[str, obje
             "entries_local": lq.get("stats", {}).get("entries_created"),
             "entries_spark": sq.get("stats", {}).get("entries_created"),
             "same_answers": same})
+        plain = runs["spark-no-archive"][0]
+        rows[-1].update({
+            "no_archive_start_seconds": _round(plain.get("open_seconds")),
+            "no_archive_query_seconds": _round(plain["queries"][k].get("seconds")),
+            "no_archive_same_answers": plain["queries"][k].get("answer") == sq.get("answer")})
         if "spark-row-groups" in runs:
             rg, rg_peak, rg_pss = runs["spark-row-groups"]
             rq = rg["queries"][k]
@@ -256,6 +267,18 @@ def _table(results: dict[str, list[dict[str, object]]]) -> str:
                      f"{_mb(r.get('local_peak_pss_mb'))} | {r['spark_query_seconds']} | "
                      f"{r['spark_peak_rss_mb']:,} / {_mb(r.get('spark_peak_pss_mb'))} | "
                      f"{r['spark_slices']} | {r['same_answers']} |")
+    starts = [r for r in results["query"] if "no_archive_start_seconds" in r]
+    if starts:
+        lines += ["", "Spark engine with and without the JVM class archive "
+                  "(`UNCERTAIN_CEP_JVM_CACHE=off`), each in a fresh process:", "",
+                  "| events | query | archive: session start (s) | archive: query (s) "
+                  "| no archive: session start (s) | no archive: query (s) | same answers |",
+                  "|---:|---|---:|---:|---:|---:|---|"]
+        for r in starts:
+            lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | "
+                         f"{r['spark_start_seconds']} | {r['spark_query_seconds']} | "
+                         f"{r['no_archive_start_seconds']} | {r['no_archive_query_seconds']} "
+                         f"| {r['no_archive_same_answers']} |")
     read = [r for r in results["query"] if "row_groups_query_seconds" in r]
     if read:
         lines += ["", "Slices reading only their row groups (`reads=\"row-groups\"`), "
@@ -298,6 +321,10 @@ def main() -> None:
         results["build"].append(build(n, work))
         RESULTS.write_text(json.dumps(results, indent=2))
     results["query"] = []
+    # Sessions map the JVM class archive, as they do once one was recorded on a machine.
+    from uncertain_cep.pipeline.class_archive import record_class_archive
+
+    print("JVM class archive:", record_class_archive(), flush=True)
     for n in args.compare or [max(args.sizes)]:
         results["query"] += compare_engines(n, work, n in args.row_groups)
         RESULTS.write_text(json.dumps(results, indent=2))

@@ -33,33 +33,36 @@ whole groups (every builder writes a group's rows from one task).
 from __future__ import annotations
 
 import dataclasses
-import mmap
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.forest import REAL, VIRTUAL
+from uncertain_cep.index.forest import REAL
+from uncertain_cep.index.node_rows import (
+    NODE_ROW_COLUMNS,
+    TREE_ROW_COLUMNS,
+    DenseIds,
+    DenseRows,
+    TableSizes,
+    TreeColumns,
+    add_depth_of_trees_above,
+    column_dtype,
+    fill_nodes,
+    node_column_sizes,
+    release_pages,
+    starts,
+)
 from uncertain_cep.index.node_table import NodeTable
 
-__all__ = ["NODE_ROW_COLUMNS", "NODE_TABLE_COLUMNS", "TREE_ROW_COLUMNS", "group_codes",
-           "node_table_of_rows", "open_node_columns", "write_node_columns"]
+__all__ = ["NODE_TABLE_COLUMNS", "group_codes", "open_node_columns", "write_node_columns"]
 
 NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
-_INT8 = frozenset({"kind"})
-_FLOAT = frozenset({"poi", "cond"})
-# Rows per chunk when a whole column is updated in place (bounded memory).
-_CHUNK = 1 << 22
 # Rows of the nodes table read at a time (then cut back to whole groups).
 _PIECE_ROWS = 1 << 20
-
-
-def _dtype(column: str) -> type:
-    return np.int8 if column in _INT8 else np.float64 if column in _FLOAT else np.int64
 
 
 def open_node_columns(directory: Path) -> NodeTable:
@@ -71,10 +74,10 @@ def open_node_columns(directory: Path) -> NodeTable:
             arrays[column] = np.load(path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
-        if arrays[column].dtype != _dtype(column) or arrays[column].ndim != 1:
+        if arrays[column].dtype != column_dtype(column) or arrays[column].ndim != 1:
             raise IndexFormatError(f"{path} holds {arrays[column].dtype} "
                                    f"{arrays[column].shape}, not a column of "
-                                   f"{np.dtype(_dtype(column))}; rebuild the index")
+                                   f"{np.dtype(column_dtype(column))}; rebuild the index")
     return NodeTable(**arrays)
 
 
@@ -101,7 +104,7 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
     for batch in _batches(event_files, [group_by, "_uc_pos"]):
         event_group.append(group_codes(keys, batch[group_by]))
         event_pos.append(batch["_uc_pos"].to_numpy(dtype=np.int64))
-    rows = _DenseRows(_cat(event_group), _cat(event_pos), n_groups)
+    rows = DenseRows(_cat(event_group), _cat(event_pos), n_groups)
     nodes_per_row = np.zeros(rows.n_rows, dtype=np.int64)
     for batch in _batches(node_files, ["group", "parent", "kind", "event"]):
         g = group_codes(keys, batch["group"])
@@ -112,309 +115,32 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
                                      minlength=rows.n_rows)
     for batch in _batches(tree_files, ["group"]):
         tree_count += np.bincount(group_codes(keys, batch["group"]), minlength=n_groups)
-    sizes = _Sizes(group_start=_starts(node_count), tree_start=_starts(tree_count),
-                   child_offset=_starts(child_count), row_nodes_start=_starts(nodes_per_row))
-    ids, tree_ids = _DenseIds(sizes.group_start), _DenseIds(sizes.tree_start)
-    trees = _TreeColumns.of(((group_codes(keys, b["group"]), _as_columns(b))
+    sizes = TableSizes(group_start=starts(node_count), tree_start=starts(tree_count),
+                   child_offset=starts(child_count), row_nodes_start=starts(nodes_per_row))
+    ids, tree_ids = DenseIds(sizes.group_start), DenseIds(sizes.tree_start)
+    trees = TreeColumns.of(((group_codes(keys, b["group"]), _as_columns(b))
                              for b in _batches(tree_files, list(TREE_ROW_COLUMNS))),
                             tree_ids, ids, int(sizes.tree_start[-1]))
 
     n_nodes = int(sizes.group_start[-1])
-    out = {c: _create(directory, c, n) for c, n in _node_column_sizes(sizes)}
+    out = {c: _create(directory, c, n) for c, n in node_column_sizes(sizes)}
     for name, values in (*sizes.arrays(), *trees.arrays()):
         np.save(directory / f"{name}.npy", values)
     # Pass 1, part file by part file (each holds whole groups).
     for nodes in _whole_groups(node_files, list(NODE_ROW_COLUMNS)):
         g = group_codes(keys, nodes["group"])
-        _fill_nodes(out, _as_columns(nodes), g, ids(g, nodes["node"].to_numpy(dtype=np.int64)),
+        fill_nodes(out, _as_columns(nodes), g, ids(g, nodes["node"].to_numpy(dtype=np.int64)),
                     ids(g, nodes["parent"].to_numpy(dtype=np.int64)), tree_ids, rows,
                     sizes, trees)
-        _release(out.values())
+        release_pages(out.values())
     out["child_start"][n_nodes] = sizes.child_offset[-1]
-    _add_depth_of_trees_above(out, trees, n_nodes)
+    add_depth_of_trees_above(out, trees, n_nodes)
     for array in out.values():
         array.flush()
 
 
-def node_table_of_rows(nodes: Mapping[str, np.ndarray], node_group: np.ndarray,
-                       trees: Mapping[str, np.ndarray], tree_group: np.ndarray,
-                       event_group: np.ndarray, event_pos: np.ndarray, n_groups: int
-                       ) -> NodeTable:
-    """The node table of some of an index's rows, in memory: what a time slice reads
-    (:meth:`uncertain_cep.index.reader.IndexReader.scan_slice`), derived as
-    :func:`write_node_columns` derives the whole one, without a Python object per node.
-
-    Parameters
-    ----------
-    nodes, node_group
-        Node rows, one array per column of :data:`NODE_ROW_COLUMNS` but the group, and
-        their group codes: the nodes of the trees in ``trees`` whose interval meets the
-        slice (:func:`~uncertain_cep.index.tables.node_intervals`). A node whose parent
-        is absent is a virtual node of a chain; its parent becomes the nearest node of
-        the chain the rows hold (the root always among them).
-    trees, tree_group
-        Tree rows (:data:`TREE_ROW_COLUMNS`) and their group codes, closed under parent
-        trees; a virtual node standing for an absent tree has no child root.
-    event_group, event_pos
-        Per archive row of the slice, its group code and position in its group; a real
-        node of an event outside the slice has row -1.
-    n_groups
-        The slice's groups (codes are positions among its sorted group keys).
-
-    Node ids follow ``(group, stored id)`` order, tree ids ``(group, stored tree id)``,
-    as in the whole table: for the whole index the result equals the stored columns.
-    """
-    order = np.argsort(_pair_keys(node_group, nodes["node"]))
-    nodes = {c: np.asarray(v)[order] for c, v in nodes.items()}
-    g, local = np.asarray(node_group, np.int64)[order], nodes["node"].astype(np.int64)
-    order = np.argsort(_pair_keys(tree_group, trees["tree"]))
-    trees = {c: np.asarray(v)[order] for c, v in trees.items()}
-    tree_group = np.asarray(tree_group, np.int64)[order]
-    tree_local = trees["tree"].astype(np.int64)
-    rows = _SparseRows(np.asarray(event_group, np.int64), np.asarray(event_pos, np.int64))
-    ids, tree_ids = _SparseIds(g, local), _SparseIds(tree_group, tree_local)
-    parent = _linked_parents(nodes, g, local, ids)
-    real = nodes["kind"] == REAL
-    row_of_real = rows(g[real], nodes["event"][real].astype(np.int64))
-    sizes = _Sizes(
-        group_start=_starts(np.bincount(g, minlength=n_groups)),
-        tree_start=_starts(np.bincount(tree_group, minlength=n_groups)),
-        child_offset=_starts(np.bincount(g[parent >= 0], minlength=n_groups)),
-        row_nodes_start=_starts(np.bincount(row_of_real[row_of_real >= 0],
-                                            minlength=rows.n_rows)))
-    trees_out = _TreeColumns.of([(tree_group, trees)], tree_ids, ids, len(tree_local))
-    out: dict[str, np.ndarray] = {c: np.empty(n, dtype=_dtype(c))
-                                  for c, n in _node_column_sizes(sizes)}
-    _fill_nodes(out, nodes, g, np.arange(len(g), dtype=np.int64), parent, tree_ids, rows,
-                sizes, trees_out)
-    out["child_start"][len(g)] = sizes.child_offset[-1]
-    _add_depth_of_trees_above(out, trees_out, len(g))
-    return NodeTable(**out, **dict(sizes.arrays()), **dict(trees_out.arrays()))
-
-
 def _as_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return {c: frame[c].to_numpy() for c in frame.columns}
-
-
-def _linked_parents(nodes: Mapping[str, np.ndarray], g: np.ndarray, local: np.ndarray,
-                    ids: _SparseIds) -> np.ndarray:
-    """Each held node's parent among the held nodes (sorted by group and id): its own,
-    or for a virtual node of a chain whose parent was left out, the held node before it
-    in the chain (ids along a chain are consecutive from its root, which is held)."""
-    stored = np.asarray(nodes["parent"], dtype=np.int64)
-    parent = ids(g, stored)
-    cut = np.flatnonzero((stored >= 0) & (parent < 0))
-    if len(cut):
-        before = cut - 1
-        tree = np.asarray(nodes["tree"], dtype=np.int64)
-        kind = np.asarray(nodes["kind"])
-        ok = ((before >= 0) & (kind[cut] == VIRTUAL)).all() and bool(
-            ((g[before] == g[cut]) & (tree[before] == tree[cut])
-             & (local[before] < stored[cut])).all())
-        if not ok:
-            raise IndexFormatError("a time slice holds a node without its parent that is "
-                                   "not a virtual node of a chain; rebuild the index")
-        parent[cut] = before
-    return parent
-
-
-# Columns of the Parquet tables the derivation reads.
-NODE_ROW_COLUMNS = ("group", "node", "tree", "parent", "kind", "event", "instant", "depth",
-                 "child_tree", "compact_code", "compact_end", "cond", "poi")
-TREE_ROW_COLUMNS = ("group", "tree", "parent", "virtual", "root", "compact_hi")
-
-
-class _DenseIds:
-    """Global node ids of a whole index: a group's nodes are numbered from its start."""
-
-    def __init__(self, group_start: np.ndarray) -> None:
-        self.group_start = group_start
-
-    def __call__(self, g: np.ndarray, local: object) -> np.ndarray:
-        return _offset(local, self.group_start[g])
-
-
-class _SparseIds:
-    """Global node ids of some of an index's nodes, sorted by ``(group, local id)``:
-    a node's id is its rank; nodes not held are -1."""
-
-    def __init__(self, g: np.ndarray, local: np.ndarray) -> None:
-        self.keys = _pair_keys(g, local)
-
-    def __call__(self, g: np.ndarray, local: object) -> np.ndarray:
-        return _find(self.keys, g, np.asarray(local, dtype=np.int64))
-
-
-class _DenseRows:
-    """Archive row of ``(group, position)`` for every event of the index."""
-
-    def __init__(self, group_of_row: np.ndarray, pos_of_row: np.ndarray, n_groups: int
-                 ) -> None:
-        self.n_rows = len(group_of_row)
-        self.event_start = _starts(np.bincount(group_of_row, minlength=n_groups))
-        self.row_of_event = np.full(self.n_rows, -1, dtype=np.int64)
-        self.row_of_event[self.event_start[group_of_row] + pos_of_row] = np.arange(self.n_rows)
-
-    def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        return self.row_of_event[self.event_start[g] + pos]
-
-
-class _SparseRows:
-    """Archive row of ``(group, position)`` for the events a slice holds, -1 for others."""
-
-    def __init__(self, group_of_row: np.ndarray, pos_of_row: np.ndarray) -> None:
-        self.n_rows = len(group_of_row)
-        keys = _pair_keys(group_of_row, pos_of_row)
-        self.order = np.argsort(keys, kind="stable")
-        self.keys = keys[self.order]
-
-    def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        at = _find(self.keys, g, np.asarray(pos, dtype=np.int64))
-        return np.where(at >= 0, self.order[np.maximum(at, 0)], -1)
-
-
-def _pair_keys(g: np.ndarray, local: np.ndarray) -> np.ndarray:
-    # Group codes and local ids both fit in 31 bits (an index holds far fewer).
-    return (np.asarray(g, dtype=np.int64) << 32) | np.asarray(local, dtype=np.int64)
-
-
-def _find(sorted_keys: np.ndarray, g: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """Position of each ``(g, local)`` in ``sorted_keys``; -1 where absent or local < 0."""
-    wanted = _pair_keys(g, np.maximum(local, 0))
-    at = np.searchsorted(sorted_keys, wanted)
-    found = (local >= 0) & (at < len(sorted_keys))
-    found[found] = sorted_keys[at[found]] == wanted[found]
-    return np.where(found, at, -1).astype(np.int64)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Sizes:
-    """CSR offsets: per group its first node, tree and child-list slot; per row its
-    first real node."""
-
-    group_start: np.ndarray
-    tree_start: np.ndarray
-    child_offset: np.ndarray
-    row_nodes_start: np.ndarray
-
-    def arrays(self) -> tuple[tuple[str, np.ndarray], ...]:
-        return (("group_start", self.group_start), ("tree_start", self.tree_start),
-                ("row_nodes_start", self.row_nodes_start))
-
-
-@dataclasses.dataclass(frozen=True)
-class _TreeColumns:
-    """The per-tree columns (small enough to hold: one row per tree)."""
-
-    tree_parent: np.ndarray
-    tree_level: np.ndarray
-    tree_virtual: np.ndarray
-    tree_last_code: np.ndarray
-    tree_root: np.ndarray
-
-    @classmethod
-    def of(cls, pieces: Iterable[tuple[np.ndarray, Mapping[str, Any]]],
-           tree_ids: _DenseIds | _SparseIds, ids: _DenseIds | _SparseIds, n_trees: int
-           ) -> _TreeColumns:
-        """The columns from ``(group codes, tree rows)`` pieces."""
-        parent, virtual, root = (np.full(n_trees, -1, dtype=np.int64) for _ in range(3))
-        last_code = np.zeros(n_trees, dtype=np.int64)
-        for g, batch in pieces:
-            at = tree_ids(g, np.asarray(batch["tree"], dtype=np.int64))
-            parent[at] = tree_ids(g, batch["parent"])
-            virtual[at] = ids(g, batch["virtual"])
-            root[at] = ids(g, batch["root"])
-            last_code[at] = np.asarray(batch["compact_hi"], dtype=np.int64)
-        level = np.zeros(n_trees, dtype=np.int64)
-        up = parent.copy()
-        while (inner := up >= 0).any():   # one gather per level of nesting (it is shallow)
-            level[inner] += 1
-            up[inner] = parent[up[inner]]
-        return cls(parent, level, virtual, last_code, root)
-
-    def arrays(self) -> tuple[tuple[str, np.ndarray], ...]:
-        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
-
-
-def _node_column_sizes(sizes: _Sizes) -> tuple[tuple[str, int], ...]:
-    n_nodes = int(sizes.group_start[-1])
-    return (*((c, n_nodes) for c in ("group", "row", "instant", "tree", "poi", "code",
-                                      "code_end", "kind", "parent", "cond", "depth",
-                                      "child_root")),
-            ("child_start", n_nodes + 1), ("child_list", int(sizes.child_offset[-1])),
-            ("row_nodes", int(sizes.row_nodes_start[-1])))
-
-
-def _fill_nodes(out: Mapping[str, np.ndarray], nodes: Mapping[str, Any], g: np.ndarray,
-                at: np.ndarray, parent: np.ndarray, tree_ids: _DenseIds | _SparseIds,
-                rows: _DenseRows | _SparseRows, sizes: _Sizes, trees: _TreeColumns) -> None:
-    """Write the rows of whole groups (``g`` their group codes, ``at`` and ``parent``
-    their and their parents' global ids) into the node columns ``out``."""
-    kind = np.asarray(nodes["kind"], dtype=np.int8)
-    out["group"][at] = g
-    out["kind"][at] = kind
-    for column, source in (("instant", "instant"), ("code", "compact_code"),
-                           ("code_end", "compact_end")):
-        out[column][at] = np.asarray(nodes[source], dtype=np.int64)
-    out["poi"][at] = np.asarray(nodes["poi"], dtype=np.float64)
-    out["cond"][at] = np.asarray(nodes["cond"], dtype=np.float64)
-    out["tree"][at] = tree_ids(g, np.asarray(nodes["tree"], dtype=np.int64))
-    out["parent"][at] = parent
-    real = kind == REAL
-    row = np.full(len(at), -1, dtype=np.int64)
-    row[real] = rows(g[real], np.asarray(nodes["event"], dtype=np.int64)[real])
-    out["row"][at] = row
-    child_tree = np.asarray(nodes["child_tree"], dtype=np.int64)
-    virtual = (kind == VIRTUAL) & (child_tree >= 0)
-    child_root = np.full(len(at), -1, dtype=np.int64)
-    below = tree_ids(g[virtual], child_tree[virtual])
-    child_root[virtual] = np.where(below >= 0, trees.tree_root[np.maximum(below, 0)], -1)
-    out["child_root"][at] = child_root
-    # Depth within the tree for now; the trees above are added later.
-    out["depth"][at] = np.asarray(nodes["depth"], dtype=np.int64)
-    # Children in sibling order, which is id order (ids are breadth-first per tree):
-    # sorted by (parent, child), a group's children fill its stretch of child_list.
-    has_parent = parent >= 0
-    kids, parents = at[has_parent], parent[has_parent]
-    order = np.lexsort((kids, parents))
-    kids, parents = kids[order], parents[order]
-    kid_group = g[has_parent][order]
-    out["child_list"][sizes.child_offset[kid_group] + _rank_in_runs(kid_group)] = kids
-    # child_start of each node: its group's offset plus the children of the group's
-    # nodes before it.
-    by_id = np.argsort(at)
-    sorted_at, sorted_g = at[by_id], g[by_id]
-    per_node = np.bincount(np.searchsorted(sorted_at, parents), minlength=len(at))
-    before = np.cumsum(per_node) - per_node
-    first = _run_starts(sorted_g)
-    before -= np.repeat(before[first], np.diff(np.r_[first, len(sorted_g)]))
-    out["child_start"][sorted_at] = sizes.child_offset[sorted_g] + before
-    # Each archive row's real nodes, in id order (a slice's other events have none).
-    held = row >= 0
-    real_at, real_row = at[held], row[held]
-    order = np.lexsort((real_at, real_row))
-    real_at, real_row = real_at[order], real_row[order]
-    out["row_nodes"][sizes.row_nodes_start[real_row] + _rank_in_runs(real_row)] = real_at
-
-
-def _add_depth_of_trees_above(out: Mapping[str, np.ndarray], trees: _TreeColumns,
-                              n_nodes: int) -> None:
-    """Depth counting the trees above: a child tree's root sits one level below the
-    virtual node standing for it. Parents come first in level order; a tree whose nodes
-    are not held adds nothing."""
-    level, virtual = trees.tree_level, trees.tree_virtual
-    base = np.zeros(len(level), dtype=np.int64)
-    for depth in range(1, int(level.max()) + 1 if len(level) else 1):
-        at = np.flatnonzero((level == depth) & (virtual >= 0))
-        v = virtual[at]
-        # The depth column is still within-tree; the virtual node's tree is a level up,
-        # so its base is final.
-        base[at] = np.asarray(out["depth"][v]) + base[np.asarray(out["tree"][v])] + 1
-    for lo in range(0, n_nodes, _CHUNK):
-        hi = min(lo + _CHUNK, n_nodes)
-        out["depth"][lo:hi] += base[np.asarray(out["tree"][lo:hi])]
-        mapped = [a for a in (out["depth"], out["tree"]) if isinstance(a, np.memmap)]
-        _release(mapped)
 
 
 def _whole_groups(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:
@@ -439,17 +165,6 @@ def _whole_groups(files: list[Path], columns: list[str]) -> Iterator[pd.DataFram
             yield carry
 
 
-def _release(arrays: Iterable[np.memmap]) -> None:
-    """Write the mapped columns' dirty pages back and drop them from this process: a
-    large build's mapped outputs would otherwise stay resident (counted in its memory)
-    until it ends."""
-    for array in arrays:
-        array.flush()
-        mapped = getattr(array, "_mmap", None)   # numpy keeps the mmap object here
-        if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
-            mapped.madvise(mmap.MADV_DONTNEED)
-
-
 def _batches(files: list[Path], columns: list[str]) -> Iterator[pd.DataFrame]:
     for name in files:
         for batch in pq.ParquetFile(name).iter_batches(batch_size=1 << 20, columns=columns):
@@ -465,33 +180,10 @@ def group_codes(keys: pd.Index, values: object) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _starts(counts: np.ndarray) -> np.ndarray:
-    """Exclusive prefix sums with the total appended: CSR offsets of ``counts``."""
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
-def _offset(ids: object, base: np.ndarray) -> np.ndarray:
-    """Group-local ids made global (``-1`` stays ``-1``)."""
-    local = np.asarray(ids, dtype=np.int64)
-    return np.where(local >= 0, local + base, -1)
-
-
-def _run_starts(values: np.ndarray) -> np.ndarray:
-    """Where each run of equal values starts."""
-    return np.r_[0, np.flatnonzero(np.diff(values)) + 1].astype(np.int64) if len(values) \
-        else np.zeros(0, dtype=np.int64)
-
-
-def _rank_in_runs(values: np.ndarray) -> np.ndarray:
-    """Position of each element within its run of equal values."""
-    first = _run_starts(values)
-    return np.arange(len(values)) - np.repeat(first, np.diff(np.r_[first, len(values)]))
-
-
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _create(directory: Path, column: str, n: int) -> np.memmap:
     return np.lib.format.open_memmap(directory / f"{column}.npy", mode="w+",
-                                     dtype=_dtype(column), shape=(n,))
+                                     dtype=column_dtype(column), shape=(n,))

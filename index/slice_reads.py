@@ -15,7 +15,7 @@ shows for the Spark engine.
 The slice becomes an :class:`~uncertain_cep.index.event_index.EventIndex` without a
 Python object per event, node or tree: the archive from the events' columns, the node
 table derived from the node and tree rows
-(:func:`~uncertain_cep.index.node_columns.node_table_of_rows`), and, for candidate
+(:func:`~uncertain_cep.index.node_rows.node_table_of_rows`), and, for candidate
 searches, a scan of the slice's event boxes (:class:`BoxScan`), which costs less than
 loading an R*-tree for the few searches one query makes. The forests (what only the
 baselines walk) are rebuilt from the same rows on first use.
@@ -38,7 +38,7 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.event_index import EventIndex, EventLayout, event_boxes
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import Manifest
-from uncertain_cep.index.node_columns import (
+from uncertain_cep.index.node_rows import (
     NODE_ROW_COLUMNS,
     TREE_ROW_COLUMNS,
     node_table_of_rows,

@@ -115,7 +115,7 @@ def node_intervals(forest: GroupForest) -> tuple[np.ndarray, np.ndarray]:
     passes every virtual node of the chain, so leaving out the ones whose child trees a
     slice does not meet changes no chain probability and no weighted sum over OIs (each
     contributes a factor of 1); a slice links each virtual node it keeps to the nearest
-    one it keeps above it (:func:`uncertain_cep.index.node_columns.node_table_of_rows`).
+    one it keeps above it (:func:`uncertain_cep.index.node_rows.node_table_of_rows`).
 
     >>> from uncertain_cep.index.oi_tree import plan_group
     >>> from uncertain_cep.index.forest_builder import build_forest
