@@ -8,10 +8,10 @@ bash scripts/setup.sh
 # is waited for, and shown, before the script exits.
 .venv/bin/mypy >.venv/mypy.log 2>&1 &
 mypy_pid=$!
-# Compile the numba kernels once and record the Spark JVM's class archive
-# (scripts/warm_caches.py), beside mypy, so that the test processes and their Spark
-# workers load them from the caches instead of each making them at once.
-.venv/bin/python scripts/warm_caches.py
+# Compile the numba kernels once (scripts/warm_kernels.py), beside mypy, so that the test
+# processes and their Spark workers load them from numba's cache instead of each
+# compiling them at once.
+.venv/bin/python scripts/warm_kernels.py
 status=0
 # Two workers, each with at most one SparkSession (tests/conftest.py). A worker that
 # crashes is not restarted: the run ends and reports the crash. A worker that runs out

@@ -19,6 +19,12 @@ settings.register_profile("dev", max_examples=60, deadline=None,
                                                  HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# The Spark sessions the tests start, and the commands they run, leave the JVM class
+# archive off: recording one costs a fresh environment about 40 s of CPU, which the tests'
+# few JVM starts do not win back. tests/pipeline/test_class_archive.py records one in a
+# folder of its own and checks a session maps it.
+os.environ.setdefault("UNCERTAIN_CEP_JVM_CACHE", "off")
+
 
 def pytest_report_header(config: object) -> list[str]:
     import pyarrow
@@ -67,7 +73,7 @@ def spark():
 _SLOW_FIRST = (
     "test_demo_runs_as_a_quiet_process_and_writes_reports_equal_to_the_api",
     "test_build_query_and_match_run_on_spark_connect",
-    "test_a_real_session_maps_the_recorded_archive",
+    "test_a_real_session_records_the_archive_and_the_next_one_maps_it",
     "test_a_build_killed_mid_write_leaves_nothing_that_opens",
     "test_spark_index_equals_the_in_process_index",
     "test_answers_do_not_depend_on_where_batches_are_cut",

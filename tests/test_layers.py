@@ -12,6 +12,7 @@ still an upward dependency.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -68,9 +69,11 @@ def imports(path: Path, own: str) -> set[str]:
     return out
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
     """Project module -> the project modules it imports (a package's own submodules and
-    names that are not modules are left out)."""
+    names that are not modules are left out). Parsed once per test process: every module's
+    test reads it."""
     known = modules()
     edges: dict[str, set[str]] = {}
     for name, path in known.items():

@@ -126,11 +126,13 @@ def class_archive(java_home: str | None = None, spark_home: str | None = None,
     return ClassArchive((f"-XX:ArchiveClassesAtExit={recording}", *_QUIET), recording)
 
 
-def record_class_archive(cache: str | None = None, timeout: float = 600) -> Path | None:
+def record_class_archive(cache: str | None = None, *, job: bool = True,
+                         timeout: float = 600) -> Path | None:
     """Make sure the archive exists now, for a setup step or a benchmark.
 
-    Records it if needed: a session made in a child process runs a small job and exits,
-    and its JVM writes the recording before it closes the child's output, which is waited
+    Records it if needed: a session made in a child process (with ``job``, also a small
+    job through a Python worker, whose classes every build and query loads) exits, and
+    its JVM writes the recording before it closes the child's output, which is waited
     for. Returns the archive, or None when it is off, unsupported, or being recorded by
     another process.
     """
@@ -140,21 +142,22 @@ def record_class_archive(cache: str | None = None, timeout: float = 600) -> Path
         _pid_file(plan.recording).unlink(missing_ok=True)
         env = {**os.environ, CACHE_ENV: str(_cache_folder(cache) or "off")}
         env.pop("SPARK_REMOTE", None)
-        done = subprocess.run([sys.executable, "-c", _SMALL_JOB], env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([sys.executable, "-c", _SESSION + (_SMALL_JOB if job else "")],
+                              env=env, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise UncertainCepError("recording the JVM class archive failed: a Spark "
-                                    f"session could not run a job:\n{done.stderr[-2000:]}")
+                                    f"session could not start:\n{done.stderr[-2000:]}")
         plan = class_archive(cache=cache)
     shared = [o.split("=", 1)[1] for o in plan.options
               if o.startswith("-XX:SharedArchiveFile=")]
     return Path(shared[0]) if shared else None
 
 
-# A session and a job through a Python worker: the classes every query and build loads.
-_SMALL_JOB = """
+_SESSION = """
 from uncertain_cep.pipeline.session import spark_session
 spark = spark_session("local[1]")
+"""
+_SMALL_JOB = """
 spark.range(0, 2, 1, 2).mapInPandas(lambda batches: batches, "id long").count()
 """
 
@@ -206,9 +209,11 @@ def _pyspark_home() -> str:
 
 def _key(java: Path, release: str, jars: Path) -> str:
     """Names the archive after what HotSpot validates it against: the JVM build and the
-    class path (a new Java or Spark records a new archive instead of reusing a stale one)."""
+    class path, down to each jar's size and modification time (a new Java, Spark or
+    virtual environment records a new archive instead of reusing one HotSpot refuses)."""
     digest = hashlib.sha256()
-    for part in (str(java), release, str(jars.resolve()), *sorted(p.name for p in jars.iterdir())):
+    stats = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in jars.iterdir())
+    for part in (str(java), release, str(jars.resolve()), *map(repr, stats)):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:16]
 
