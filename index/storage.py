@@ -66,7 +66,7 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexBuildError, IndexFormatError
-from uncertain_cep.files import replace_directory
+from uncertain_cep.files import process_alive, replace_directory
 from uncertain_cep.index.event_columns import write_event_columns
 from uncertain_cep.index.event_index import (
     BuildSettings,
@@ -641,21 +641,12 @@ def remove_abandoned_drafts(target: Path) -> list[Path]:
     for kind in ("tmp", "old"):
         for path in target.parent.glob(f".{target.name}.{kind}-{host}-*"):
             pid_text = path.name[len(f".{target.name}.{kind}-{host}-"):].split("-")[0]
-            if not pid_text.isdigit() or _alive(int(pid_text)):
+            if not pid_text.isdigit() or process_alive(int(pid_text)):
                 continue
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def check_replaceable(target: Path) -> None:

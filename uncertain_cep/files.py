@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["atomic_write", "check_table_path", "exchange_paths", "replace_directory",
-           "write_table"]
+__all__ = ["atomic_write", "check_table_path", "exchange_paths", "process_alive",
+           "replace_directory", "write_table"]
 
 _RENAME_EXCHANGE = 2    # linux/fs.h
 _AT_FDCWD = -100
@@ -119,3 +119,15 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with id ``pid`` runs on this machine (one of another user
+    counts: signalling it is refused, not missed)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from uncertain_cep.errors import UncertainCepError
+from uncertain_cep.files import process_alive
 
 __all__ = ["CACHE_ENV", "ClassArchive", "class_archive", "is_whole_archive",
            "record_class_archive"]
@@ -252,12 +253,8 @@ def _promote_recordings(archive: Path) -> bool:
 
 def _running(pid: int) -> bool:
     """Whether process ``pid`` runs and is a JVM (not a reused process id)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_alive(pid):
         return False
-    except PermissionError:
-        pass
     try:
         return b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
