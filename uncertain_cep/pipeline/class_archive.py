@@ -4,7 +4,7 @@ Most of a local Spark session's start, and of its first job, goes to loading and
 verifying the JVM classes of Spark and its libraries. HotSpot can map them, parsed and
 verified already, from a class-data-sharing archive (AppCDS dynamic archives, JEP 350,
 JDK 13+): on the 2-core machine of docs/benchmarks.md a session starts in about 6 s
-instead of 10 s, and its first job takes 2.5 s less.
+instead of 10 s, and its first job takes 2-2.5 s less.
 
 The archive is a cache, made unasked and used only when whole:
 
