@@ -65,14 +65,23 @@ _KEEP_OTHERS = 2
 
 @dataclass(frozen=True)
 class ClassArchive:
-    """What a new session's driver JVM does with the class archive.
+    """What a new session's driver JVM does with the class archive: map ``shared``, or
+    write ``recording`` when it exits, or neither.
 
-    ``options`` go into ``spark.driver.extraJavaOptions``; with ``recording`` set, the
-    session calls :meth:`started` with its JVM's process id once the JVM runs.
+    :attr:`options` go into ``spark.driver.extraJavaOptions``; with ``recording`` set,
+    the session calls :meth:`started` with its JVM's process id once the JVM runs.
     """
 
-    options: tuple[str, ...] = ()
+    shared: Path | None = None
     recording: Path | None = None
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        if self.shared is not None:
+            return (f"-XX:SharedArchiveFile={self.shared}", *_QUIET)
+        if self.recording is not None:
+            return (f"-XX:ArchiveClassesAtExit={self.recording}", *_QUIET)
+        return ()
 
     def started(self, jvm_pid: int) -> None:
         """Note which JVM writes the recording (a later session promotes the file once
@@ -83,7 +92,8 @@ class ClassArchive:
 
 def class_archive(java_home: str | None = None, spark_home: str | None = None,
                   cache: str | None = None) -> ClassArchive:
-    """The class archive options for a new session's driver JVM.
+    """The class archive for a new session's driver JVM: the archive to map, or else a
+    claimed recording (unless another session's is under way).
 
     Parameters
     ----------
@@ -93,30 +103,23 @@ def class_archive(java_home: str | None = None, spark_home: str | None = None,
     cache
         The cache directory (default ``$UNCERTAIN_CEP_JVM_CACHE``, see the module).
 
-    Returns no options when the archive is off, the JVM is not HotSpot 13 or later, or
+    Returns neither when the archive is off, the JVM is not HotSpot 13 or later, or
     the cache directory cannot be written; sharing classes only saves time.
 
     >>> class_archive(cache="off")
-    ClassArchive(options=(), recording=None)
+    ClassArchive(shared=None, recording=None)
     """
-    folder = _cache_folder(cache)
-    java = _java(java_home)
-    if folder is None or java is None:
+    archive = _archive_path(java_home, spark_home, cache)
+    if archive is None:
         return ClassArchive()
-    release = _hotspot_release(java)
-    jars = Path(spark_home or os.environ.get("SPARK_HOME") or _pyspark_home()) / "jars"
-    if release is None or not jars.is_dir() or re.search(r"[\s\"'\\]", str(folder)):
-        return ClassArchive()   # quoting a path into extraJavaOptions is not worth it
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        archive = folder / f"spark-{_key(java, release, jars)}.jsa"
         recording_live = _promote_recordings(archive)
         if is_whole_archive(archive):
             os.utime(archive)   # last used, for the cleanup of unused archives
-            return ClassArchive((f"-XX:SharedArchiveFile={archive}", *_QUIET))
+            return ClassArchive(shared=archive)
         if recording_live:
-            return ClassArchive()
-        _delete_unused_archives(folder, keep=archive)
+            return ClassArchive()   # another session is recording it
+        _delete_unused_archives(archive.parent, keep=archive)
         recording = archive.with_name(f"{archive.name}.{secrets.token_hex(4)}.rec")
         _pid_file(recording).write_text("")   # claims the recording
     except OSError as e:
@@ -124,7 +127,7 @@ def class_archive(java_home: str | None = None, spark_home: str | None = None,
         return ClassArchive()
     log.info("recording the Spark JVM's classes into %s when it exits (once for this Java "
              "and Spark: later sessions start faster)", archive)
-    return ClassArchive((f"-XX:ArchiveClassesAtExit={recording}", *_QUIET), recording)
+    return ClassArchive(recording=recording)
 
 
 def record_class_archive(cache: str | None = None, *, job: bool = True,
@@ -137,21 +140,20 @@ def record_class_archive(cache: str | None = None, *, job: bool = True,
     for. Returns the archive, or None when it is off, unsupported, or being recorded by
     another process.
     """
-    plan = class_archive(cache=cache)
-    if plan.recording is not None:
-        # Given up: the child makes its own claim.
-        _pid_file(plan.recording).unlink(missing_ok=True)
-        env = {**os.environ, CACHE_ENV: str(_cache_folder(cache) or "off")}
+    archive = _archive_path(None, None, cache)
+    if archive is None:
+        return None
+    recording_live = _promote_recordings(archive)
+    if not is_whole_archive(archive) and not recording_live:
+        env = {**os.environ, CACHE_ENV: str(archive.parent)}
         env.pop("SPARK_REMOTE", None)
         done = subprocess.run([sys.executable, "-c", _SESSION + (_SMALL_JOB if job else "")],
                               env=env, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise UncertainCepError("recording the JVM class archive failed: a Spark "
                                     f"session could not start:\n{done.stderr[-2000:]}")
-        plan = class_archive(cache=cache)
-    shared = [o.split("=", 1)[1] for o in plan.options
-              if o.startswith("-XX:SharedArchiveFile=")]
-    return Path(shared[0]) if shared else None
+        _promote_recordings(archive)
+    return archive if is_whole_archive(archive) else None
 
 
 _SESSION = """
@@ -171,6 +173,26 @@ def is_whole_archive(path: Path) -> bool:
             return f.read(4) == _DYNAMIC_MAGIC
     except OSError:
         return False
+
+
+def _archive_path(java_home: str | None, spark_home: str | None, cache: str | None
+                  ) -> Path | None:
+    """Where this JVM build's and Spark installation's archive goes (its folder made),
+    or None when the archive is off, unsupported or cannot be written."""
+    folder = _cache_folder(cache)
+    java = _java(java_home)
+    if folder is None or java is None:
+        return None
+    release = _hotspot_release(java)
+    jars = Path(spark_home or os.environ.get("SPARK_HOME") or _pyspark_home()) / "jars"
+    if release is None or not jars.is_dir() or re.search(r"[\s\"'\\]", str(folder)):
+        return None   # quoting a path into extraJavaOptions is not worth it
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"spark-{_key(java, release, jars)}.jsa"
+    except OSError as e:
+        log.debug("no JVM class archive: %s", e)
+        return None
 
 
 def _cache_folder(cache: str | None) -> Path | None:
