@@ -267,37 +267,49 @@ def _table(results: dict[str, list[dict[str, object]]]) -> str:
                      f"{_mb(r.get('local_peak_pss_mb'))} | {r['spark_query_seconds']} | "
                      f"{r['spark_peak_rss_mb']:,} / {_mb(r.get('spark_peak_pss_mb'))} | "
                      f"{r['spark_slices']} | {r['same_answers']} |")
-    starts = [r for r in results["query"] if "no_archive_start_seconds" in r]
-    if starts:
-        lines += ["", "Spark engine with and without the JVM class archive "
-                  "(`UNCERTAIN_CEP_JVM_CACHE=off`), each in a fresh process:", "",
-                  "| events | query | archive: session start (s) | archive: query (s) "
-                  "| no archive: session start (s) | no archive: query (s) | same answers |",
-                  "|---:|---|---:|---:|---:|---:|---|"]
-        for r in starts:
-            lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | "
-                         f"{r['spark_start_seconds']} | {r['spark_query_seconds']} | "
-                         f"{r['no_archive_start_seconds']} | {r['no_archive_query_seconds']} "
-                         f"| {r['no_archive_same_answers']} |")
-    read = [r for r in results["query"] if "row_groups_query_seconds" in r]
-    if read:
-        lines += ["", "Slices reading only their row groups (`reads=\"row-groups\"`), "
-                  "against the default (whole index memory-mapped per process):", "",
-                  "| events | query | mapped: query (s) | row groups: query (s) "
-                  "| row groups: peak RSS / PSS (MB) | row groups read of stored "
-                  "(events / trees / nodes) | node rows read | same answers |",
-                  "|---:|---|---:|---:|---:|---|---:|---|"]
-        for r in read:
-            scans = {s["table"]: s for s in r["row_groups_scans"] or []}
-            fraction = " / ".join(
-                f"{scans[t]['row_groups_read']:,} of {scans[t]['row_groups']:,}"
-                if t in scans else "-" for t in ("events", "trees", "nodes"))
-            nodes = f"{scans['nodes']['rows']:,}" if "nodes" in scans else "-"
-            lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | "
-                         f"{r['spark_query_seconds']} | {r['row_groups_query_seconds']} | "
-                         f"{r['row_groups_peak_rss_mb']:,} / {r['row_groups_peak_pss_mb']:,} "
-                         f"| {fraction} | {nodes} | {r['row_groups_same_answers']} |")
+    lines += _section(
+        "Spark engine with and without the JVM class archive (`UNCERTAIN_CEP_JVM_CACHE=off`), "
+        "each in a fresh process:",
+        ["events", "query", "archive: session start (s)", "archive: query (s)",
+         "no archive: session start (s)", "no archive: query (s)", "same answers"],
+        "|---:|---|---:|---:|---:|---:|---|",
+        [[f"{r['events']:,}", f"`{r['query'][8:56]}...`", r["spark_start_seconds"],
+          r["spark_query_seconds"], r["no_archive_start_seconds"],
+          r["no_archive_query_seconds"], r["no_archive_same_answers"]]
+         for r in results["query"] if "no_archive_start_seconds" in r])
+    lines += _section(
+        "Slices reading only their row groups (`reads=\"row-groups\"`), against the default "
+        "(whole index memory-mapped per process):",
+        ["events", "query", "mapped: query (s)", "row groups: query (s)",
+         "row groups: peak RSS / PSS (MB)",
+         "row groups read of stored (events / trees / nodes)", "node rows read",
+         "same answers"],
+        "|---:|---|---:|---:|---:|---|---:|---|",
+        [[f"{r['events']:,}", f"`{r['query'][8:56]}...`", r["spark_query_seconds"],
+          r["row_groups_query_seconds"],
+          f"{r['row_groups_peak_rss_mb']:,} / {r['row_groups_peak_pss_mb']:,}",
+          *_scanned(r["row_groups_scans"]), r["row_groups_same_answers"]]
+         for r in results["query"] if "row_groups_query_seconds" in r])
     return "\n".join(lines)
+
+
+def _section(intro: str, header: list[str], align: str, rows: list[list[object]]
+             ) -> list[str]:
+    """An introduced Markdown table, or nothing without rows."""
+    if not rows:
+        return []
+    return ["", intro, "", "| " + " | ".join(header) + " |", align,
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
+
+
+def _scanned(scans: list[dict[str, object]] | None) -> list[str]:
+    """Row groups read of stored per table, and node rows read, of a slice's scans."""
+    by_table = {s["table"]: s for s in scans or []}
+    fraction = " / ".join(
+        f"{by_table[t]['row_groups_read']:,} of {by_table[t]['row_groups']:,}"
+        if t in by_table else "-" for t in ("events", "trees", "nodes"))
+    nodes = f"{by_table['nodes']['rows']:,}" if "nodes" in by_table else "-"
+    return [fraction, nodes]
 
 
 def main() -> None:
