@@ -428,7 +428,7 @@ class BatchEngine:
         starts = tuple_starts(part.events)
         bounds = np.append(starts, len(part))
         entry, new_row, total, first, last, created = extended_sums(
-            self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.nodes)
+            self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.order)
         events = part.events[entry]
         events[:, item] = new_row
         parent = self.attribute(part.events[starts])

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.chain_kernels import extended
+from uncertain_cep.query.chain_kernels import CandidateOrder, candidate_order, extended
 from uncertain_cep.query.grouping_kernels import (
     _rows_equal,
     group_rows,
@@ -93,16 +94,25 @@ class CandidateNodes:
 
     nodes: np.ndarray
     instants: np.ndarray
+    table: NodeTable | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def order(self) -> CandidateOrder:
+        """What the extension kernels read (:class:`CandidateOrder`; the table's
+        codes and groups)."""
+        if self.table is None:
+            raise ValueError("CandidateNodes without a node table has no code order")
+        return candidate_order(self.table, self.nodes, self.instants)
 
     @classmethod
     def of_rows(cls, table: NodeTable, rows: np.ndarray) -> CandidateNodes:
         _, nodes = table.nodes_of_rows(np.asarray(rows, dtype=np.int64))
         instants = table.instant[nodes]
         order = np.argsort(instants, kind="stable")
-        return cls(nodes[order], instants[order])
+        return cls(nodes[order], instants[order], table)
 
     def take(self, positions: np.ndarray) -> CandidateNodes:
-        return CandidateNodes(self.nodes[positions], self.instants[positions])
+        return CandidateNodes(self.nodes[positions], self.instants[positions], self.table)
 
 
 def tuple_starts(events: np.ndarray) -> np.ndarray:
@@ -318,7 +328,7 @@ def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes
                 screen.candidate_factor(candidates), screen.floor)
     events, nodes, prob, offsets, valid = extended(table, batch.events, batch.nodes,
                                                    batch.prob, item, start, stop,
-                                                   candidates.nodes, spec)
+                                                   candidates.order, spec)
     segments = np.append(offsets[starts], len(prob))
     return Batch(events, nodes, prob), segments, valid
 

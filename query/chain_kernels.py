@@ -21,13 +21,16 @@ vectorise; numba compiles them (cached beside this file).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
-__all__ = ["extended", "extended_sums", "insertion_factors"]
+__all__ = ["BLOCK_COST", "CandidateOrder", "candidate_order", "extended", "extended_sums",
+           "insertion_factors"]
 
 # Entries per chunk of the extension kernels (each chunk allocates its scratch once).
 _CHUNK = 1024
@@ -124,124 +127,256 @@ def insertion_factors(table: NodeTable, before: np.ndarray, node: np.ndarray,
         table.tree_last_code)
 
 
+class CandidateOrder(NamedTuple):
+    """An item's candidate nodes (sorted by instant) with what the extension kernels read
+    of them, in two orders. By instant (``instants``, ``groups``), for a window's scan.
+    By group, instant and code, for the nodes below a matched node of the same group
+    (its descendant code ranges, Zhou et al. Lemma 2) when a window holds too many to
+    scan: ``block_key`` holds each (group, instant) once (``group * span + instant -
+    first``, sorted), ``block_start`` where its nodes start, ``block_code`` their codes
+    (sorted within a block) and ``code_pos`` their positions by instant; ``group_set``:
+    the distinct groups."""
+
+    nodes: np.ndarray
+    instants: np.ndarray
+    groups: np.ndarray
+    block_key: np.ndarray
+    block_start: np.ndarray
+    block_code: np.ndarray
+    code_pos: np.ndarray
+    group_set: np.ndarray
+    first: int
+    span: int
+
+
+def candidate_order(table: NodeTable, nodes: np.ndarray, instants: np.ndarray
+                    ) -> CandidateOrder:
+    """The :class:`CandidateOrder` of ``nodes`` sorted by instant (``instants``)."""
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    instants = np.ascontiguousarray(instants, dtype=np.int64)
+    groups = np.ascontiguousarray(table.group[nodes], dtype=np.int64)
+    codes = table.code[nodes]
+    first = int(instants[0]) if len(nodes) else 0
+    span = int(instants[-1]) - first + 1 if len(nodes) else 1
+    if len(nodes) and int(groups.max()) >= (1 << 62) // span:
+        # Keys would overflow: no block order (every window is scanned).
+        none = np.zeros(0, dtype=np.int64)
+        return CandidateOrder(nodes, instants, groups, none, np.zeros(1, np.int64), none,
+                              none, np.unique(groups), first, span)
+    key = groups * span + (instants - first)
+    code_pos = np.lexsort((codes, key)).astype(np.int64)
+    key = key[code_pos]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else key
+    return CandidateOrder(nodes, instants, groups, key[starts],
+                          np.append(starts, len(key)).astype(np.int64),
+                          np.ascontiguousarray(codes[code_pos], dtype=np.int64), code_pos,
+                          np.unique(groups), first, span)
+
+
+# A group's nodes below the entry's matched node are found block by block (one block per
+# instant with candidates, a few binary searches per code range) when the window holds
+# more than this many candidates per block (0: always; tests set it to check both paths).
+BLOCK_COST = 16
+
+
 @numba.njit(cache=True, nogil=True)
 def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndarray,
-                  candidates: np.ndarray, group: np.ndarray, poi: np.ndarray,
+                  candidates: np.ndarray, cand_instant: np.ndarray, cand_group: np.ndarray,
+                  block_key: np.ndarray, block_start: np.ndarray, block_code: np.ndarray,
+                  code_pos: np.ndarray, group_set: np.ndarray, first: int, span: int,
+                  block_cost: int, group: np.ndarray, poi: np.ndarray,
                   code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                   tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
-                  tree_last_code: np.ndarray, offset: np.ndarray, slot_factor: np.ndarray,
-                  r_lo: int, r_hi: int, valid: np.ndarray) -> None:
-    """Entries ``r_lo`` to ``r_hi``: each one's factor with each candidate in its window
-    (its slots from ``offset[r]``; -1.0: no OI passes), and how many are valid
-    (``valid[r]``): :func:`_insertion` per candidate, written out in this one function.
+                  tree_last_code: np.ndarray, offset: np.ndarray, slot_pos: np.ndarray,
+                  slot_factor: np.ndarray, slot_end: np.ndarray, r_lo: int, r_hi: int,
+                  valid: np.ndarray) -> None:
+    """Entries ``r_lo`` to ``r_hi``: each one's candidates in its window, in its slots
+    from ``offset[r]`` (``slot_pos``: the candidate's position; ``slot_factor``: its
+    factor, -1.0 where no OI passes or the slot is unused), and how many are valid
+    (``valid[r]``): :func:`_insertion` per candidate, written out in these functions.
     (A compiled call that passes arrays costs about 90 ns in reference counting when it
     is not inlined, as these loops are not, and an allocation about as much: once per
     range of entries is cheap, once per candidate was most of an extension.)"""
     k = nodes.shape[1]
+    # Scratch, one slot per column (the entry's groups, its nearest matched node of each
+    # before and after the item, whether that group's nodes come by code range).
     groups = np.empty(k, dtype=np.int64)
     before = np.empty(k, dtype=np.int64)
     after = np.empty(k, dtype=np.int64)
     through = np.empty(k)
+    coded = np.empty(k, dtype=np.bool_)
     for r in range(r_lo, r_hi):
         valid[r] = 0
-        if stop[r] > start[r]:
-            valid[r] = _entry_factors(nodes, item, start, stop, candidates, group, poi,
-                                      code, code_end, tree, tree_parent, tree_level,
-                                      tree_virtual, tree_last_code, offset, slot_factor,
-                                      r, groups, before, after, through)
+        slot_end[r] = offset[r]
+        if stop[r] <= start[r]:
+            continue
+        # The entry's nearest matched node before and after the item, per group it holds
+        # (found once, not once per candidate), and the factor ext(before, after).
+        n_groups = 0
+        for c in range(k):
+            x = nodes[r, c]
+            if x < 0 or c == item:
+                continue
+            g = group[x]
+            i = 0
+            while i < n_groups and groups[i] != g:
+                i += 1
+            if i == n_groups:
+                groups[i], before[i], after[i] = g, -1, -1
+                n_groups += 1
+            if c < item:
+                before[i] = x
+            elif after[i] < 0:
+                after[i] = x
+        for i in range(n_groups):
+            if after[i] >= 0:
+                through[i] = _extension(before[i], after[i], poi, tree, tree_parent,
+                                        tree_level, tree_virtual)
+        # A large window: the candidates of a group with a matched node before the item are
+        # the nodes below it, found block by block in its code ranges; the scan skips them.
+        window = stop[r] - start[r]
+        t_lo, t_hi = cand_instant[start[r]], cand_instant[stop[r] - 1]
+        n_coded = 0
+        s = offset[r]
+        kept = 0
+        for i in range(n_groups):
+            coded[i] = False
+            # (At most one block per instant of the window: no search when that is
+            # already too many.)
+            if (before[i] < 0 or len(block_key) == 0
+                    or (t_hi - t_lo + 1) * block_cost >= window):
+                continue
+            base = groups[i] * span - first
+            k_lo = _bisect(block_key, 0, len(block_key), base + t_lo - 1)
+            k_hi = _bisect(block_key, k_lo, len(block_key), base + t_hi)
+            if (k_hi - k_lo) * block_cost >= window:
+                continue
+            coded[i] = True
+            n_coded += 1
+            b = before[i]
+            lo_c, hi_c = code[b], code_end[b]
+            t = tree[b]
+            while True:
+                for blk in range(k_lo, k_hi):
+                    u0, u1 = block_start[blk], block_start[blk + 1]
+                    q_lo = _bisect(block_code, u0, u1, lo_c)
+                    q_hi = _bisect(block_code, q_lo, u1, hi_c)
+                    for q in range(q_lo, q_hi):
+                        p = code_pos[q]
+                        f = _pair_factor(candidates[p], b, after[i], through[i], poi, code,
+                                         code_end, tree, tree_parent, tree_level, tree_virtual,
+                                         tree_last_code)
+                        slot_pos[s] = p
+                        slot_factor[s] = f
+                        s += 1
+                        if f > 0:
+                            kept += 1
+                if tree_virtual[t] < 0:
+                    break
+                v = tree_virtual[t]
+                lo_c, hi_c = tree_last_code[t], code_end[v]
+                t = tree[v]
+        # The window's scan, unless every group of the candidates was taken above.
+        scan = True
+        if n_coded >= len(group_set):
+            scan = False
+            for j in range(len(group_set)):
+                g = group_set[j]
+                found = False
+                for i in range(n_groups):
+                    if groups[i] == g and coded[i]:
+                        found = True
+                        break
+                if not found:
+                    scan = True
+                    break
+        if scan:
+            for p in range(start[r], stop[r]):
+                g = cand_group[p]
+                b, a, ba = -1, -1, 1.0
+                skip = False
+                for i in range(n_groups):
+                    if groups[i] == g:
+                        b, a, ba = before[i], after[i], through[i]
+                        skip = coded[i]
+                        break
+                if skip:
+                    continue
+                f = _pair_factor(candidates[p], b, a, ba, poi, code, code_end, tree,
+                                 tree_parent, tree_level, tree_virtual, tree_last_code)
+                slot_pos[s] = p
+                slot_factor[s] = f
+                s += 1
+                if f > 0:
+                    kept += 1
+        slot_end[r] = s
+        valid[r] = kept
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _entry_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndarray,
-                   candidates: np.ndarray, group: np.ndarray, poi: np.ndarray,
-                   code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
-                   tree_parent: np.ndarray, tree_level: np.ndarray,
-                   tree_virtual: np.ndarray, tree_last_code: np.ndarray,
-                   offset: np.ndarray, slot_factor: np.ndarray, r: int,
-                   groups: np.ndarray, before: np.ndarray, after: np.ndarray,
-                   through: np.ndarray) -> int:
-    """Entry ``r``'s part of :func:`_pair_factors` (scratch: ``groups``, ``before``,
-    ``after``, ``through``, one slot per column)."""
-    # The entry's nearest matched node before and after the item, per group it holds
-    # (found once, not once per candidate), and the factor ext(before, after).
-    k = nodes.shape[1]
-    n_groups = 0
-    for c in range(k):
-        x = nodes[r, c]
-        if x < 0 or c == item:
+def _bisect(values: np.ndarray, lo: int, hi: int, x: int) -> int:
+    """The first position in ``values[lo:hi]`` (sorted) holding more than ``x``."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_factor(m: int, b: int, a: int, ba: float, poi: np.ndarray, code: np.ndarray,
+                 code_end: np.ndarray, tree: np.ndarray, tree_parent: np.ndarray,
+                 tree_level: np.ndarray, tree_virtual: np.ndarray,
+                 tree_last_code: np.ndarray) -> float:
+    """The factor of inserting ``m`` between ``b`` and ``a`` (-1: none) of its group, whose
+    factor ext(b, a) is ``ba``, or -1.0 when no OI passes the three in order."""
+    f = -1.0
+    # ext(b, m) and ext(m, a), each with its descendant check: ``lo`` must lie on an
+    # OI path before ``hi`` (:func:`_descends`), and the factor is poi[hi] over the
+    # poi of lo's context node in the deepest tree both share (:func:`_extension`).
+    for side in range(2):
+        lo, hi = (b, m) if side == 0 else (m, a)
+        if hi < 0:
+            break
+        if lo < 0:
+            f = poi[hi]
             continue
-        g = group[x]
-        i = 0
-        while i < n_groups and groups[i] != g:
-            i += 1
-        if i == n_groups:
-            groups[i], before[i], after[i] = g, -1, -1
-            n_groups += 1
-        if c < item:
-            before[i] = x
-        elif after[i] < 0:
-            after[i] = x
-    for i in range(n_groups):
-        if after[i] >= 0:
-            through[i] = _extension(before[i], after[i], poi, tree, tree_parent,
-                                    tree_level, tree_virtual)
-    kept = 0
-    for p in range(start[r], stop[r]):
-        m = candidates[p]
-        g = group[m]
-        b, a, ba = -1, -1, 1.0
-        for i in range(n_groups):
-            if groups[i] == g:
-                b, a, ba = before[i], after[i], through[i]
-                break
-        f = -1.0
-        # ext(b, m) and ext(m, a), each with its descendant check: ``lo`` must lie on an
-        # OI path before ``hi`` (:func:`_descends`), and the factor is poi[hi] over the
-        # poi of lo's context node in the deepest tree both share (:func:`_extension`).
-        for side in range(2):
-            lo, hi = (b, m) if side == 0 else (m, a)
-            if hi < 0:
-                break
-            if lo < 0:
-                f = poi[hi]
-                continue
-            c = code[hi]
-            ok = code[lo] < c <= code_end[lo]
-            t = tree[lo]
-            while not ok and tree_virtual[t] >= 0:
-                v = tree_virtual[t]
-                ok = tree_last_code[t] < c <= code_end[v]
-                t = tree[v]
-            if not ok:
-                f = -1.0
-                break
-            x = lo
-            lx = tree_level[tree[lo]]
-            th = tree[hi]
-            lh = tree_level[th]
-            while lx > lh:
-                x = tree_virtual[tree[x]]
-                lx -= 1
-            while lh > lx:
-                th = tree_parent[th]
-                lh -= 1
-            while tree[x] != th:
-                x = tree_virtual[tree[x]]
-                th = tree_parent[th]
-            e = poi[hi] / poi[x]
-            f = e if side == 0 else f * e / ba
-        slot_factor[offset[r] + p - start[r]] = f
-        if f > 0:
-            kept += 1
-    return kept
+        c = code[hi]
+        ok = code[lo] < c <= code_end[lo]
+        t = tree[lo]
+        while not ok and tree_virtual[t] >= 0:
+            v = tree_virtual[t]
+            ok = tree_last_code[t] < c <= code_end[v]
+            t = tree[v]
+        if not ok:
+            return -1.0
+        x = lo
+        lx = tree_level[tree[lo]]
+        th = tree[hi]
+        lh = tree_level[th]
+        while lx > lh:
+            x = tree_virtual[tree[x]]
+            lx -= 1
+        while lh > lx:
+            th = tree_parent[th]
+            lh -= 1
+        while tree[x] != th:
+            x = tree_virtual[tree[x]]
+            th = tree_parent[th]
+        e = poi[hi] / poi[x]
+        f = e if side == 0 else f * e / ba
+    return f
 
 
 @numba.njit(cache=True, nogil=True)
-def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.ndarray,
-                  stop: np.ndarray, candidates: np.ndarray, row: np.ndarray,
-                  offset: np.ndarray, slot_factor: np.ndarray, tuple_factor: np.ndarray,
-                  candidate_factor: np.ndarray, floor: float, table: np.ndarray,
-                  sums: np.ndarray, rows: np.ndarray, factors: np.ndarray) -> None:
+def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray,
+                  candidates: np.ndarray, row: np.ndarray, offset: np.ndarray,
+                  slot_pos: np.ndarray, slot_factor: np.ndarray, slot_end: np.ndarray,
+                  tuple_factor: np.ndarray, candidate_factor: np.ndarray, floor: float,
+                  table: np.ndarray, sums: np.ndarray, rows: np.ndarray,
+                  factors: np.ndarray) -> None:
     """Tuple ``t``'s new tuples (one per event its entries' valid pairs take): their
     summed probability times ``tuple_factor[t]`` and the event's ``candidate_factor``,
     against ``floor``. A pair whose new tuple falls short gets factor 0.0 (valid, not
@@ -260,10 +395,11 @@ def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.
     table[base:base + size] = -1
     groups = 0
     for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
-        for p in range(start[r], stop[r]):
-            f = slot_factor[offset[r] + p - start[r]]
+        for s in range(offset[r], slot_end[r]):
+            f = slot_factor[s]
             if f <= 0:
                 continue
+            p = slot_pos[s]
             v = row[candidates[p]]
             h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
                           >> np.uint64(32)) & np.uint64(mask))
@@ -282,11 +418,10 @@ def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.
                 h = (h + 1) & mask
             sums[first + j] += prob[r] * f
     for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
-        for p in range(start[r], stop[r]):
-            s = offset[r] + p - start[r]
+        for s in range(offset[r], slot_end[r]):
             if slot_factor[s] <= 0:
                 continue
-            v = row[candidates[p]]
+            v = row[candidates[slot_pos[s]]]
             h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
                           >> np.uint64(32)) & np.uint64(mask))
             while rows[first + table[base + h]] != v:
@@ -298,7 +433,11 @@ def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int,
-              start: np.ndarray, stop: np.ndarray, candidates: np.ndarray, row: np.ndarray,
+              start: np.ndarray, stop: np.ndarray, candidates: np.ndarray,
+              cand_instant: np.ndarray, cand_group: np.ndarray, block_key: np.ndarray,
+              block_start: np.ndarray, block_code: np.ndarray, code_pos: np.ndarray,
+              group_set: np.ndarray, first: int, span: int, block_cost: int,
+              row: np.ndarray,
               group: np.ndarray, poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
               tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
               tree_virtual: np.ndarray, tree_last_code: np.ndarray, tuple_bounds: np.ndarray,
@@ -311,13 +450,18 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
     offset[0] = 0
     for r in range(n):
         offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
+    slot_pos = np.empty(offset[n], dtype=np.int64)
     slot_factor = np.empty(offset[n])
+    slot_end = np.empty(n, dtype=np.int64)
     valid = np.zeros(n, dtype=np.int64)
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in numba.prange(chunks):
-        _pair_factors(nodes, item, start, stop, candidates, group, poi, code, code_end,
-                      tree, tree_parent, tree_level, tree_virtual, tree_last_code, offset,
-                      slot_factor, chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK), valid)
+        _pair_factors(nodes, item, start, stop, candidates, cand_instant, cand_group,
+                      block_key, block_start, block_code, code_pos, group_set, first, span,
+                      block_cost, group, poi, code, code_end, tree,
+                      tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      slot_pos, slot_factor, slot_end, chunk * _CHUNK,
+                      min(n, (chunk + 1) * _CHUNK), valid)
     screened = len(tuple_bounds) > 0
     if screened:
         n_tuples = len(tuple_bounds) - 1
@@ -326,13 +470,13 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
         rows = np.empty(offset[n], dtype=np.int64)
         factors = np.empty(offset[n])
         for t in numba.prange(n_tuples):
-            _screen_tuple(t, tuple_bounds, prob, start, stop, candidates, row, offset,
-                          slot_factor, tuple_factor, candidate_factor, floor, table, sums,
+            _screen_tuple(t, tuple_bounds, prob, candidates, row, offset, slot_pos,
+                          slot_factor, slot_end, tuple_factor, candidate_factor, floor, table, sums,
                           rows, factors)
     kept = np.zeros(n + 1, dtype=np.int64)
     for r in numba.prange(n):
         c = 0
-        for s in range(offset[r], offset[r + 1]):
+        for s in range(offset[r], slot_end[r]):
             if slot_factor[s] > 0:
                 c += 1
         kept[r + 1] = c
@@ -344,10 +488,10 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
     out_prob = np.empty(total)
     for r in numba.prange(n):
         j = kept[r]
-        for p in range(start[r], stop[r]):
-            f = slot_factor[offset[r] + p - start[r]]
+        for s in range(offset[r], slot_end[r]):
+            f = slot_factor[s]
             if f > 0:
-                m = candidates[p]
+                m = candidates[slot_pos[s]]
                 for c in range(k):
                     out_events[j, c] = events[r, c]
                     out_nodes[j, c] = nodes[r, c]
@@ -362,11 +506,12 @@ _NO_SCREEN = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), 0.0)
 
 
 def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.ndarray,
-             item: int, start: np.ndarray, stop: np.ndarray, candidates: np.ndarray,
+             item: int, start: np.ndarray, stop: np.ndarray, candidates: CandidateOrder,
              screen: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Every valid extension of entries ``(events, nodes, prob)`` by item ``item``, in
-    entry order: entry ``r`` may take the candidate nodes ``candidates[start[r]:stop[r]]``;
+    entry order: entry ``r`` may take the candidate nodes
+    ``candidates.nodes[start[r]:stop[r]]``;
     each is kept when an OI of its group passes the entry's nearest matched nodes of that
     group before and after the item and it in between (:func:`insertion_factors`), and
     its probability is multiplied by that factor. Returns the new events, nodes and
@@ -386,7 +531,7 @@ def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.n
             np.ascontiguousarray(events, dtype=np.int64), np.ascontiguousarray(nodes, np.int64),
             np.ascontiguousarray(prob, dtype=np.float64), int(item),
             np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
-            np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.group, table.poi,
+            *candidates, int(BLOCK_COST), table.row, table.group, table.poi,
             table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
             table.tree_virtual, table.tree_last_code,
             np.ascontiguousarray(bounds, dtype=np.int64),
@@ -397,6 +542,9 @@ def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.n
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds: np.ndarray,
                    start: np.ndarray, stop: np.ndarray, candidates: np.ndarray,
+                   cand_instant: np.ndarray, cand_group: np.ndarray, block_key: np.ndarray,
+                   block_start: np.ndarray, block_code: np.ndarray, code_pos: np.ndarray,
+                   group_set: np.ndarray, first: int, span: int, block_cost: int,
                    row: np.ndarray, instant: np.ndarray, group: np.ndarray, poi: np.ndarray,
                    code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                    tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
@@ -407,13 +555,18 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
     offset[0] = 0
     for r in range(n):
         offset[r + 1] = offset[r] + max(stop[r] - start[r], 0)
+    slot_pos = np.empty(offset[n], dtype=np.int64)
     slot_factor = np.empty(offset[n])
-    valid = np.empty(n, dtype=np.int64)
+    slot_end = np.empty(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=np.int64)
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in numba.prange(chunks):
-        _pair_factors(nodes, item, start, stop, candidates, group, poi, code, code_end,
-                      tree, tree_parent, tree_level, tree_virtual, tree_last_code, offset,
-                      slot_factor, chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK), valid)
+        _pair_factors(nodes, item, start, stop, candidates, cand_instant, cand_group,
+                      block_key, block_start, block_code, code_pos, group_set, first, span,
+                      block_cost, group, poi, code, code_end, tree,
+                      tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      slot_pos, slot_factor, slot_end, chunk * _CHUNK,
+                      min(n, (chunk + 1) * _CHUNK), valid)
     # A tuple's new events lie among the candidates its entries' windows span, so a hash
     # table of twice that many slots per tuple holds them (no allocation per tuple).
     span = np.zeros(n_tuples + 1, dtype=np.int64)
@@ -449,11 +602,11 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
         groups = 0
         made = 0
         for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
-            for p in range(start[r], stop[r]):
-                f = slot_factor[offset[r] + p - start[r]]
+            for s in range(offset[r], slot_end[r]):
+                f = slot_factor[s]
                 if f <= 0:
                     continue
-                m = candidates[p]
+                m = candidates[slot_pos[s]]
                 made += 1
                 v = row[m]
                 h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
@@ -502,7 +655,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
 
 def extended_sums(table: NodeTable, nodes: np.ndarray, prob: np.ndarray, item: int,
                   tuple_bounds: np.ndarray, start: np.ndarray, stop: np.ndarray,
-                  candidates: np.ndarray
+                  candidates: CandidateOrder
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`extended` for the last item to match, with each new tuple's entries added
     up at once instead of written out: entries ``(nodes, prob)`` in tuple order
@@ -518,7 +671,7 @@ def extended_sums(table: NodeTable, nodes: np.ndarray, prob: np.ndarray, item: i
             np.ascontiguousarray(nodes, np.int64), np.ascontiguousarray(prob, np.float64),
             int(item), np.ascontiguousarray(tuple_bounds, np.int64),
             np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
-            np.ascontiguousarray(candidates, dtype=np.int64), table.row, table.instant,
+            *candidates, int(BLOCK_COST), table.row, table.instant,
             table.group, table.poi, table.code, table.code_end, table.tree, table.tree_parent,
             table.tree_level, table.tree_virtual, table.tree_last_code)
     return entry, new_row, total, first, last, int(created)

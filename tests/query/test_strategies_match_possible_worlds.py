@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from unittest.mock import patch
 
 import pandas as pd
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from random_archives import archives, patterns
 
 import uncertain_cep as uc
+from uncertain_cep.query import chain_kernels
 
 TOL = 1e-9
 
@@ -97,3 +99,13 @@ def test_a_user_pair_predicate_gives_the_answers_of_the_same_builtin_condition(c
     assert user.n_nodes == builtin.n_nodes
     assert_same_answer(user.query(pattern), builtin.query(pattern))
     assert_same_answer(user.query(pattern, strategy="possible_worlds"), builtin.query(pattern))
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@given(case=st.booleans().flatmap(lambda condition2: cases(condition2=condition2)))
+def test_nodes_found_by_code_ranges_give_the_possible_worlds_answer(strategy: str,
+                                                                   case) -> None:
+    # Every window takes a group's nodes below the entry's matched node from that group's
+    # code ranges, however few candidates it holds (engines switch at 16 per block).
+    with patch.object(chain_kernels, "BLOCK_COST", 0):
+        _check(case, strategy)
