@@ -569,7 +569,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                       min(n, (chunk + 1) * _CHUNK), valid)
     # A tuple's new events lie among the candidates its entries' windows span, so a hash
     # table of twice that many slots per tuple holds them (no allocation per tuple).
-    span = np.zeros(n_tuples + 1, dtype=np.int64)
+    tuple_span = np.zeros(n_tuples + 1, dtype=np.int64)
     first_candidate = np.zeros(n_tuples, dtype=np.int64)
     for t in range(n_tuples):
         lo, hi = np.int64(1) << 62, np.int64(0)
@@ -578,10 +578,10 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                 lo = min(lo, start[r])
                 hi = max(hi, stop[r])
         first_candidate[t] = lo
-        span[t + 1] = span[t] + max(hi - lo, 0)
-    total = span[n_tuples]
+        tuple_span[t + 1] = tuple_span[t] + max(hi - lo, 0)
+    total = tuple_span[n_tuples]
     slots = np.empty(4 * total + 4, dtype=np.int64)
-    g_entry = np.empty(total, dtype=np.int64)     # tuple t's groups at span[t] + g
+    g_entry = np.empty(total, dtype=np.int64)     # tuple t's groups at tuple_span[t] + g
     g_row = np.empty(total, dtype=np.int64)
     g_prob = np.zeros(total)
     g_first = np.empty(total, dtype=np.int64)
@@ -589,16 +589,16 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
     counts = np.zeros(n_tuples, dtype=np.int64)
     created = np.zeros(n_tuples, dtype=np.int64)
     for t in numba.prange(n_tuples):
-        width = span[t + 1] - span[t]
+        width = tuple_span[t + 1] - tuple_span[t]
         if width == 0:
             continue
         size = 1
         while size < 2 * width:
             size *= 2
         mask = size - 1
-        base = 4 * span[t]
+        base = 4 * tuple_span[t]
         slots[base:base + size] = -1
-        off = span[t]
+        off = tuple_span[t]
         groups = 0
         made = 0
         for r in range(tuple_bounds[t], tuple_bounds[t + 1]):
@@ -644,7 +644,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
     out_last = np.empty(out, dtype=np.int64)
     for t in numba.prange(n_tuples):
         for g in range(counts[t]):
-            i, j = span[t] + g, offset[t] + g
+            i, j = tuple_span[t] + g, offset[t] + g
             out_entry[j] = g_entry[i]
             out_row[j] = g_row[i]
             out_prob[j] = g_prob[i]
