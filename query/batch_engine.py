@@ -10,7 +10,10 @@ stays bounded on broad queries while every tuple's entries stay together.
 Access paths: an item's candidates come from one R*-tree search over its symbol's
 attribute box (bulk ``intersection_v``), kept as the item's nodes sorted by instant; each
 partial match then finds the nodes in its window by binary search, whatever the number of
-groups. EXPLAIN reports them per step.
+groups. Where a window holds many candidates, the nodes of a group the partial match
+already holds a node of before the item come from that node's descendant code ranges
+instead (Zhou et al. Lemma 2; one archive group with long OI-trees). EXPLAIN reports
+them per step.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ _SUM_ORDER_MARGIN = 1e-12
 
 # A step's access path, with the symbols whose candidates it searched.
 ACCESS_PATH = "{search} of the box of {symbols}, then nodes by instant"
+# ... and where a window held many candidates, a group's nodes below the entry's matched
+# node by its descendant code ranges (query/chain_kernels.py).
+BY_CODE = " (below the group's matched node by code range: {entries:,} entries)"
 
 
 class BatchEngine:
@@ -76,6 +82,9 @@ class BatchEngine:
         self._candidates: dict[int, CandidateNodes] = {}
         self._steps: dict[int, StepStats] = {}
         self._step_symbols: dict[int, list[str]] = {}
+        # Entries that took candidates by code range: in all, and per step.
+        self._by_code = 0
+        self._code_entries: dict[int, int] = {}
         self._answers: list[Answer] = []
         self._progress = tqdm(disable=True)   # run() shows one while it searches
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
@@ -179,7 +188,7 @@ class BatchEngine:
               stack: list[tuple[Batch, int]]) -> None:
         ctx, table = self.ctx, self.table
         started = time.perf_counter()
-        queries_before = ctx.stats.range_queries
+        queries_before, by_code_before = ctx.stats.range_queries, self._by_code
         candidates = self.candidates(item)
         lo, hi = item_windows(table, batch, item, ctx.window)
         if self.lookahead is not None:
@@ -213,10 +222,14 @@ class BatchEngine:
         symbols = self._step_symbols.setdefault(depth, [])
         if ctx.positive[item] not in symbols:
             symbols.append(ctx.positive[item])
-            # An index searches its R*-tree; a time slice read from its row groups scans
-            # its event boxes instead (index/slice_reads.py).
-            search = getattr(ctx.index.rtree, "access", "R*-tree search")
-            step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
+        by_code = self._code_entries[depth] = (self._code_entries.get(depth, 0)
+                                               + self._by_code - by_code_before)
+        # An index searches its R*-tree; a time slice read from its row groups scans its
+        # event boxes instead (index/slice_reads.py).
+        search = getattr(ctx.index.rtree, "access", "R*-tree search")
+        step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
+        if by_code:
+            step.access += BY_CODE.format(entries=by_code)
 
     def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                          stop: np.ndarray, candidates: CandidateNodes,
@@ -273,8 +286,9 @@ class BatchEngine:
         for units in self._pieces(batch, item, start, stop, candidates):
             if len(units) == 1:
                 part, some, lo, hi = units[0]
-                grown, segments, made = extend(table, part, item, some, lo, hi,
-                                               self._screen(item))
+                grown, segments, made, by_code = extend(table, part, item, some, lo, hi,
+                                                        self._screen(item))
+                self._by_code += by_code
                 yield grown, segments, made
                 continue
             # Chunks of one tuple's entries, extended by one event: merged chunk by chunk
@@ -282,7 +296,8 @@ class BatchEngine:
             # chunk holds a new tuple whole, so none can be screened alone).
             parts, made = [], 0
             for part, some, lo, hi in units:
-                grown, segments, valid = extend(table, part, item, some, lo, hi)
+                grown, segments, valid, by_code = extend(table, part, item, some, lo, hi)
+                self._by_code += by_code
                 made += valid
                 parts.append(merge(table, grown, segments, item, self.gaps, self.classes))
             yield Batch.concat(parts), None, made
@@ -427,8 +442,9 @@ class BatchEngine:
         created."""
         starts = tuple_starts(part.events)
         bounds = np.append(starts, len(part))
-        entry, new_row, total, first, last, created = extended_sums(
+        entry, new_row, total, first, last, created, by_code = extended_sums(
             self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.order)
+        self._by_code += by_code
         events = part.events[entry]
         events[:, item] = new_row
         parent = self.attribute(part.events[starts])

@@ -311,12 +311,14 @@ def candidate_passes(table: NodeTable, candidates: CandidateNodes, start: np.nda
 
 def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes,
            start: np.ndarray, stop: np.ndarray, screen: Screen | None = None
-           ) -> tuple[Batch, np.ndarray, int]:
+           ) -> tuple[Batch, np.ndarray, int, int]:
     """Every entry of a batch in tuple order extended by every candidate node of ``item``
     in its window (:func:`window_bounds`) that an OI of its group can pass between the
     entry's nodes around it in that group (its probability multiplied by the chain
     factor). Also returns the boundaries of the extensions of each tuple (the segments
-    :func:`merge` takes) and the number of valid extensions.
+    :func:`merge` takes), the number of valid extensions, and how many entries took
+    some candidates from the code ranges below their group's matched node (the access
+    path EXPLAIN reports, :class:`~uncertain_cep.query.chain_kernels.CandidateOrder`).
 
     With ``screen``, only the extensions whose new tuple's pruning bound (its summed
     probability times its events' Pr(S | e), :func:`prune_bounds`) reaches the screen's
@@ -326,11 +328,11 @@ def extend(table: NodeTable, batch: Batch, item: int, candidates: CandidateNodes
     if screen is not None:
         spec = (np.append(starts, len(batch)), screen.tuple_factor(batch.events[starts]),
                 screen.candidate_factor(candidates), screen.floor)
-    events, nodes, prob, offsets, valid = extended(table, batch.events, batch.nodes,
-                                                   batch.prob, item, start, stop,
-                                                   candidates.order, spec)
+    events, nodes, prob, offsets, valid, by_code = extended(
+        table, batch.events, batch.nodes, batch.prob, item, start, stop, candidates.order,
+        spec)
     segments = np.append(offsets[starts], len(prob))
-    return Batch(events, nodes, prob), segments, valid
+    return Batch(events, nodes, prob), segments, valid, by_code
 
 
 @dataclass(frozen=True)

@@ -189,11 +189,12 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                   tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
                   tree_last_code: np.ndarray, offset: np.ndarray, slot_pos: np.ndarray,
                   slot_factor: np.ndarray, slot_end: np.ndarray, r_lo: int, r_hi: int,
-                  valid: np.ndarray) -> None:
+                  valid: np.ndarray, by_code: np.ndarray) -> None:
     """Entries ``r_lo`` to ``r_hi``: each one's candidates in its window, in its slots
     from ``offset[r]`` (``slot_pos``: the candidate's position; ``slot_factor``: its
     factor, -1.0 where no OI passes or the slot is unused), and how many are valid
-    (``valid[r]``): :func:`_insertion` per candidate, written out in these functions.
+    (``valid[r]``), and whether some came by code range (``by_code[r]``):
+    :func:`_insertion` per candidate, written out in this function.
     (A compiled call that passes arrays costs about 90 ns in reference counting when it
     is not inlined, as these loops are not, and an allocation about as much: once per
     range of entries is cheap, once per candidate was most of an extension.)"""
@@ -207,6 +208,7 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
     coded = np.empty(k, dtype=np.bool_)
     for r in range(r_lo, r_hi):
         valid[r] = 0
+        by_code[r] = False
         slot_end[r] = offset[r]
         if stop[r] <= start[r]:
             continue
@@ -311,6 +313,7 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                     kept += 1
         slot_end[r] = s
         valid[r] = kept
+        by_code[r] = n_coded > 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -442,7 +445,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
               tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
               tree_virtual: np.ndarray, tree_last_code: np.ndarray, tuple_bounds: np.ndarray,
               tuple_factor: np.ndarray, candidate_factor: np.ndarray, floor: float
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
     n, k = nodes.shape
     # Every (entry, candidate) pair has its own slot, so entries run in parallel; the
     # kept pairs are then written out in entry order.
@@ -454,6 +457,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
     slot_factor = np.empty(offset[n])
     slot_end = np.empty(n, dtype=np.int64)
     valid = np.zeros(n, dtype=np.int64)
+    by_code = np.zeros(n, dtype=np.bool_)
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in numba.prange(chunks):
         _pair_factors(nodes, item, start, stop, candidates, cand_instant, cand_group,
@@ -461,7 +465,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
                       block_cost, group, poi, code, code_end, tree,
                       tree_parent, tree_level, tree_virtual, tree_last_code, offset,
                       slot_pos, slot_factor, slot_end, chunk * _CHUNK,
-                      min(n, (chunk + 1) * _CHUNK), valid)
+                      min(n, (chunk + 1) * _CHUNK), valid, by_code)
     screened = len(tuple_bounds) > 0
     if screened:
         n_tuples = len(tuple_bounds) - 1
@@ -499,7 +503,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
                 out_nodes[j, item] = m
                 out_prob[j] = prob[r] * f
                 j += 1
-    return out_events, out_nodes, out_prob, kept, valid.sum()
+    return out_events, out_nodes, out_prob, kept, valid.sum(), by_code.sum()
 
 
 _NO_SCREEN = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), 0.0)
@@ -508,15 +512,16 @@ _NO_SCREEN = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), 0.0)
 def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.ndarray,
              item: int, start: np.ndarray, stop: np.ndarray, candidates: CandidateOrder,
              screen: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
     """Every valid extension of entries ``(events, nodes, prob)`` by item ``item``, in
     entry order: entry ``r`` may take the candidate nodes
     ``candidates.nodes[start[r]:stop[r]]``;
     each is kept when an OI of its group passes the entry's nearest matched nodes of that
     group before and after the item and it in between (:func:`insertion_factors`), and
     its probability is multiplied by that factor. Returns the new events, nodes and
-    probabilities, where each entry's extensions start (``n + 1`` offsets), and the
-    number of valid pairs.
+    probabilities, where each entry's extensions start (``n + 1`` offsets), the number
+    of valid pairs, and the number of entries whose window took some nodes from the
+    descendant code ranges of their group's matched node (:class:`CandidateOrder`).
 
     ``screen``: ``(tuple_bounds, tuple_factor, candidate_factor, floor)`` for entries in
     tuple order (``tuple_bounds``: where each tuple starts, then ``n``): a valid pair is
@@ -559,6 +564,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
     slot_factor = np.empty(offset[n])
     slot_end = np.empty(n, dtype=np.int64)
     valid = np.zeros(n, dtype=np.int64)
+    by_code = np.zeros(n, dtype=np.bool_)
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in numba.prange(chunks):
         _pair_factors(nodes, item, start, stop, candidates, cand_instant, cand_group,
@@ -566,7 +572,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                       block_cost, group, poi, code, code_end, tree,
                       tree_parent, tree_level, tree_virtual, tree_last_code, offset,
                       slot_pos, slot_factor, slot_end, chunk * _CHUNK,
-                      min(n, (chunk + 1) * _CHUNK), valid)
+                      min(n, (chunk + 1) * _CHUNK), valid, by_code)
     # A tuple's new events lie among the candidates its entries' windows span, so a hash
     # table of twice that many slots per tuple holds them (no allocation per tuple).
     tuple_span = np.zeros(n_tuples + 1, dtype=np.int64)
@@ -650,28 +656,31 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
             out_prob[j] = g_prob[i]
             out_first[j] = g_first[i]
             out_last[j] = g_last[i]
-    return out_entry, out_row, out_prob, out_first, out_last, created.sum()
+    return (out_entry, out_row, out_prob, out_first, out_last, created.sum(),
+            by_code.sum())
 
 
 def extended_sums(table: NodeTable, nodes: np.ndarray, prob: np.ndarray, item: int,
                   tuple_bounds: np.ndarray, start: np.ndarray, stop: np.ndarray,
                   candidates: CandidateOrder
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int,
+                             int]:
     """:func:`extended` for the last item to match, with each new tuple's entries added
     up at once instead of written out: entries ``(nodes, prob)`` in tuple order
     (``tuple_bounds``: where each tuple starts, then ``n``), every other item matched.
 
     Returns per new tuple: the entry it extends (its other events), the event ``item``
     took, the summed probability, the earliest instant of the first item and the latest
-    of the last, over its entries; and the number of entries that were created (the
-    paper's xi counts them). New tuples come tuple by tuple, each's in order of first
+    of the last, over its entries; the number of entries that were created (the
+    paper's xi counts them), and as :func:`extended`, the entries that used code
+    ranges. New tuples come tuple by tuple, each's in order of first
     appearance."""
     with KERNEL_LOCK:
-        entry, new_row, total, first, last, created = _extended_sums(
+        entry, new_row, total, first, last, created, by_code = _extended_sums(
             np.ascontiguousarray(nodes, np.int64), np.ascontiguousarray(prob, np.float64),
             int(item), np.ascontiguousarray(tuple_bounds, np.int64),
             np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
             *candidates, int(BLOCK_COST), table.row, table.instant,
             table.group, table.poi, table.code, table.code_end, table.tree, table.tree_parent,
             table.tree_level, table.tree_virtual, table.tree_last_code)
-    return entry, new_row, total, first, last, int(created)
+    return entry, new_row, total, first, last, int(created), int(by_code)

@@ -252,8 +252,9 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _negation_factors(nodes: np.ndarray, gap_id: np.ndarray, gaps: np.ndarray, neg: tuple,
-                      t: tuple, scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
+def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
+                      gaps: np.ndarray, columns: np.ndarray, neg: tuple, t: tuple,
+                      scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
                       tree_level: np.ndarray, free: tuple) -> np.ndarray:
     """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
     memo (:func:`_chunk_factors`)."""
@@ -263,7 +264,8 @@ def _negation_factors(nodes: np.ndarray, gap_id: np.ndarray, gaps: np.ndarray, n
     start, free_groups, free_values, product, zeros = free
     chunks = len(weight)
     for c in numba.prange(chunks):
-        _chunk_factors(c * n // chunks, (c + 1) * n // chunks, nodes, gap_id, gaps, neg, t,
+        _chunk_factors(c * n // chunks, (c + 1) * n // chunks, nodes, events, gap_id, gaps,
+                       columns, neg, t,
                        (weight[c], value[c], relevant[c], required[c], touched[c],
                         weighted_group[c]),
                        poi, tree_parent, tree_level, start, free_groups, free_values,
@@ -272,25 +274,33 @@ def _negation_factors(nodes: np.ndarray, gap_id: np.ndarray, gaps: np.ndarray, n
 
 
 @numba.njit(cache=True, nogil=True)
-def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, gap_id: np.ndarray,
-                   gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple,
+def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
+                   gap_id: np.ndarray, gaps: np.ndarray, columns: np.ndarray, neg: tuple,
+                   t: tuple, scratch: tuple,
                    poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
                    start: np.ndarray, free_groups: np.ndarray, free_values: np.ndarray,
                    product: np.ndarray, zeros: np.ndarray, out: np.ndarray) -> None:
     """The factors of entries ``r_lo`` to ``r_hi`` into ``out``, given every group's
     chain-free sum per set of gaps (``start``, ``free_groups``, ``free_values``, and
-    their ``product`` and number of ``zeros``)."""
+    their ``product`` and number of ``zeros``).
+
+    A group's chain is its nodes nearest to a gap on either side (``columns``: the
+    column before each gap): OIs are Markov in their nodes, so the weighted sum through
+    the whole chain over its probability is that of these nodes alone (no weighted node
+    lies between two others), and merged entries keep the earliest first and latest
+    last node of their members (query/merge_keys.py), which need not lie on one OI with
+    the others. Every event of the tuple in the group is excluded from weighing."""
     k = nodes.shape[1]
-    group, row, tree, tree_virtual, group_root = t[0], t[1], t[9], t[10], t[11]
+    group, tree, tree_virtual, group_root = t[0], t[9], t[10], t[11]
     half = gaps.shape[1] // 2
     found_groups = np.empty(len(group_root), dtype=np.int64)
     found_values = np.empty(len(group_root))
     chain = np.empty(k, dtype=np.int64)
-    # A group's sum depends only on the gaps and the entry's chain in that group (its
-    # excluded events are the chain's): memoised on (gaps, chain), since many entries of
-    # a batch share both.
-    memo = _Memo(k + 1)
-    key = np.empty(k + 1, dtype=np.int64)
+    mine = np.empty(k, dtype=np.int64)
+    # A group's sum depends only on the gaps, the entry's chain in that group and its
+    # excluded events: memoised on them, since many entries of a batch share all three.
+    memo = _Memo(2 * k + 1)
+    key = np.empty(2 * k + 1, dtype=np.int64)
     for r in range(r_lo, r_hi):
         u = gap_id[r]
         rest, rest_zeros = product[u], zeros[u]
@@ -321,15 +331,20 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, gap_id: np.ndarray,
                 rest_zeros -= 1
             else:
                 rest /= free_values[i]
-            size = 0
+            size, n_mine = 0, 0
             for d in range(c, k):
                 x = nodes[r, d]
-                if group[x] == g:
+                if group[x] != g:
+                    continue
+                mine[n_mine] = events[r, d]
+                n_mine += 1
+                if _next_to_gap(nodes, r, d, g, group, columns):
                     chain[size] = x
                     size += 1
             key[0] = u
             for d in range(k):
                 key[d + 1] = chain[d] if d < size else -1
+                key[k + d + 1] = mine[d] if d < n_mine else -1
             slot = memo.find(key)
             if slot < 0:
                 prob = 1.0
@@ -338,12 +353,29 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, gap_id: np.ndarray,
                     prob *= _extension(last, chain[d], poi, tree, tree_parent, tree_level,
                                        tree_virtual)
                     last = chain[d]
-                got = _weighted_sums(gaps[u, :half], gaps[u, half:], row[chain[:size]], g,
+                got = _weighted_sums(gaps[u, :half], gaps[u, half:], mine[:n_mine], g,
                                      chain[:size], neg, t, scratch, found_groups,
                                      found_values)
                 slot = memo.add(key, found_values[0] / prob if got else 1.0)
             factor *= memo.values[slot]
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
+
+
+@numba.njit(cache=True, nogil=True)
+def _next_to_gap(nodes: np.ndarray, r: int, d: int, g: int, group: np.ndarray,
+                 columns: np.ndarray) -> bool:
+    """Whether entry ``r``'s node in column ``d`` (of group ``g``) is its group's nearest
+    before or after some gap (``columns``: the column before each)."""
+    for j in columns:
+        near = True
+        lo, hi = (d + 1, j + 1) if d <= j else (j + 1, d)
+        for e in range(lo, hi):
+            if group[nodes[r, e]] == g:
+                near = False
+                break
+        if near:
+            return True
+    return False
 
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
@@ -383,5 +415,7 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     gaps = np.ascontiguousarray(gaps[first])
     free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
     with KERNEL_LOCK:
-        return _negation_factors(nodes, gap_id, gaps, neg, t, scratches, table.poi,
-                                 table.tree_parent, table.tree_level, free)
+        return _negation_factors(nodes, events, gap_id, gaps,
+                                 np.unique(negated.columns).astype(np.int64), neg, t,
+                                 scratches, table.poi, table.tree_parent, table.tree_level,
+                                 free)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from random_archives import archives, patterns, symbols
 from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
-from uncertain_cep.query import batch_engine
+from uncertain_cep.query import batch_engine, chain_kernels
 from uncertain_cep.query.chain_kernels import insertion_factors
 from uncertain_cep.query.chains import extension_factor
 from uncertain_cep.query.grouping_kernels import (
@@ -145,6 +146,21 @@ def test_explain_names_the_access_path_of_each_step():
     assert len(ex.steps) == 3
     assert all("R*-tree" in s.access and "by instant" in s.access for s in ex.steps)
     assert "access path" in str(ex)
+
+
+def test_explain_names_the_code_ranges_a_crowded_window_takes_its_nodes_from():
+    # One group of five events that may come in any order: every window holds more
+    # nodes than instants, so (at one candidate per block) the second item's nodes come
+    # from the code ranges below the first item's node.
+    idx = uc.build_index(pd.DataFrame({
+        "event_id": range(5), "group": 0, "t_lo": 0, "t_hi": 4, "x": 1.0}))
+    query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 10"
+    with patch.object(chain_kernels, "BLOCK_COST", 1):
+        ex = idx.explain(query, strategy="sequential")
+        got = idx.query(query, strategy="sequential")
+    assert "by code range" in ex.steps[1].access and "by code range" in str(ex)
+    assert "by code range" not in ex.steps[0].access
+    assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
 
 
 @st.composite
