@@ -306,7 +306,8 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                     continue
                 f = _pair_factor(candidates[p], b, a, ba, poi, code, code_end, tree,
                                  tree_parent, tree_level, tree_virtual, tree_last_code)
-                slot_pos[s] = p
+                if n_coded > 0:   # (otherwise the slot says where: see _slot_position)
+                    slot_pos[s] = p
                 slot_factor[s] = f
                 s += 1
                 if f > 0:
@@ -314,6 +315,14 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
         slot_end[r] = s
         valid[r] = kept
         by_code[r] = n_coded > 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot_position(r: int, s: int, start: np.ndarray, offset: np.ndarray,
+                   slot_pos: np.ndarray, by_code: np.ndarray) -> int:
+    """The candidate position of entry ``r``'s slot ``s``: written out when some of its
+    nodes came by code range, else its window's scan filled its slots in order."""
+    return slot_pos[s] if by_code[r] else start[r] + s - offset[r]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -374,9 +383,10 @@ def _pair_factor(m: int, b: int, a: int, ba: float, poi: np.ndarray, code: np.nd
 
 
 @numba.njit(cache=True, nogil=True)
-def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray,
+def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.ndarray,
                   candidates: np.ndarray, row: np.ndarray, offset: np.ndarray,
-                  slot_pos: np.ndarray, slot_factor: np.ndarray, slot_end: np.ndarray,
+                  slot_pos: np.ndarray, by_code: np.ndarray, slot_factor: np.ndarray,
+                  slot_end: np.ndarray,
                   tuple_factor: np.ndarray, candidate_factor: np.ndarray, floor: float,
                   table: np.ndarray, sums: np.ndarray, rows: np.ndarray,
                   factors: np.ndarray) -> None:
@@ -402,7 +412,7 @@ def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray,
             f = slot_factor[s]
             if f <= 0:
                 continue
-            p = slot_pos[s]
+            p = _slot_position(r, s, start, offset, slot_pos, by_code)
             v = row[candidates[p]]
             h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
                           >> np.uint64(32)) & np.uint64(mask))
@@ -424,7 +434,7 @@ def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray,
         for s in range(offset[r], slot_end[r]):
             if slot_factor[s] <= 0:
                 continue
-            v = row[candidates[slot_pos[s]]]
+            v = row[candidates[_slot_position(r, s, start, offset, slot_pos, by_code)]]
             h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
                           >> np.uint64(32)) & np.uint64(mask))
             while rows[first + table[base + h]] != v:
@@ -474,9 +484,9 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
         rows = np.empty(offset[n], dtype=np.int64)
         factors = np.empty(offset[n])
         for t in numba.prange(n_tuples):
-            _screen_tuple(t, tuple_bounds, prob, candidates, row, offset, slot_pos,
-                          slot_factor, slot_end, tuple_factor, candidate_factor, floor, table, sums,
-                          rows, factors)
+            _screen_tuple(t, tuple_bounds, prob, start, candidates, row, offset, slot_pos,
+                          by_code, slot_factor, slot_end, tuple_factor, candidate_factor,
+                          floor, table, sums, rows, factors)
     kept = np.zeros(n + 1, dtype=np.int64)
     for r in numba.prange(n):
         c = 0
@@ -495,7 +505,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
         for s in range(offset[r], slot_end[r]):
             f = slot_factor[s]
             if f > 0:
-                m = candidates[slot_pos[s]]
+                m = candidates[_slot_position(r, s, start, offset, slot_pos, by_code)]
                 for c in range(k):
                     out_events[j, c] = events[r, c]
                     out_nodes[j, c] = nodes[r, c]
@@ -612,7 +622,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                 f = slot_factor[s]
                 if f <= 0:
                     continue
-                m = candidates[slot_pos[s]]
+                m = candidates[_slot_position(r, s, start, offset, slot_pos, by_code)]
                 made += 1
                 v = row[m]
                 h = np.int64(((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15))
