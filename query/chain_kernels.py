@@ -236,11 +236,12 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                                         tree_level, tree_virtual)
         # A large window: the candidates of a group with a matched node before the item are
         # the nodes below it, found block by block in its code ranges; the scan skips them.
+        # Their positions are written to the entry's slots (the scan's after them); an
+        # entry that took none reads its window in order.
         window = stop[r] - start[r]
         t_lo, t_hi = cand_instant[start[r]], cand_instant[stop[r] - 1]
         n_coded = 0
         s = offset[r]
-        kept = 0
         for i in range(n_groups):
             coded[i] = False
             # (At most one block per instant of the window: no search when that is
@@ -264,54 +265,88 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                     q_lo = _bisect(block_code, u0, u1, lo_c)
                     q_hi = _bisect(block_code, q_lo, u1, hi_c)
                     for q in range(q_lo, q_hi):
-                        p = code_pos[q]
-                        f = _pair_factor(candidates[p], b, after[i], through[i], poi, code,
-                                         code_end, tree, tree_parent, tree_level, tree_virtual,
-                                         tree_last_code)
-                        slot_pos[s] = p
-                        slot_factor[s] = f
+                        slot_pos[s] = code_pos[q]
                         s += 1
-                        if f > 0:
-                            kept += 1
                 if tree_virtual[t] < 0:
                     break
                 v = tree_virtual[t]
                 lo_c, hi_c = tree_last_code[t], code_end[v]
                 t = tree[v]
-        # The window's scan, unless every group of the candidates was taken above.
-        scan = True
-        if n_coded >= len(group_set):
-            scan = False
+        if n_coded == 0:
+            s = offset[r] + window
+        else:
+            # The window's scan, unless every group of the candidates was taken above.
+            scan = n_coded < len(group_set)
             for j in range(len(group_set)):
-                g = group_set[j]
-                found = False
-                for i in range(n_groups):
-                    if groups[i] == g and coded[i]:
-                        found = True
-                        break
-                if not found:
-                    scan = True
+                if scan:
                     break
-        if scan:
-            for p in range(start[r], stop[r]):
-                g = cand_group[p]
-                b, a, ba = -1, -1, 1.0
-                skip = False
+                scan = True
                 for i in range(n_groups):
-                    if groups[i] == g:
-                        b, a, ba = before[i], after[i], through[i]
-                        skip = coded[i]
+                    if groups[i] == group_set[j] and coded[i]:
+                        scan = False
                         break
-                if skip:
+            if scan:
+                for p in range(start[r], stop[r]):
+                    g = cand_group[p]
+                    skip = False
+                    for i in range(n_groups):
+                        if groups[i] == g:
+                            skip = coded[i]
+                            break
+                    if not skip:
+                        slot_pos[s] = p
+                        s += 1
+        # Each slot's factor: ext(b, m) and ext(m, a), each with its descendant check
+        # (``lo`` must lie on an OI path before ``hi``, :func:`_descends`), and the factor
+        # is poi[hi] over the poi of lo's context node in the deepest tree both share
+        # (:func:`_extension`). (Written out here: as an inlined function, its loop made
+        # this one about twice as slow.)
+        kept = 0
+        for u in range(offset[r], s):
+            p = slot_pos[u] if n_coded > 0 else start[r] + u - offset[r]
+            m = candidates[p]
+            g = cand_group[p]
+            b, a, ba = -1, -1, 1.0
+            for i in range(n_groups):
+                if groups[i] == g:
+                    b, a, ba = before[i], after[i], through[i]
+                    break
+            f = -1.0
+            for side in range(2):
+                lo, hi = (b, m) if side == 0 else (m, a)
+                if hi < 0:
+                    break
+                if lo < 0:
+                    f = poi[hi]
                     continue
-                f = _pair_factor(candidates[p], b, a, ba, poi, code, code_end, tree,
-                                 tree_parent, tree_level, tree_virtual, tree_last_code)
-                if n_coded > 0:   # (otherwise the slot says where: see _slot_position)
-                    slot_pos[s] = p
-                slot_factor[s] = f
-                s += 1
-                if f > 0:
-                    kept += 1
+                c = code[hi]
+                ok = code[lo] < c <= code_end[lo]
+                t = tree[lo]
+                while not ok and tree_virtual[t] >= 0:
+                    v = tree_virtual[t]
+                    ok = tree_last_code[t] < c <= code_end[v]
+                    t = tree[v]
+                if not ok:
+                    f = -1.0
+                    break
+                x = lo
+                lx = tree_level[tree[lo]]
+                th = tree[hi]
+                lh = tree_level[th]
+                while lx > lh:
+                    x = tree_virtual[tree[x]]
+                    lx -= 1
+                while lh > lx:
+                    th = tree_parent[th]
+                    lh -= 1
+                while tree[x] != th:
+                    x = tree_virtual[tree[x]]
+                    th = tree_parent[th]
+                e = poi[hi] / poi[x]
+                f = e if side == 0 else f * e / ba
+            slot_factor[u] = f
+            if f > 0:
+                kept += 1
         slot_end[r] = s
         valid[r] = kept
         by_code[r] = n_coded > 0
@@ -335,51 +370,6 @@ def _bisect(values: np.ndarray, lo: int, hi: int, x: int) -> int:
         else:
             hi = mid
     return lo
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _pair_factor(m: int, b: int, a: int, ba: float, poi: np.ndarray, code: np.ndarray,
-                 code_end: np.ndarray, tree: np.ndarray, tree_parent: np.ndarray,
-                 tree_level: np.ndarray, tree_virtual: np.ndarray,
-                 tree_last_code: np.ndarray) -> float:
-    """The factor of inserting ``m`` between ``b`` and ``a`` (-1: none) of its group, whose
-    factor ext(b, a) is ``ba``, or -1.0 when no OI passes the three in order."""
-    f = -1.0
-    # ext(b, m) and ext(m, a), each with its descendant check: ``lo`` must lie on an
-    # OI path before ``hi`` (:func:`_descends`), and the factor is poi[hi] over the
-    # poi of lo's context node in the deepest tree both share (:func:`_extension`).
-    for side in range(2):
-        lo, hi = (b, m) if side == 0 else (m, a)
-        if hi < 0:
-            break
-        if lo < 0:
-            f = poi[hi]
-            continue
-        c = code[hi]
-        ok = code[lo] < c <= code_end[lo]
-        t = tree[lo]
-        while not ok and tree_virtual[t] >= 0:
-            v = tree_virtual[t]
-            ok = tree_last_code[t] < c <= code_end[v]
-            t = tree[v]
-        if not ok:
-            return -1.0
-        x = lo
-        lx = tree_level[tree[lo]]
-        th = tree[hi]
-        lh = tree_level[th]
-        while lx > lh:
-            x = tree_virtual[tree[x]]
-            lx -= 1
-        while lh > lx:
-            th = tree_parent[th]
-            lh -= 1
-        while tree[x] != th:
-            x = tree_virtual[tree[x]]
-            th = tree_parent[th]
-        e = poi[hi] / poi[x]
-        f = e if side == 0 else f * e / ba
-    return f
 
 
 @numba.njit(cache=True, nogil=True)
