@@ -276,15 +276,16 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
             s = offset[r] + window
         else:
             # The window's scan, unless every group of the candidates was taken above.
-            scan = n_coded < len(group_set)
+            scan = False
             for j in range(len(group_set)):
-                if scan:
-                    break
-                scan = True
+                taken = False
                 for i in range(n_groups):
                     if groups[i] == group_set[j] and coded[i]:
-                        scan = False
+                        taken = True
                         break
+                if not taken:
+                    scan = True
+                    break
             if scan:
                 for p in range(start[r], stop[r]):
                     g = cand_group[p]
