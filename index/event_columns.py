@@ -130,14 +130,15 @@ def _batches(files: list[Path], columns: list[str]) -> Iterator[pa.RecordBatch]:
 def open_event_columns(directory: Path, manifest: Manifest,
                        read_text: Callable[[list[str]], pd.DataFrame],
                        layout_columns: tuple[str, ...]) -> tuple[Archive, EventLayout]:
-    """The archive and layout of an index, numeric columns memory-mapped read-only;
+    """The archive and layout of an index, numeric columns memory-mapped
+    copy-on-write (the files are never written; see :func:`open_node_columns`);
     ``read_text(columns)`` reads the events table's text columns (:func:`text_columns`)."""
     n = manifest.counts.events
 
     def mapped(file: str, dtype: type) -> np.ndarray:
         path = directory / file
         try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            array = np.load(path, mmap_mode="c", allow_pickle=False)
         except (OSError, ValueError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
         if array.dtype != dtype or array.shape != (n,):

@@ -66,12 +66,16 @@ _PIECE_ROWS = 1 << 20
 
 
 def open_node_columns(directory: Path) -> NodeTable:
-    """The node table stored in ``directory``, every column memory-mapped read-only."""
+    """The node table stored in ``directory``, every column memory-mapped copy-on-write.
+
+    Copy-on-write (not read-only): the file is never written, and the kernels see the
+    same writable array type as for an index built in memory, so numba compiles each
+    kernel once, not once more for read-only arrays."""
     arrays = {}
     for column in NODE_TABLE_COLUMNS:
         path = directory / f"{column}.npy"
         try:
-            arrays[column] = np.load(path, mmap_mode="r", allow_pickle=False)
+            arrays[column] = np.load(path, mmap_mode="c", allow_pickle=False)
         except (OSError, ValueError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
         if arrays[column].dtype != column_dtype(column) or arrays[column].ndim != 1:

@@ -6,18 +6,14 @@ test worker, each of their Spark Python workers and each command a test starts w
 compile the same kernels at once (about 90 s of one core each). scripts/test.sh runs it
 before the tests. It answers a few small queries that reach every kernel: both
 strategies, with one and with two negations in a gap, in small batches. numba compiles a
-kernel once per argument types, and an index opened from disk hands it read-only
-(memory-mapped) arrays where one built in memory hands it writable ones: the queries run
-on both, the opened index in a second process, beside this one.
+kernel once per argument types; an index opened from disk maps its columns copy-on-write
+(index/node_columns.py), so it hands the kernels the same writable arrays as one built in
+memory and needs no compilation of its own.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import uncertain_cep as uc
 from uncertain_cep.datasets.synthetic import generate_synthetic
@@ -40,16 +36,7 @@ QUERIES = (
 
 def main() -> None:
     started = time.perf_counter()
-    built = uc.build_index(generate_synthetic(300, groups=3, seed=1))
-    if sys.argv[1:2] == ["--opened"]:
-        with tempfile.TemporaryDirectory() as tmp:
-            built.save(Path(tmp) / "index")
-            _answer(uc.open_index(Path(tmp) / "index"))
-        return
-    opened = subprocess.Popen([sys.executable, __file__, "--opened"])
-    _answer(built)
-    if opened.wait() != 0:
-        raise SystemExit("warming the kernels on an opened index failed")
+    _answer(uc.build_index(generate_synthetic(300, groups=3, seed=1)))
     print(f"numba kernels compiled or loaded in {time.perf_counter() - started:.0f} s")
 
 
