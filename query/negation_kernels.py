@@ -387,6 +387,16 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     those gaps; only the tuple's own groups are summed per entry."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
+    arguments = _factor_arguments(table, events, nodes, negated)
+    with KERNEL_LOCK:
+        return _negation_factors(*arguments)
+
+
+def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
+                      negated: NegatedNodes) -> tuple:
+    """The arguments of :func:`_negation_factors` for entries ``events``/``nodes`` (at
+    least one), the free groups' sums among them (scripts/warm_kernels.py compiles the
+    kernel for their types without running it)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     instants = table.instant[nodes]
@@ -414,8 +424,5 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
                  np.zeros((threads, len(group_root)), dtype=np.bool_))
     gaps = np.ascontiguousarray(gaps[first])
     free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
-    with KERNEL_LOCK:
-        return _negation_factors(nodes, events, gap_id, gaps,
-                                 np.unique(negated.columns).astype(np.int64), neg, t,
-                                 scratches, table.poi, table.tree_parent, table.tree_level,
-                                 free)
+    return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
+            t, scratches, table.poi, table.tree_parent, table.tree_level, free)

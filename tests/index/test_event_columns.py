@@ -136,10 +136,14 @@ def test_a_truncated_event_column_is_refused(tmp_path):
         uc.open_index(tmp_path / "ix")
 
 
-def test_an_opened_archive_is_read_only(tmp_path):
+def test_a_write_to_an_opened_archive_never_reaches_its_files(tmp_path):
     df = pd.DataFrame({"event_id": [1, 2], "group": [0, 0], "t_lo": [1, 2], "t_hi": [2, 3],
                        "x": [0.0, 1.0]})
     uc.build_index(df).save(tmp_path / "ix")
     archive = open_reader(tmp_path / "ix").load().archive
-    with pytest.raises(ValueError):
-        archive.numeric["x"].lo[0] = 5.0
+    archive.numeric["x"].lo[0] = 5.0   # copy-on-write: this process's copy only
+    archive.numeric["x"].lo.flush()
+    assert open_reader(tmp_path / "ix").load().archive.numeric["x"].lo[0] == 0.0
+    pd.testing.assert_frame_equal(uc.open_index(tmp_path / "ix").query(
+        "PATTERN SEQ(A) DEFINE A AS x > 0.5"), uc.build_index(df).query(
+        "PATTERN SEQ(A) DEFINE A AS x > 0.5"))
