@@ -25,6 +25,8 @@ over the per-query time cap is recorded as such, never averaged in as if it had 
 Writes ``bench/results/queries.json``, ``bench/results/queries_<experiment>.png`` and the
 tables of ``docs/benchmarks.md`` (between the ``queries`` markers).
 Run: ``.venv/bin/python bench/bench_queries.py [--quick] [--per-point Q] [--cap S]``.
+Re-measure some experiments alone with ``--datasets D --experiments E --tt-cap S``
+(the other saved runs are kept), then write the report with ``--from-runs``.
 """
 
 from __future__ import annotations
@@ -128,15 +130,15 @@ def measure(idx: uc.UncertainIndex, counter: NodeReadCounter, text: str, strateg
         if not _fired[0]:
             # Recorded, not raised: one failing query must not lose a data set's runs.
             # It counts as not finished within the cap.
-            return {"strategy": strategy, "timed_out": True, "seconds": cap,
+            return {"strategy": strategy, "timed_out": True, "seconds": cap, "cap": cap,
                     "error": f"{type(e).__name__}: {e}"}, None
-        return {"strategy": strategy, "timed_out": True, "seconds": cap}, None
+        return {"strategy": strategy, "timed_out": True, "seconds": cap, "cap": cap}, None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     seconds = time.perf_counter() - started
     log, ei.search_log = ei.search_log, None
     stats = res.stats
-    return {"strategy": strategy, "timed_out": False, "seconds": seconds,
+    return {"strategy": strategy, "timed_out": False, "seconds": seconds, "cap": cap,
             "entries": stats.entries_created, "range_queries": stats.range_queries,
             "node_reads": counter.replay(log) if log is not None else None,
             "matches": len(res)}, res
@@ -186,12 +188,17 @@ def experiments(quick: bool) -> dict[str, dict[str, Any]]:
 
 
 def run(names: list[str], per_point: int, cap: float, tt_cap: float, quick: bool,
-        seed: int) -> list[dict[str, Any]]:
+        seed: int, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """Measure every experiment (or those in ``only``) on each data set. A data set's
+    runs are saved as soon as they are done; with ``only``, its saved runs of the other
+    experiments are kept beside the new ones (report them with --from-runs)."""
     out: list[dict[str, Any]] = []
     plan = experiments(quick)
     for name in names:
         built: dict[int, tuple[pd.DataFrame, uc.UncertainIndex, NodeReadCounter]] = {}
         for experiment, spec in plan.items():
+            if only is not None and experiment not in only:
+                continue
             rng = np.random.default_rng([seed, len(experiment)])
             for value in spec["values"]:
                 groups = value if experiment == "groups" else 4
@@ -219,7 +226,9 @@ def run(names: list[str], per_point: int, cap: float, tt_cap: float, quick: bool
         # Each data set's runs are kept as soon as they are done (a later failure or a
         # rerun of other data sets keeps them: see --from-runs).
         part = PLOTS / f"queries_runs_{name}.json"
-        write_json(part, [r for r in out if r["dataset"] == name], default=float)
+        kept = ([r for r in json.loads(part.read_text()) if r["experiment"] not in only]
+                if only is not None and part.exists() else [])
+        write_json(part, kept + [r for r in out if r["dataset"] == name], default=float)
     return out
 
 
@@ -305,10 +314,15 @@ def summarise(results: dict[str, Any]) -> str:
     table = pd.DataFrame(results["points"])
     ratio = pd.DataFrame(results["ratios"])
     meta = results["meta"]
+    # Runs re-measured alone (--experiments) may have had another tree-traversal cap.
+    tt_caps = {(r["experiment"], r.get("cap", meta["tt_cap"])) for r in results["runs"]
+               if r["strategy"] == "tree_traversal"}
+    tt_cap = (f"{meta['tt_cap']} s" if {c for _, c in tt_caps} <= {meta["tt_cap"]}
+              else ", ".join(f"{c} s varying {e}" for e, c in sorted(tt_caps)))
     lines = ["<!-- queries:start (written by bench/bench_queries.py) -->", "",
              f"Run {meta['date']} on {meta['cpus']} CPUs ({meta['machine']}), "
              f"{meta['per_point']} queries per point, cap {meta['cap']} s per query "
-             f"({meta['tt_cap']} s for tree traversal), {meta.get('jobs', 1)} data set(s) "
+             f"({tt_cap} for tree traversal), {meta.get('jobs', 1)} data set(s) "
              "measured at a time. Means over the queries both "
              "sequential and selectivity finished; `finished` counts those within the cap. "
              "Plots: " + ", ".join(f"`bench/results/{f}`" for f in results["plots"]) + ".",
@@ -353,6 +367,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1,
                         help="data sets measured in parallel, one process each")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--experiments", nargs="+", choices=list(experiments(False)),
+                        help="measure only these (the saved runs of the others are kept; "
+                             "then report all with --from-runs)")
     parser.add_argument("--from-runs", action="store_true",
                         help="report from the saved per-data-set runs without measuring")
     args = parser.parse_args()
@@ -367,11 +384,15 @@ def main() -> None:
         with ProcessPoolExecutor(args.jobs) as pool:
             parts = pool.map(run, [[d] for d in args.datasets],
                              *zip(*[(args.per_point, args.cap, args.tt_cap, args.quick,
-                                     args.seed)] * len(args.datasets)))
+                                     args.seed, args.experiments)] * len(args.datasets)))
             rows = [row for part in parts for row in part]
     else:
         rows = run(args.datasets, args.per_point, args.cap, args.tt_cap, args.quick,
-                   args.seed)
+                   args.seed, args.experiments)
+    if args.experiments and not args.from_runs:
+        print(f"saved the runs of {', '.join(args.experiments)}; write the report from "
+              "every data set's runs with --from-runs")
+        return
     table = point_table(rows)
     PLOTS.mkdir(parents=True, exist_ok=True)
     results = {

@@ -31,13 +31,31 @@ def merge_keys(table: NodeTable, events: np.ndarray, nodes: np.ndarray, gaps: np
                classes: bool, item: int = -1) -> np.ndarray:
     """The ``(n, 3k)`` key matrix of entries ``events``/``nodes`` (:func:`_merge_keys`);
     ``gaps``: per NOT item, the positive item before it; ``classes``: the index has no
-    Condition 2. With ``item`` (entries that differ in no event but that item's, as the
-    extensions of one tuple do), the key holds that event only: ``(n, 2k + 1)``."""
+    Condition 2. With ``item`` (entries that differ in no event but that item's, and
+    match the same items, as the extensions of one tuple do), the key holds that event
+    and only the matched columns' nodes and instants: ``(n, 2m + 1)`` for ``m`` matched
+    items (keys are compared within such a set of entries only, so the matched columns
+    need not be named).
+
+    >>> import pandas as pd
+    >>> import uncertain_cep as uc
+    >>> idx = uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": [0, 1],
+    ...                                    "t_lo": [1, 3], "t_hi": [2, 4]}))
+    >>> table = idx.event_index.node_table
+    >>> events = np.array([[0, 1, -1, -1]])   # two of four items matched
+    >>> nodes = np.array([[np.flatnonzero(table.row == 0)[0],
+    ...                    np.flatnonzero(table.row == 1)[0], -1, -1]])
+    >>> merge_keys(table, events, nodes, np.zeros(0, np.int64), False).shape
+    (1, 12)
+    >>> merge_keys(table, events, nodes, np.zeros(0, np.int64), False, item=1).shape
+    (1, 5)
+    """
+    matched = int((nodes >= 0).sum(axis=1).max()) if item >= 0 and len(nodes) else -1
     with KERNEL_LOCK:
         return _merge_keys(events, nodes, table.group, table.instant, gaps, table.tree,
                            table.kind, table.parent, table.child_start, table.child_list,
                            table.row, classes,
-                           table.nests_trees if classes else _NO_TREES, item)
+                           table.nests_trees if classes else _NO_TREES, item, matched)
 
 
 _NO_TREES = np.zeros(0, dtype=np.bool_)
@@ -81,7 +99,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 node_instant: np.ndarray, gaps: np.ndarray, node_tree: np.ndarray,
                 node_kind: np.ndarray, node_parent: np.ndarray, child_start: np.ndarray,
                 child_list: np.ndarray, node_row: np.ndarray, classes: bool,
-                nested: np.ndarray, item: int) -> np.ndarray:
+                nested: np.ndarray, item: int, matched: int) -> np.ndarray:
     """Per entry: its events, then the nodes that matter (else -1), then the instants
     that matter (else a sentinel); see :func:`~uncertain_cep.query.batches.merge`.
 
@@ -110,9 +128,11 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     in one tuple's entries would have to collide for entries to merge wrongly."""
     n, k = events.shape
     # The key's columns: the events (or item ``item``'s only), then per column the node
-    # that matters, then the instant.
+    # that matters, then the instant; with ``item``, per matched column only (``matched``
+    # of them, in pattern order: slot[c] is column c's place).
     e = k if item < 0 else 1
-    key = np.empty((n, e + 2 * k), dtype=np.int64)
+    w = k if item < 0 else matched
+    key = np.empty((n, e + 2 * w), dtype=np.int64)
     # The helpers' work is written out below rather than called: a compiled call that
     # passes arrays costs about 90 ns in reference counting when it is not inlined (these
     # have loops), more than its work. Entries run in chunks, each with its scratch: the
@@ -123,6 +143,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
         before_at = np.empty(k + 1, dtype=np.int64)
         after_at = np.empty(k + 1, dtype=np.int64)
         group_at = np.empty(k, dtype=np.int64)   # -1: not matched
+        slot = np.empty(k, dtype=np.int64)
         stack = np.empty(_WALK_LIMIT, dtype=np.int64)
         for r in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
             first, last = -1, -1
@@ -140,12 +161,16 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 after_at[c] = t_after
                 if nodes[r, c] >= 0:
                     t_after = node_instant[nodes[r, c]]
+            for c in range(w):
+                key[r, e + c] = -1
+                key[r, e + w + c] = -NO_TIME
+            placed = 0
             for c in range(k):
                 if item < 0:
                     key[r, c] = events[r, c]
-                key[r, e + c] = -1
-                key[r, e + k + c] = -NO_TIME
+                slot[c] = c if item < 0 else placed
                 if nodes[r, c] >= 0:
+                    placed += 1
                     if first < 0:
                         first = c
                     last = c
@@ -208,9 +233,23 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                         # items around it (back to the group's previous matched node), or
                         # stand in the gap of a negation before m of which m is the
                         # group's nearest node after?
+                        # Ancestors come earlier the higher they are: none at or before
+                        # the lowest start of those windows and gaps can sit in one.
+                        lowest = NO_TIME
+                        if need_left:
+                            for d in range(c - 1, -1, -1):
+                                if group_at[d] == g:
+                                    break
+                                if group_at[d] < 0:
+                                    lowest = min(lowest, before_at[d])
+                        for j in gaps:
+                            if j < c:
+                                lowest = min(lowest, before_at[j + 1])
                         p = node_parent[m]
                         while not past and p >= 0 and node_kind[p] == REAL:
                             t = node_instant[p]
+                            if t <= lowest:
+                                break
                             if need_left:
                                 for d in range(c - 1, -1, -1):
                                     if group_at[d] == g:
@@ -232,9 +271,9 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                                     past = True
                             p = node_parent[p]
                     if lone:
-                        key[r, e + c] = -2 - node_tree[m]
+                        key[r, e + slot[c]] = -2 - node_tree[m]
                     elif (gap_after and not by_class) or past:
-                        key[r, e + c] = m
+                        key[r, e + slot[c]] = m
                     else:
                         # Only what follows the node counts: nothing, or its class.
                         below = _NOTHING_AFTER
@@ -264,7 +303,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                                     stack[top] = child_list[i]
                                     top += 1
                         if below == _NOTHING_AFTER:
-                            key[r, e + c] = -2 - node_tree[m]
+                            key[r, e + slot[c]] = -2 - node_tree[m]
                         elif by_class:
                             # Its class: its tree (an event may have nodes in several) and
                             # the set of events above it there (a sum of their hashes, so
@@ -274,10 +313,11 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             while p >= 0 and node_kind[p] == REAL:
                                 h += _mix(node_row[p])
                                 p = node_parent[p]
-                            key[r, e + c] = _CLASS_BASE + int(h & np.uint64(_CLASS_MASK))
-                            key[r, e + k + c] = node_instant[m]
+                            key[r, e + slot[c]] = (_CLASS_BASE
+                                                   + int(h & np.uint64(_CLASS_MASK)))
+                            key[r, e + w + slot[c]] = node_instant[m]
                         else:
-                            key[r, e + c] = m
+                            key[r, e + slot[c]] = m
                 # The first and last instants bound the window until both ends are
                 # matched; then only t_first and t_last read them (keep_extreme_ends).
                 read = c in (first, last) and not (first == 0 and last == k - 1)
@@ -287,7 +327,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                     # A negation's gap is bounded by the instants of its items j and j + 1.
                     read = read or c == j or c == j + 1
                 if read:
-                    key[r, e + k + c] = node_instant[m]
+                    key[r, e + w + slot[c]] = node_instant[m]
     return key
 
 
