@@ -315,14 +315,15 @@ def summarise(results: dict[str, Any]) -> str:
     ratio = pd.DataFrame(results["ratios"])
     meta = results["meta"]
     # Runs re-measured alone (--experiments) may have had another tree-traversal cap.
-    tt_caps = {(r["experiment"], r.get("cap", meta["tt_cap"])) for r in results["runs"]
-               if r["strategy"] == "tree_traversal"}
-    tt_cap = (f"{meta['tt_cap']} s" if {c for _, c in tt_caps} <= {meta["tt_cap"]}
-              else ", ".join(f"{c} s varying {e}" for e, c in sorted(tt_caps)))
+    others = sorted({(r["dataset"], r["experiment"], r["cap"]) for r in results["runs"]
+                     if r["strategy"] == "tree_traversal"
+                     and r.get("cap", meta["tt_cap"]) != meta["tt_cap"]})
+    tt_cap = f"{meta['tt_cap']} s" + "".join(f", {c} s for {d} varying {e}"
+                                             for d, e, c in others)
     lines = ["<!-- queries:start (written by bench/bench_queries.py) -->", "",
              f"Run {meta['date']} on {meta['cpus']} CPUs ({meta['machine']}), "
              f"{meta['per_point']} queries per point, cap {meta['cap']} s per query "
-             f"({tt_cap} for tree traversal), {meta.get('jobs', 1)} data set(s) "
+             f"(tree traversal: {tt_cap}), {meta.get('jobs', 1)} data set(s) "
              "measured at a time. Means over the queries both "
              "sequential and selectivity finished; `finished` counts those within the cap. "
              "Plots: " + ", ".join(f"`bench/results/{f}`" for f in results["plots"]) + ".",

@@ -44,5 +44,8 @@ fi
 # As with pip's own step, a file that does not compile is left to fail if imported.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 .venv/bin/python -m compileall -q -j 0 "$site" >>"$log" 2>&1 || true
+# The project's own modules too: where PYTHONDONTWRITEBYTECODE is set, every process
+# (each test command, each Spark Python worker) would otherwise compile them again.
+.venv/bin/python -m compileall -q -j 0 uncertain_cep index query >>"$log" 2>&1 || true
 .venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow, pyspark' || {
   echo "setup failed: the virtual environment cannot import the project" >&2; exit 1; }
