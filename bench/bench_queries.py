@@ -167,8 +167,8 @@ def run_point(idx: uc.UncertainIndex, counter: NodeReadCounter, texts: list[str]
             rows.append(row)
             if res is not None:
                 answers[strategy] = res
-        ref = next(iter(answers.values()), None)
         for name, res in answers.items():
+            ref = next(iter(answers.values()))
             if not same_answer(res, ref):
                 raise AssertionError(f"{name} disagrees on {text}")
     return rows
