@@ -12,8 +12,9 @@ attribute box (bulk ``intersection_v``), kept as the item's nodes sorted by inst
 partial match then finds the nodes in its window by binary search, whatever the number of
 groups. Where a window holds many candidates, the nodes of a group the partial match
 already holds a node of before the item come from that node's descendant code ranges
-instead (Zhou et al. Lemma 2; one archive group with long OI-trees). EXPLAIN reports
-them per step.
+instead (Zhou et al. Lemma 2; one archive group with long OI-trees), and those of a group
+it holds a node of only after the item from that node's ancestors and the trees hanging
+before it. EXPLAIN reports them per step.
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ _SUM_ORDER_MARGIN = 1e-12
 
 # A step's access path, with the symbols whose candidates it searched.
 ACCESS_PATH = "{search} of the box of {symbols}, then nodes by instant"
-# ... and where a window held many candidates, a group's nodes below the entry's matched
-# node by its descendant code ranges (query/chain_kernels.py).
-BY_CODE = " (below the group's matched node by code range: {entries:,} entries)"
+# ... and where a window held many candidates, a group's nodes below (or above) the
+# entry's matched node by code range (query/chain_kernels.py).
+BY_CODE = " (around the group's matched node by code range: {entries:,} entries)"
 
 
 class BatchEngine:

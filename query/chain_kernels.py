@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from uncertain_cep.index.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
@@ -187,9 +188,9 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                   block_cost: int, group: np.ndarray, poi: np.ndarray,
                   code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                   tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
-                  tree_last_code: np.ndarray, offset: np.ndarray, slot_pos: np.ndarray,
-                  slot_factor: np.ndarray, slot_end: np.ndarray, r_lo: int, r_hi: int,
-                  valid: np.ndarray, by_code: np.ndarray) -> None:
+                  tree_last_code: np.ndarray, walk: tuple, offset: np.ndarray,
+                  slot_pos: np.ndarray, slot_factor: np.ndarray, slot_end: np.ndarray,
+                  r_lo: int, r_hi: int, valid: np.ndarray, by_code: np.ndarray) -> None:
     """Entries ``r_lo`` to ``r_hi``: each one's candidates in its window, in its slots
     from ``offset[r]`` (``slot_pos``: the candidate's position; ``slot_factor``: its
     factor, -1.0 where no OI passes or the slot is unused), and how many are valid
@@ -235,7 +236,8 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                 through[i] = _extension(before[i], after[i], poi, tree, tree_parent,
                                         tree_level, tree_virtual)
         # A large window: the candidates of a group with a matched node before the item are
-        # the nodes below it, found block by block in its code ranges; the scan skips them.
+        # the nodes below it, found block by block in its code ranges (with only one after
+        # it, the nodes before that one, walked up from it); the scan skips them.
         # Their positions are written to the entry's slots (the scan's after them); an
         # entry that took none reads its window in order.
         window = stop[r] - start[r]
@@ -246,7 +248,7 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
             coded[i] = False
             # (At most one block per instant of the window: no search when that is
             # already too many.)
-            if (before[i] < 0 or len(block_key) == 0
+            if ((before[i] < 0 and after[i] < 0) or len(block_key) == 0
                     or (t_hi - t_lo + 1) * block_cost >= window):
                 continue
             base = groups[i] * span - first
@@ -256,6 +258,48 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                 continue
             coded[i] = True
             n_coded += 1
+            if before[i] < 0:
+                # Only a node after the item: the candidates an OI passes before it are
+                # what _descends(m, a) admits, its ancestors by code (walked up its
+                # tree and on through the virtual nodes its trees hang at), and every
+                # node of a tree hanging at one of those virtual nodes whose codes all
+                # lie before a's (a code range).
+                parent, kind, instant, child_root = walk
+                y = after[i]
+                c_a = code[y]
+                while True:
+                    x = parent[y]
+                    if x < 0:
+                        # Above a tree's root: on at the virtual node standing for it.
+                        x = tree_virtual[tree[y]]
+                        if x < 0:
+                            break
+                    if kind[x] == REAL and instant[x] < t_lo:
+                        # OIs pass every node still above before this one (and every
+                        # node of a tree hanging there before the walk's node below),
+                        # so all of those come earlier still: none is in the window.
+                        break
+                    if kind[x] == REAL and instant[x] <= t_hi:
+                        key = base + instant[x]
+                        blk = _bisect(block_key, k_lo, k_hi, key) - 1
+                        if blk >= k_lo and block_key[blk] == key:
+                            u0, u1 = block_start[blk], block_start[blk + 1]
+                            q = _bisect(block_code, u0, u1, code[x] - 1)
+                            if q < u1 and block_code[q] == code[x]:
+                                slot_pos[s] = code_pos[q]
+                                s += 1
+                    elif kind[x] == VIRTUAL and child_root[x] >= 0:
+                        t = tree[child_root[x]]
+                        if tree_last_code[t] < c_a:
+                            for blk in range(k_lo, k_hi):
+                                u0, u1 = block_start[blk], block_start[blk + 1]
+                                q_lo = _bisect(block_code, u0, u1, code[x])
+                                q_hi = _bisect(block_code, q_lo, u1, tree_last_code[t])
+                                for q in range(q_lo, q_hi):
+                                    slot_pos[s] = code_pos[q]
+                                    s += 1
+                    y = x
+                continue
             b = before[i]
             lo_c, hi_c = code[b], code_end[b]
             t = tree[b]
@@ -444,8 +488,9 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
               row: np.ndarray,
               group: np.ndarray, poi: np.ndarray, code: np.ndarray, code_end: np.ndarray,
               tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
-              tree_virtual: np.ndarray, tree_last_code: np.ndarray, tuple_bounds: np.ndarray,
-              tuple_factor: np.ndarray, candidate_factor: np.ndarray, floor: float
+              tree_virtual: np.ndarray, tree_last_code: np.ndarray, walk: tuple,
+              tuple_bounds: np.ndarray, tuple_factor: np.ndarray,
+              candidate_factor: np.ndarray, floor: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
     n, k = nodes.shape
     # Every (entry, candidate) pair has its own slot, so entries run in parallel; the
@@ -464,7 +509,7 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
         _pair_factors(nodes, item, start, stop, candidates, cand_instant, cand_group,
                       block_key, block_start, block_code, code_pos, group_set, first, span,
                       block_cost, group, poi, code, code_end, tree,
-                      tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      tree_parent, tree_level, tree_virtual, tree_last_code, walk, offset,
                       slot_pos, slot_factor, slot_end, chunk * _CHUNK,
                       min(n, (chunk + 1) * _CHUNK), valid, by_code)
     screened = len(tuple_bounds) > 0
@@ -539,7 +584,7 @@ def extended(table: NodeTable, events: np.ndarray, nodes: np.ndarray, prob: np.n
             np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
             *candidates, int(BLOCK_COST), table.row, table.group, table.poi,
             table.code, table.code_end, table.tree, table.tree_parent, table.tree_level,
-            table.tree_virtual, table.tree_last_code,
+            table.tree_virtual, table.tree_last_code, _walk(table),
             np.ascontiguousarray(bounds, dtype=np.int64),
             np.ascontiguousarray(tuple_factor, dtype=np.float64),
             np.ascontiguousarray(candidate_factor, dtype=np.float64), float(floor))
@@ -554,7 +599,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                    row: np.ndarray, instant: np.ndarray, group: np.ndarray, poi: np.ndarray,
                    code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                    tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
-                   tree_last_code: np.ndarray):
+                   tree_last_code: np.ndarray, walk: tuple):
     n, k = nodes.shape
     n_tuples = len(tuple_bounds) - 1
     offset = np.empty(n + 1, dtype=np.int64)
@@ -571,7 +616,7 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
         _pair_factors(nodes, item, start, stop, candidates, cand_instant, cand_group,
                       block_key, block_start, block_code, code_pos, group_set, first, span,
                       block_cost, group, poi, code, code_end, tree,
-                      tree_parent, tree_level, tree_virtual, tree_last_code, offset,
+                      tree_parent, tree_level, tree_virtual, tree_last_code, walk, offset,
                       slot_pos, slot_factor, slot_end, chunk * _CHUNK,
                       min(n, (chunk + 1) * _CHUNK), valid, by_code)
     # A tuple's new events lie among the candidates its entries' windows span, so a hash
@@ -683,5 +728,11 @@ def extended_sums(table: NodeTable, nodes: np.ndarray, prob: np.ndarray, item: i
             np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(stop, np.int64),
             *candidates, int(BLOCK_COST), table.row, table.instant,
             table.group, table.poi, table.code, table.code_end, table.tree, table.tree_parent,
-            table.tree_level, table.tree_virtual, table.tree_last_code)
+            table.tree_level, table.tree_virtual, table.tree_last_code, _walk(table))
     return entry, new_row, total, first, last, int(created), int(by_code)
+
+
+def _walk(table: NodeTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What a walk up from a node reads: per node its parent, kind, instant and (for a
+    virtual node) the root of the tree it stands for."""
+    return (table.parent, table.kind, table.instant, table.child_root)
