@@ -291,26 +291,17 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                     elif kind[x] == VIRTUAL and child_root[x] >= 0:
                         t = tree[child_root[x]]
                         if tree_last_code[t] < c_a:
-                            for blk in range(k_lo, k_hi):
-                                u0, u1 = block_start[blk], block_start[blk + 1]
-                                q_lo = _bisect(block_code, u0, u1, code[x])
-                                q_hi = _bisect(block_code, q_lo, u1, tree_last_code[t])
-                                for q in range(q_lo, q_hi):
-                                    slot_pos[s] = code_pos[q]
-                                    s += 1
+                            s = _take_code_range(block_start, block_code, code_pos, k_lo,
+                                                 k_hi, code[x], tree_last_code[t],
+                                                 slot_pos, s)
                     y = x
                 continue
             b = before[i]
             lo_c, hi_c = code[b], code_end[b]
             t = tree[b]
             while True:
-                for blk in range(k_lo, k_hi):
-                    u0, u1 = block_start[blk], block_start[blk + 1]
-                    q_lo = _bisect(block_code, u0, u1, lo_c)
-                    q_hi = _bisect(block_code, q_lo, u1, hi_c)
-                    for q in range(q_lo, q_hi):
-                        slot_pos[s] = code_pos[q]
-                        s += 1
+                s = _take_code_range(block_start, block_code, code_pos, k_lo, k_hi, lo_c,
+                                     hi_c, slot_pos, s)
                 if tree_virtual[t] < 0:
                     break
                 v = tree_virtual[t]
@@ -403,6 +394,22 @@ def _slot_position(r: int, s: int, start: np.ndarray, offset: np.ndarray,
     """The candidate position of entry ``r``'s slot ``s``: written out when some of its
     nodes came by code range, else its window's scan filled its slots in order."""
     return slot_pos[s] if by_code[r] else start[r] + s - offset[r]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _take_code_range(block_start: np.ndarray, block_code: np.ndarray, code_pos: np.ndarray,
+                     k_lo: int, k_hi: int, lo_c: int, hi_c: int, slot_pos: np.ndarray,
+                     s: int) -> int:
+    """Write to ``slot_pos`` from ``s`` the positions of the candidates of blocks
+    ``k_lo`` to ``k_hi`` whose codes lie in ``(lo_c, hi_c]``; the next free slot."""
+    for blk in range(k_lo, k_hi):
+        u0, u1 = block_start[blk], block_start[blk + 1]
+        q_lo = _bisect(block_code, u0, u1, lo_c)
+        q_hi = _bisect(block_code, q_lo, u1, hi_c)
+        for q in range(q_lo, q_hi):
+            slot_pos[s] = code_pos[q]
+            s += 1
+    return s
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
