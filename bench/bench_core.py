@@ -25,6 +25,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -184,7 +185,7 @@ def possible_worlds_limit(sizes: list[int], limit_s: float, seed: int) -> list[d
         text = random_query(rng, df, 3, negation=True, window=12, theta=0.05)
         seq, t_seq = run_query(idx, text, "sequential")
         tt, t_tt = run_query(idx, text, "tree_traversal")
-        row = {"events": events, "order_instances": [str(f.n_order_instances)
+        row: dict[str, Any] = {"events": events, "order_instances": [str(f.n_order_instances)
                                                      for f in idx._index.forests],
                "sequential_s": t_seq, "tree_traversal_s": t_tt}
         try:

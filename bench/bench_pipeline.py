@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -245,7 +246,7 @@ def _round(x: object) -> object:
     return round(x, 1) if isinstance(x, float) else x
 
 
-def _table(results: dict[str, list[dict[str, object]]]) -> str:
+def _table(results: dict[str, list[dict[str, Any]]]) -> str:
     lines = ["| events | groups | nodes | wall (s) | events/s | peak RSS (MB) | peak PSS (MB) "
              "| index (MB) | read+dups (s) | index groups (s) | R*-tree+stats (s) |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
