@@ -51,16 +51,31 @@ from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
+from uncertain_cep.query.tuple_batches import (
+    TupleBatch,
+    candidate_events,
+    every_tuple_window,
+    item_window,
+    tuples_of,
+)
+from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
 
-__all__ = ["BATCH_LIMIT", "BatchEngine", "ItemChooser", "estimate_candidates",
+__all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine", "ItemChooser", "estimate_candidates",
            "tuple_item_windows"]
 
 # Entries (or candidate pairs) per batch: about 100 MB of columns for a 5-item pattern.
 BATCH_LIMIT = 1 << 20
 
-# Given the engine, a batch in tuple order and its depth: the item each entry matches
-# next, the same for all entries of a tuple; and the estimated candidates (or None).
-ItemChooser = Callable[["BatchEngine", Batch, int], tuple[np.ndarray, float | None]]
+# A batch whose tuples hold this many entries each, or more, goes on as tuples (one row
+# per tuple, its probability recomputed from its events: query/tuple_batches.py); 0: every
+# batch after the first step.
+TUPLE_RATIO = 8
+
+# Given the engine, a batch in tuple order (or of tuples) and its depth: the item each
+# entry matches next, the same for all entries of a tuple; and the estimated candidates
+# (or None).
+ItemChooser = Callable[["BatchEngine", "Batch | TupleBatch", int],
+                       tuple[np.ndarray, float | None]]
 
 # Screening adds up a new tuple's entries in another order than pruning will after
 # merging them: it keeps tuples whose bound falls short of the threshold by rounding.
@@ -71,6 +86,9 @@ ACCESS_PATH = "{search} of the box of {symbols}, then nodes by instant"
 # ... and where a window held many candidates, a group's nodes below (or above) the
 # entry's matched node by code range (query/chain_kernels.py).
 BY_CODE = " (around the group's matched node by code range: {entries:,} entries)"
+# ... and where tuples held many entries each, their events in the window, one programme
+# per new tuple (query/tuple_kernels.py).
+AS_TUPLES = " (as tuples, events by instant: {tuples:,} tuples)"
 
 
 class BatchEngine:
@@ -86,6 +104,8 @@ class BatchEngine:
         # Entries that took candidates by code range: in all, and per step.
         self._by_code = 0
         self._code_entries: dict[int, int] = {}
+        # Tuples extended as tuples (query/tuple_batches.py), per step.
+        self._tuple_entries: dict[int, int] = {}
         self._answers: list[Answer] = []
         self._progress = tqdm(disable=True)   # run() shows one while it searches
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
@@ -95,6 +115,10 @@ class BatchEngine:
     @cached_property
     def table(self) -> NodeTable:
         return self.ctx.index.node_table
+
+    @cached_property
+    def tuple_table(self) -> TupleTable:
+        return TupleTable(self.table)
 
     @cached_property
     def negated(self) -> NegatedNodes:
@@ -154,7 +178,7 @@ class BatchEngine:
             return self._matches()
         start = Batch(np.full((1, k), -1, dtype=np.int64), np.full((1, k), -1, np.int64),
                       np.ones(1))
-        stack: list[tuple[Batch, int]] = [(start, 0)]
+        stack: list[tuple[Batch | TupleBatch, int]] = [(start, 0)]
         # Entries created so far, on a terminal or in a notebook, once a query runs long.
         self._progress = tqdm(desc="query", unit=" entries", unit_scale=True, delay=3,
                               disable=None, leave=False)
@@ -164,15 +188,24 @@ class BatchEngine:
             self._progress.close()
         return self._matches()
 
-    def _search(self, stack: list[tuple[Batch, int]], choose: ItemChooser) -> None:
+    def _search(self, stack: list[tuple[Batch | TupleBatch, int]], choose: ItemChooser
+                ) -> None:
         k = self.k
         while stack:
             batch, depth = stack.pop()
             if depth == k:
+                assert isinstance(batch, Batch)   # tuples are finished when completed
                 self._finish(batch)
                 continue
+            if (isinstance(batch, Batch) and depth > 0
+                    and len(batch) >= TUPLE_RATIO * len(tuple_starts(batch.events))):
+                # Many entries per tuple: on as tuples, whose programme needs none.
+                batch = tuples_of(self.table, batch)
             items, estimated = choose(self, batch, depth)
             if len(items) == 0:
+                continue
+            if isinstance(batch, TupleBatch):
+                self._tuple_step(batch, items, depth, estimated, stack)
                 continue
             if items.min() == items.max():
                 self._step(batch, int(items[0]), depth, estimated, stack)
@@ -186,10 +219,33 @@ class BatchEngine:
                 estimated = None   # counted once per step
 
     def _step(self, batch: Batch, item: int, depth: int, estimated: float | None,
-              stack: list[tuple[Batch, int]]) -> None:
-        ctx, table = self.ctx, self.table
+              stack: list[tuple[Batch | TupleBatch, int]]) -> None:
         started = time.perf_counter()
-        queries_before, by_code_before = ctx.stats.range_queries, self._by_code
+        queries_before, by_code_before = self.ctx.stats.range_queries, self._by_code
+        tuples, (created, found, kept) = self._extend_entries(batch, item, depth, stack)
+        self._count_step({item: tuples}, depth, estimated, created, found, kept, started,
+                         queries_before, by_code_before)
+
+    def _tuple_step(self, tuples: TupleBatch, items: np.ndarray, depth: int,
+                    estimated: float | None, stack: list[tuple[Batch | TupleBatch, int]]
+                    ) -> None:
+        started = time.perf_counter()
+        queries_before, by_code_before = self.ctx.stats.range_queries, self._by_code
+        order = np.argsort(items, kind="stable")
+        tuples, items = tuples.take(order), items[order]
+        distinct, counts = np.unique(items, return_counts=True)
+        created, found, kept = self._extend_tuples(tuples, items, depth, stack)
+        self._count_step(dict(zip(distinct.tolist(), counts.tolist())), depth, estimated,
+                         created, found, kept, started, queries_before, by_code_before,
+                         as_tuples=len(tuples))
+
+    def _extend_entries(self, batch: Batch, item: int, depth: int,
+                        stack: list[tuple[Batch | TupleBatch, int]]
+                        ) -> tuple[int, tuple[int, int, int]]:
+        """A step on entries: windows, candidates, extension (and the last step's
+        sums); returns the tuples extended, and the entries created, the tuples they
+        form and what was kept."""
+        ctx, table = self.ctx, self.table
         candidates = self.candidates(item)
         lo, hi = item_windows(table, batch, item, ctx.window)
         if self.lookahead is not None:
@@ -202,17 +258,24 @@ class BatchEngine:
         tuples = len(tuple_starts(batch.events))
         if depth + 1 == self.k and depth > 0:
             finish = self._extend_and_negate if ctx.negations else self._extend_and_finish
-            created, found, kept = finish(batch, item, depth, start, stop, candidates)
-        else:
-            created, found, kept = self._extend_and_push(batch, item, depth, start, stop,
-                                                         candidates, stack)
+            return tuples, finish(batch, item, depth, start, stop, candidates)
+        return tuples, self._extend_and_push(batch, item, depth, start, stop, candidates,
+                                             stack)
+
+    def _count_step(self, items: dict[int, int], depth: int, estimated: float | None,
+                    created: int, found: int, kept: int, started: float,
+                    queries_before: int, by_code_before: int, as_tuples: int = 0) -> None:
+        """A step's counters (``items``: the tuples extended by each item), added to its
+        depth's line of EXPLAIN; ``as_tuples``: how many of them went as tuples."""
+        ctx = self.ctx
         ctx.stats.entries_created += created
         self._progress.update(created)
         step = self._steps.get(depth)
         if step is None:
             step = self._steps[depth] = StepStats(depth + 1, {}, None, 0, 0, 0, 0, 0.0)
-        label = ctx.label(item)
-        step.items[label] = step.items.get(label, 0) + tuples
+        for item, tuples in items.items():
+            label = ctx.label(item)
+            step.items[label] = step.items.get(label, 0) + tuples
         if estimated is not None:
             step.estimated = round((step.estimated or 0.0) + estimated, 3)
         step.candidates += found
@@ -221,20 +284,26 @@ class BatchEngine:
         step.range_queries += ctx.stats.range_queries - queries_before
         step.seconds += time.perf_counter() - started
         symbols = self._step_symbols.setdefault(depth, [])
-        if ctx.positive[item] not in symbols:
-            symbols.append(ctx.positive[item])
+        for item in items:
+            if ctx.positive[item] not in symbols:
+                symbols.append(ctx.positive[item])
         by_code = self._code_entries[depth] = (self._code_entries.get(depth, 0)
                                                + self._by_code - by_code_before)
+        as_tuples = self._tuple_entries[depth] = (self._tuple_entries.get(depth, 0)
+                                                  + as_tuples)
         # An index searches its R*-tree; a time slice read from its row groups scans its
         # event boxes instead (index/slice_reads.py).
         search = getattr(ctx.index.rtree, "access", "R*-tree search")
         step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
         if by_code:
             step.access += BY_CODE.format(entries=by_code)
+        if as_tuples:
+            step.access += AS_TUPLES.format(tuples=as_tuples)
 
     def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                          stop: np.ndarray, candidates: CandidateNodes,
-                         stack: list[tuple[Batch, int]]) -> tuple[int, int, int]:
+                         stack: list[tuple[Batch | TupleBatch, int]]
+                         ) -> tuple[int, int, int]:
         """Extend by ``item``, merge, prune, and push the survivors in bounded pieces.
         Returns the entries created, the tuples they form and the entries kept."""
         table, gaps = self.table, self.gaps
@@ -268,6 +337,83 @@ class BatchEngine:
             found += len(total)
             kept += self._answer(events, total * attribute, first, last)
         return created, found, kept
+
+    def _extend_tuples(self, tuples: TupleBatch, items: np.ndarray, depth: int,
+                       stack: list[tuple[Batch | TupleBatch, int]]) -> tuple[int, int, int]:
+        """A step on tuples (sorted by the item each takes next, ``items``): each tuple's
+        candidate events for its item in its window, one programme per new tuple
+        (:func:`~uncertain_cep.query.tuple_kernels.tuple_probabilities`), pruned by its
+        bound; complete tuples become answers. Returns the states the new tuples hold
+        (the entries created), the new tuples and the tuples (or answers) kept."""
+        ctx, table = self.ctx, self.table
+        ctx.stats.range_queries += len(tuples)
+        cuts = [0, *(np.flatnonzero(np.diff(items)) + 1).tolist(), len(items)]
+        start = np.empty(len(tuples), dtype=np.int64)
+        stop = np.empty(len(tuples), dtype=np.int64)
+        for a, b in itertools.pairwise(cuts):
+            some = tuples.take(slice(a, b))
+            lo, hi = item_window(some, int(items[a]), ctx.window, self.lookahead)
+            start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
+        created = found = kept = 0
+        bounds = weight_cuts(np.maximum(stop - start, 0), self.limit).tolist()
+        for a, b in itertools.pairwise(bounds):
+            parts = []
+            for c, d in itertools.pairwise(cuts):
+                lo_, hi_ = max(a, c), min(b, d)
+                if lo_ < hi_:
+                    item = int(items[c])
+                    _, events, pairs = candidate_events(
+                        table, tuples.take(slice(lo_, hi_)), item, self.candidates(item),
+                        start[lo_:hi_], stop[lo_:hi_])
+                    ctx.stats.candidates += pairs
+                    parts.append(events)
+            events = np.concatenate(parts)
+            found += len(events)
+            if len(events) == 0:
+                continue
+            attribute = self.attribute(events)
+            # A tuple whose programme's mass falls below this can stop there.
+            with np.errstate(divide="ignore"):
+                floor = (np.where(attribute > 0, (ctx.theta - TOLERANCE) / attribute,
+                                  np.inf) if ctx.theta > TOLERANCE
+                         else np.zeros(len(events)))
+            total, first, last, states, earliest, latest = tuple_probabilities(
+                self.tuple_table, events, ctx.window, floor)
+            created += int(states.sum())
+            live = total > 0
+            if ctx.theta > TOLERANCE:
+                live &= self._passing(total * attribute)
+            events, total, attribute = events[live], total[live], attribute[live]
+            if depth + 1 == self.k:
+                if ctx.negations:
+                    total, first, last = self._negated(events)
+                else:
+                    first, last = first[live], last[live]
+                kept += self._answer(events, total * attribute, first, last)
+                continue
+            kept += len(events)
+            grown = TupleBatch(events, total, earliest[live], latest[live])
+            for e in range(0, len(grown), self.limit):
+                stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
+        return created, found, kept
+
+    def _negated(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Complete tuples' probabilities with every negation, and their first and last
+        instants over the worlds that count: their programmes' final states as
+        pseudo-entries (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`) through
+        the negation kernel."""
+        table, negated = self.table, self.negated
+        owner, nodes, prob, firsts, lasts, gaps = tuple_states(
+            self.tuple_table, events, self.ctx.window, self.gaps, negated.offsets,
+            negated.nodes, negated.instants, negated.columns)
+        weight = prob * negation_factors(table, events[owner], nodes, negated, gaps)
+        total = np.bincount(owner, weights=weight, minlength=len(events))
+        live = weight > 0
+        first = np.full(len(events), NO_TIME, dtype=np.int64)
+        np.minimum.at(first, owner[live], firsts[live])
+        last = np.full(len(events), -NO_TIME, dtype=np.int64)
+        np.maximum.at(last, owner[live], lasts[live])
+        return total, first, last
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes
@@ -472,24 +618,30 @@ class BatchEngine:
         return Answer.concat(self._answers, self.k)
 
 
-def tuple_item_windows(engine: BatchEngine, batch: Batch
+def tuple_item_windows(engine: BatchEngine, batch: Batch | TupleBatch
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per tuple of a batch in tuple order: its first entry, whether each item is matched,
-    and each item's window over all the tuple's entries (from the earliest instants of
-    its matched items to the latest), with infinities for "no bound"."""
-    table = engine.table
-    starts = tuple_starts(batch.events)
-    matched = batch.nodes[starts] >= 0
-    instants = np.where(batch.nodes >= 0, table.instant[np.maximum(batch.nodes, 0)], 0)
-    earliest = np.minimum.reduceat(instants, starts, axis=0)
-    latest = np.maximum.reduceat(instants, starts, axis=0)
-    a, b = every_item_window(earliest, latest, matched, engine.ctx.window)
+    """Per tuple of a batch in tuple order (or of tuples): its first entry, whether each
+    item is matched, and each item's window over all the tuple's entries (from the
+    earliest instants of its matched items to the latest), with infinities for "no
+    bound"."""
+    if isinstance(batch, TupleBatch):
+        starts = np.arange(len(batch), dtype=np.int64)
+        matched, a, b = every_tuple_window(batch, engine.ctx.window)
+    else:
+        table = engine.table
+        starts = tuple_starts(batch.events)
+        matched = batch.nodes[starts] >= 0
+        instants = np.where(batch.nodes >= 0, table.instant[np.maximum(batch.nodes, 0)], 0)
+        earliest = np.minimum.reduceat(instants, starts, axis=0)
+        latest = np.maximum.reduceat(instants, starts, axis=0)
+        a, b = every_item_window(earliest, latest, matched, engine.ctx.window)
     lo = np.where(a <= -NO_TIME, -np.inf, a)
     hi = np.where(b >= NO_TIME, np.inf, b)
     return starts, matched, lo, hi
 
 
-def estimate_candidates(engine: BatchEngine, batch: Batch, item: int) -> float:
+def estimate_candidates(engine: BatchEngine, batch: Batch | TupleBatch, item: int
+                        ) -> float:
     """Expected candidates of ``item`` summed over the batch's tuples (for EXPLAIN)."""
     _, _, lo, hi = tuple_item_windows(engine, batch)
     return float(engine.estimates.expected_many(item, lo[:, item], hi[:, item]).sum())

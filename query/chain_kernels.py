@@ -267,6 +267,13 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                 parent, kind, instant, child_root = walk
                 y = after[i]
                 c_a = code[y]
+                # Ancestors, and the trees hanging above, have smaller codes the higher
+                # they are: the walk ends once it passes the least code of a candidate
+                # in the window (a group's chain of subsequences is thousands long).
+                c_min = c_a
+                for blk in range(k_lo, k_hi):
+                    if block_start[blk] < block_start[blk + 1]:
+                        c_min = min(c_min, block_code[block_start[blk]])
                 while True:
                     x = parent[y]
                     if x < 0:
@@ -294,6 +301,8 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
                             s = _take_code_range(block_start, block_code, code_pos, k_lo,
                                                  k_hi, code[x], tree_last_code[t],
                                                  slot_pos, s)
+                    if code[x] <= c_min:
+                        break
                     y = x
                 continue
             b = before[i]

@@ -379,29 +379,36 @@ def _next_to_gap(nodes: np.ndarray, r: int, d: int, g: int, group: np.ndarray,
 
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
-                     negated: NegatedNodes) -> np.ndarray:
+                     negated: NegatedNodes, gaps: np.ndarray | None = None) -> np.ndarray:
     """P(no negated event in its gap | the entry's nodes) for every complete entry.
 
     Groups outside an entry's tuple contribute a weighted sum that depends only on the
     gaps: it is computed once per distinct set of gaps and shared by every entry with
-    those gaps; only the tuple's own groups are summed per entry."""
+    those gaps; only the tuple's own groups are summed per entry.
+
+    ``gaps`` (per entry and NOT item, the first instants strictly inside its gap, then
+    the last ones) replaces the gaps the entry's nodes would give: for pseudo-entries
+    whose border columns hold canonical nodes
+    (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`)."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
-    arguments = _factor_arguments(table, events, nodes, negated)
+    arguments = _factor_arguments(table, events, nodes, negated, gaps)
     with KERNEL_LOCK:
         return _negation_factors(*arguments)
 
 
 def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
-                      negated: NegatedNodes) -> tuple:
+                      negated: NegatedNodes, gaps: np.ndarray | None = None) -> tuple:
     """The arguments of :func:`_negation_factors` for entries ``events``/``nodes`` (at
     least one), the free groups' sums among them (scripts/warm_kernels.py compiles the
     kernel for their types without running it)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
-    instants = table.instant[nodes]
-    gaps = np.concatenate([instants[:, negated.columns] + 1,
-                           instants[:, negated.columns + 1] - 1], axis=1)
+    if gaps is None:
+        instants = table.instant[nodes]
+        gaps = np.concatenate([instants[:, negated.columns] + 1,
+                               instants[:, negated.columns + 1] - 1], axis=1)
+    gaps = np.ascontiguousarray(gaps, dtype=np.int64)
     gap_id, first = group_rows(gaps)
     has_trees = table.tree_start[1:] > table.tree_start[:-1]
     top = np.minimum(table.tree_start[:-1], max(len(table.tree_root) - 1, 0))

@@ -41,6 +41,7 @@ from uncertain_cep.query.batch_engine import BatchEngine, tuple_item_windows
 from uncertain_cep.query.batches import Batch
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
+from uncertain_cep.query.tuple_batches import TupleBatch
 
 __all__ = ["selectivity"]
 
@@ -54,7 +55,7 @@ def selectivity(ctx: QueryContext) -> Answer:
 
 
 
-def _cheapest_item(engine: BatchEngine, batch: Batch, depth: int
+def _cheapest_item(engine: BatchEngine, batch: Batch | TupleBatch, depth: int
                    ) -> tuple[np.ndarray, float | None]:
     """Per tuple, its unmatched item with the fewest expected candidates in its window
     (the first item: over the whole time domain); ties go to the earlier item."""

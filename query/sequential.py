@@ -29,6 +29,7 @@ from uncertain_cep.query.batch_engine import BatchEngine, estimate_candidates
 from uncertain_cep.query.batches import Batch
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import Entry, Match, QueryContext, StepTimer, nodes_between
+from uncertain_cep.query.tuple_batches import TupleBatch
 
 __all__ = ["sequential"]
 
@@ -39,7 +40,7 @@ def sequential(ctx: QueryContext) -> Answer:
 
 
 
-def _in_pattern_order(engine: BatchEngine, batch: Batch, depth: int
+def _in_pattern_order(engine: BatchEngine, batch: Batch | TupleBatch, depth: int
                       ) -> tuple[np.ndarray, float | None]:
     """Item ``depth`` next, for every entry; estimated only for EXPLAIN."""
     guess = estimate_candidates(engine, batch, depth) if engine.ctx.explain else None

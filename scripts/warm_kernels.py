@@ -5,14 +5,16 @@ another one compiled it before. A fresh checkout has no cache: without this step
 test worker, each of their Spark Python workers and each command a test starts would
 compile the same kernels at once (about 90 s of one core each). scripts/test.sh runs it
 before the tests. It answers a few small queries that reach every kernel: both
-strategies, with one and with two negations in a gap, in small batches. numba compiles a
+strategies, with one and with two negations in a gap, in small batches, as entries and
+as tuples (query/tuple_batches.py). numba compiles a
 kernel once per argument types; an index opened from disk maps its columns copy-on-write
 (index/node_columns.py), so it hands the kernels the same writable arrays as one built in
 memory and needs no compilation of its own.
 
-The negation kernel (a third of the compilation) is compiled in a second process, for
-the types of its arguments, while this one answers the queries without negation: the
-two cores share the work. The queries with negation then find it compiled.
+The negation kernel (a third of the compilation) and the programme giving complete
+tuples' states to it are compiled in a second process, for the types of their
+arguments, while this one answers the queries without negation: the two cores share the
+work. The queries with negation then find them compiled.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from uncertain_cep.datasets.synthetic import generate_synthetic
 from uncertain_cep.query import batch_engine, negation_kernels
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.language import parse_query
+from uncertain_cep.query.tuple_kernels import TupleTable, tuple_states
 
 QUERIES = (
     "PATTERN SEQ(A, B, C) DEFINE A AS a0 > 0, B AS a0 > 0.5, C AS a0 > 0 WITHIN 6 "
@@ -63,25 +66,32 @@ def main() -> None:
 
 def _compile_negation(idx: uc.UncertainIndex) -> None:
     """Compile the negation kernel for the argument types a query hands it, without
-    running it (its arguments here are one made-up entry)."""
+    running it (its arguments here are one made-up entry), and the programme of complete
+    tuples' states, on one made-up tuple."""
     ctx = QueryContext(idx.event_index, parse_query(NEGATION_QUERIES[0]))
-    negated = batch_engine.BatchEngine(ctx).negated
+    engine = batch_engine.BatchEngine(ctx)
+    negated = engine.negated
     entry = np.zeros((1, len(ctx.positive)), dtype=np.int64)
     arguments = negation_kernels._factor_arguments(idx.event_index.node_table, entry,
                                                    entry, negated)
     negation_kernels._negation_factors.compile(tuple(numba.typeof(a) for a in arguments))
+    tuple_states(TupleTable(idx.event_index.node_table),
+                 np.arange(len(ctx.positive), dtype=np.int64)[None, :], ctx.window,
+                 engine.gaps, negated.offsets, negated.nodes, negated.instants,
+                 negated.columns)
 
 
 def _answer(idx: uc.UncertainIndex, queries: tuple[str, ...]) -> None:
-    saved = batch_engine.BATCH_LIMIT
+    saved = batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO
     try:
-        for limit in (saved, 64):   # whole batches, and batches cut between tuples
-            batch_engine.BATCH_LIMIT = limit
+        # Whole batches, and batches cut between tuples; then every batch as tuples.
+        for limit, ratio in ((saved[0], saved[1]), (64, saved[1]), (saved[0], 0)):
+            batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO = limit, ratio
             for query in queries:
                 for strategy in ("selectivity", "sequential"):
                     idx.query(query, strategy=strategy)
     finally:
-        batch_engine.BATCH_LIMIT = saved
+        batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO = saved
 
 
 if __name__ == "__main__":

@@ -37,12 +37,10 @@ def test_answers_do_not_depend_on_where_batches_are_cut(strategy, df, pattern, l
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
     idx = uc.build_index(df)
     want = idx.query(pattern, strategy="possible_worlds")
-    saved = batch_engine.BATCH_LIMIT
-    batch_engine.BATCH_LIMIT = limit
-    try:
+    # Entries only (tests/query/test_tuple_batches.py cuts batches of tuples).
+    with (patch.object(batch_engine, "BATCH_LIMIT", limit),
+          patch.object(batch_engine, "TUPLE_RATIO", 1 << 40)):
         got = idx.query(pattern, strategy=strategy)
-    finally:
-        batch_engine.BATCH_LIMIT = saved
     assert_same_answer(got, want)
 
 
@@ -155,7 +153,8 @@ def test_explain_names_the_code_ranges_a_crowded_window_takes_its_nodes_from():
     idx = uc.build_index(pd.DataFrame({
         "event_id": range(5), "group": 0, "t_lo": 0, "t_hi": 4, "x": 1.0}))
     query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 10"
-    with patch.object(chain_kernels, "BLOCK_COST", 1):
+    with (patch.object(chain_kernels, "BLOCK_COST", 1),
+          patch.object(batch_engine, "TUPLE_RATIO", 1 << 40)):
         ex = idx.explain(query, strategy="sequential")
         got = idx.query(query, strategy="sequential")
     assert "by code range" in ex.steps[1].access and "by code range" in str(ex)

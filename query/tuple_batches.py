@@ -1,0 +1,120 @@
+"""Partial tuples without their entries: one row per tuple of events, its probability
+recomputed from the events alone (:mod:`~uncertain_cep.query.tuple_kernels`).
+
+The batch engine switches a batch to this form once its tuples hold many entries each
+(docs/design.md, "Tuples instead of entries"): a tuple whose matched items are scattered
+keeps, in its entries, the cross product of the instants of every column next to an
+unmatched item, while the dynamic programme over its events needs only the distinct
+futures of one walk in pattern order. Extending a tuple batch is then: the item's
+candidate events in each tuple's window (from its columns' reachable instants), one
+programme per new tuple (its pruning bound, or its confidence once complete), and the
+bound's test.
+
+>>> tb = TupleBatch(np.array([[4, -1]]), np.array([0.5]), np.array([[3, -NO_TIME]]),
+...                 np.array([[6, NO_TIME]]))
+>>> len(tb), tb.take(np.array([0, 0])).events.tolist()
+(1, [[4, -1], [4, -1]])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.query.batches import (
+    Batch,
+    CandidateNodes,
+    every_item_window,
+    tuple_starts,
+)
+from uncertain_cep.query.instants import NO_TIME
+from uncertain_cep.query.lookahead import CandidateInstants
+
+__all__ = ["TupleBatch", "candidate_events", "every_tuple_window", "item_window",
+           "tuples_of"]
+
+
+@dataclass(frozen=True)
+class TupleBatch:
+    """Partial tuples as rows: the events matrix (``n x k``, -1 where unmatched), each
+    tuple's summed probability (its pruning bound before Pr(S | e)), and per column the
+    earliest and latest instant its event can take (+-NO_TIME where unmatched)."""
+
+    events: np.ndarray
+    prob: np.ndarray
+    earliest: np.ndarray
+    latest: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.prob)
+
+    def take(self, rows: np.ndarray | slice) -> TupleBatch:
+        return TupleBatch(self.events[rows], self.prob[rows], self.earliest[rows],
+                          self.latest[rows])
+
+
+def tuples_of(table: NodeTable, batch: Batch) -> TupleBatch:
+    """The tuples of a batch in tuple order, each with its entries' summed probability
+    and its columns' earliest and latest instants over its entries."""
+    starts = tuple_starts(batch.events)
+    matched = batch.nodes >= 0
+    instants = table.instant[np.maximum(batch.nodes, 0)]
+    earliest = np.minimum.reduceat(np.where(matched, instants, NO_TIME), starts, axis=0)
+    latest = np.maximum.reduceat(np.where(matched, instants, -NO_TIME), starts, axis=0)
+    events = batch.events[starts]
+    unmatched = events < 0
+    earliest[unmatched], latest[unmatched] = -NO_TIME, NO_TIME
+    return TupleBatch(events, np.add.reduceat(batch.prob, starts), earliest, latest)
+
+
+def every_tuple_window(tuples: TupleBatch, window: float
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whether each item is matched, and each item's window per tuple (the lower bound
+    from its columns' earliest instants, the upper from their latest)."""
+    matched = tuples.events >= 0
+    lo, hi = every_item_window(tuples.earliest, tuples.latest, matched, window)
+    return matched, lo, hi
+
+
+def item_window(tuples: TupleBatch, item: int, window: float,
+                lookahead: CandidateInstants | None) -> tuple[np.ndarray, np.ndarray]:
+    """Item ``item``'s window per tuple, narrowed by the look-ahead (the earliest
+    instants give its start, the latest its end; either way no completion is lost)."""
+    _, lo, hi = every_tuple_window(tuples, window)
+    lo, hi = lo[:, item], hi[:, item]
+    if lookahead is None:
+        return lo, hi
+    # The look-ahead reads one instant per matched column through a nodes matrix: the
+    # earliest instants give the start, the latest the end.
+    n, k = tuples.events.shape
+    at = np.where(tuples.events >= 0, np.arange(n * k).reshape(n, k), -1)
+    lo = lookahead.tighten(at, np.ascontiguousarray(tuples.earliest.ravel()), item, lo, hi,
+                           window)[0]
+    hi = lookahead.tighten(at, np.ascontiguousarray(tuples.latest.ravel()), item, lo, hi,
+                           window)[1]
+    return lo, hi
+
+
+def candidate_events(table: NodeTable, tuples: TupleBatch, item: int,
+                     candidates: CandidateNodes, start: np.ndarray, stop: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every distinct (tuple, event) pair of an event with a candidate node in the
+    tuple's window, other than the tuple's own events: the tuples' indices, the new
+    events matrix (``item`` set), and the number of (tuple, node) pairs seen."""
+    count = np.maximum(stop - start, 0)
+    total = int(count.sum())
+    owner = np.repeat(np.arange(len(tuples), dtype=np.int64), count)
+    offsets = np.cumsum(count) - count
+    pos = np.repeat(start, count) + (np.arange(total, dtype=np.int64)
+                                     - np.repeat(offsets, count))
+    rows = table.row[candidates.nodes[pos]]
+    n_rows = int(table.row.max()) + 1 if len(table.row) else 1
+    pair = np.unique(owner * n_rows + rows)
+    owner, rows = pair // n_rows, pair % n_rows
+    events = tuples.events[owner]
+    fresh = ~(events == rows[:, None]).any(axis=1)
+    owner, events = owner[fresh], events[fresh]
+    events[:, item] = rows[fresh]
+    return owner, events, total

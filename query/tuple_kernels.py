@@ -1,0 +1,660 @@
+"""A tuple's probability from its events alone: the dynamic programme over its matched
+items in pattern order (SEMANTICS A4 conditions 1-2; Zhou et al. 4.1's chain
+factorisation), compiled.
+
+The batch engine keeps one entry per path of nodes through a partial tuple's events, and
+every column next to an unmatched item keeps its instant in its entries' merge keys, so
+a partial tuple whose matched items are scattered holds the cross product of its
+columns' instants (docs/design.md, "Tuples instead of entries"). Once its events are
+fixed, a partial tuple's probability needs far less: walked in pattern order, what the
+next matched event depends on is
+
+* the first matched instant (the window) and the previous one (strict order, with room
+  for the unmatched items between: ``t_q - t_p >= q - p``);
+* per group with a *later* matched event, the group's last node so far, and of that only
+  what the group's next matched event can see: the node's context node in the deepest
+  tree that also holds a node of that event (a tree the next event has no node in is seen
+  from outside as its virtual node; :func:`_context_for`). A group without a later
+  matched event drops out.
+
+States are keyed on exactly that and merged, so each layer holds the distinct futures,
+not the paths. The relaxed constraints make a partial tuple's sum an upper bound of every
+completion's confidence (the pruning bound); with every item matched it is the tuple's
+probability.
+
+With negation (only for complete tuples), the factor of an entry depends on the gaps'
+instants and, per group, on its nodes nearest to each gap
+(:mod:`~uncertain_cep.query.negation_kernels`); the states then also keep those nodes,
+exactly where the node's unit (its isolated subsequence, or the whole group) may hold a
+weighed node or another such node of the group, and otherwise one canonical node of the
+event at its instant (a unit without weighed nodes contributes the same ratio through any
+of its nodes). Each final state becomes one *pseudo-entry* for the negation kernel.
+"""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+
+from uncertain_cep.index.forest import REAL
+from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.query.chain_kernels import _descends, _extension
+from uncertain_cep.query.instants import NO_TIME
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
+
+__all__ = ["TupleTable", "tuple_probabilities", "tuple_states"]
+
+# A state row: first instant, previous instant, then one context node per group of the
+# tuple, then (negation) the exact nodes kept and each gap's two bounds.
+_FIRST, _PREV, _HEAD = 0, 1, 2
+
+
+class TupleTable:
+    """What the kernels read of a :class:`NodeTable`, with two derived arrays: per group
+    whether its top tree is only a chain of isolated subsequences (so each subsequence's
+    tree is one unit, independent of the others), and per tree its root's code."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        n_groups = len(table.group_start) - 1
+        # A group's top tree is a chain when none of its nodes is an event's.
+        top = table.tree_start[:-1]
+        chain = np.ones(n_groups, dtype=np.bool_)
+        real_top = (table.kind == REAL) & (table.tree_level[table.tree] == 0)
+        chain[np.unique(table.group[real_top])] = False
+        chain &= table.tree_start[1:] > top
+        self.top_chain = chain
+        roots = table.tree_root
+        self.root_code = np.where(roots >= 0, table.code[np.maximum(roots, 0)], -1).astype(
+            np.int64)
+        self.arrays = (table.row_nodes_start, table.row_nodes, table.instant, table.group,
+                       table.tree, table.tree_level, table.tree_parent, table.tree_virtual,
+                       table.poi, table.code, table.code_end, table.tree_last_code,
+                       self.root_code, table.row, self.top_chain)
+
+
+# A compiled call that passes arrays costs about 90 ns in reference counting unless it is
+# inlined: the chain tests and the state table run once per transition, so inline.
+# (With NUMBA_DISABLE_JIT the kernels are plain functions, without ``py_func``.)
+_descends_inline = numba.njit(cache=True, nogil=True, inline="always")(
+    getattr(_descends, "py_func", _descends))
+_extension_inline = numba.njit(cache=True, nogil=True, inline="always")(
+    getattr(_extension, "py_func", _extension))
+
+
+# ---------------------------------------------------------------- small hash of rows
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _hash(row: np.ndarray) -> np.uint64:
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for v in row:
+        h ^= np.uint64(v) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
+            + (h >> np.uint64(2))
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _find(keys: np.ndarray, slot_row: np.ndarray, slot_stamp: np.ndarray, stamp: int,
+          key: np.ndarray) -> np.int64:
+    """The slot of ``key`` in a table of rows of ``keys`` (open addressing; a slot is
+    taken when its stamp is the table's current ``stamp``): where it is, or the free
+    slot where it goes."""
+    mask = len(slot_row) - 1
+    s = np.int64(_hash(key) & np.uint64(mask))
+    w = len(key)
+    while slot_stamp[s] == stamp:
+        i = slot_row[s]
+        same = True
+        for c in range(w):
+            if keys[i, c] != key[c]:
+                same = False
+                break
+        if same:
+            return s
+        s = (s + 1) & mask
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def _layer(rows: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray]:
+    """Room for ``rows`` states of ``width``: keys, probabilities, each state's earliest
+    first instant, and a hash table of four slots per row (row, stamp)."""
+    return (np.empty((rows, width), dtype=np.int64), np.zeros(rows),
+            np.empty(rows, dtype=np.int64), np.empty(4 * rows, dtype=np.int64),
+            np.full(4 * rows, -1, dtype=np.int64))
+
+
+# ---------------------------------------------------------------- the programme
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _context_for(v: int, later: int, t: tuple) -> int:
+    """What of node ``v`` a later event ``later`` of its group can see: ``v`` itself, or
+    the virtual node of the outermost tree around ``v`` that holds no node of ``later``
+    (seen from outside a tree, any node in it is its virtual node: the same descendants
+    outside it and the same context node in every tree enclosing it)."""
+    row_nodes_start, row_nodes, tree, tree_level = t[0], t[1], t[4], t[5]
+    tree_virtual, code, tree_last_code, root_code = t[7], t[9], t[11], t[12]
+    x = v
+    tr = tree[v]
+    while tree_level[tr] >= 1:
+        lo, hi = root_code[tr], tree_last_code[tr]
+        inside = False
+        for q in range(row_nodes_start[later], row_nodes_start[later + 1]):
+            c = code[row_nodes[q]]
+            if lo <= c <= hi:
+                inside = True
+                break
+        if inside:
+            break
+        x = tree_virtual[tr]
+        tr = tree[x]
+    return x
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _unit(v: int, t: tuple) -> int:
+    """The unit node ``v`` lies in: its isolated subsequence's tree where the group's top
+    tree is a chain of them, else the group's top tree."""
+    group, tree, tree_level, tree_parent, top_chain = t[3], t[4], t[5], t[6], t[14]
+    tr = tree[v]
+    floor = 1 if top_chain[group[v]] else 0
+    while tree_level[tr] > floor:
+        tr = tree_parent[tr]
+    return tr
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
+    """The nearest of the sorted ``instants`` at or below ``value`` (at or above it when
+    ``up``), or ``limit`` where there is none."""
+    if up:
+        p = np.searchsorted(instants, value, side="left")
+        return instants[p] if p < len(instants) else limit
+    p = np.searchsorted(instants, value, side="right") - 1
+    return instants[p] if p >= 0 else limit
+
+
+@numba.njit(cache=True, nogil=True)
+def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
+               gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
+               lo_out: np.ndarray, hi_out: np.ndarray, kept_out: np.ndarray
+               ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray,
+                          np.ndarray]:
+    """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
+    where unmatched). Returns its summed probability (0 once a layer's falls below
+    ``floor``: every layer's sum bounds the next), the earliest first and latest last
+    instant over its final states, the number of states of its last layer, and its final
+    states merged on what the negation kernel reads (with ``gap_columns``, for a
+    complete tuple; else one state): their kept nodes and gap bounds, probabilities,
+    first and last instants. Writes each column's reachable instants to ``lo_out`` and
+    ``hi_out`` (+-NO_TIME where unmatched) and, per column, where the kept nodes hold its
+    node (-1: nowhere) to ``kept_out``."""
+    row_nodes_start, row_nodes, instant, group = t[0], t[1], t[2], t[3]
+    tree, tree_level, tree_parent, tree_virtual = t[4], t[5], t[6], t[7]
+    poi, code, code_end, tree_last_code = t[8], t[9], t[10], t[11]
+    cols = np.empty(k, dtype=np.int64)
+    m = 0
+    for c in range(k):
+        lo_out[c], hi_out[c], kept_out[c] = -NO_TIME, NO_TIME, -1
+        if events[c] >= 0:
+            cols[m] = c
+            m += 1
+    # Each column's group slot and the next column of its group (-1: none).
+    slot = np.empty(m, dtype=np.int64)
+    groups = np.empty(m, dtype=np.int64)
+    n_groups = 0
+    for j in range(m):
+        g = group[row_nodes[row_nodes_start[events[cols[j]]]]]
+        s = 0
+        while s < n_groups and groups[s] != g:
+            s += 1
+        if s == n_groups:
+            groups[s] = g
+            n_groups += 1
+        slot[j] = s
+    next_same = np.full(m, -1, dtype=np.int64)
+    for j in range(m):
+        for j2 in range(j + 1, m):
+            if slot[j2] == slot[j]:
+                next_same[j] = j2
+                break
+    span = length - cols[0] - (k - 1 - cols[m - 1]) if bounded else NO_TIME
+    # A first instant from which every later one is within the window is clipped there:
+    # those states differ only in the first instant the answer reports (kept aside).
+    e_last = events[cols[m - 1]]
+    latest = -NO_TIME
+    for q in range(row_nodes_start[e_last], row_nodes_start[e_last + 1]):
+        latest = max(latest, instant[row_nodes[q]])
+    clip = latest - span if bounded else -NO_TIME
+    # Negation: the columns keeping their exact node (``rel``: their place), and the
+    # gaps' bounds, snapped to the instants of the NOT items' nodes.
+    rel = np.full(m, -1, dtype=np.int64)
+    n_rel = 0
+    n_gaps = len(gap_columns)
+    weighed = np.empty(0, dtype=np.int64)
+    weighed_start = np.zeros(n_gaps + 1, dtype=np.int64)
+    widest = np.empty((n_gaps, 2), dtype=np.int64)
+    if n_gaps > 0:
+        n_rel, weighed, weighed_start = _exact_columns(events, cols, m, slot, n_groups,
+                                                       gap_columns, neg, t, rel, widest)
+    base = _HEAD + n_groups
+    width = base + n_rel + 2 * n_gaps
+    # Per node of each column's event: what its group's next matched event will see of
+    # it, and (negation) the gap bounds it sets.
+    n_all = 0
+    for j in range(m):
+        n_all += row_nodes_start[events[cols[j]] + 1] - row_nodes_start[events[cols[j]]]
+    seen = np.empty(n_all, dtype=np.int64)
+    bound = np.empty((n_all, 2), dtype=np.int64)
+    side = np.full((m, 2), -1, dtype=np.int64)
+    at = np.empty(m + 1, dtype=np.int64)
+    at[0] = 0
+    for j in range(m):
+        e = events[cols[j]]
+        a0, a1 = row_nodes_start[e], row_nodes_start[e + 1]
+        at[j + 1] = at[j] + a1 - a0
+        for gi in range(n_gaps):
+            if gap_columns[gi] == cols[j]:
+                side[j, 0] = gi
+            if gap_columns[gi] + 1 == cols[j]:
+                side[j, 1] = gi
+        left, right = side[j, 0], side[j, 1]
+        for q in range(a0, a1):
+            v = row_nodes[q]
+            f = at[j] + q - a0
+            seen[f] = (_context_for(v, events[cols[next_same[j]]], t)
+                       if next_same[j] >= 0 else -1)
+            if left >= 0:
+                bound[f, 0] = _snap(weighed[weighed_start[left]:weighed_start[left + 1]],
+                                    instant[v], False, widest[left, 0])
+            if right >= 0:
+                bound[f, 1] = _snap(weighed[weighed_start[right]:weighed_start[right + 1]],
+                                    instant[v], True, widest[right, 1])
+    # Two layers of states (the one read, the one built) and one hash table, whose
+    # stamp moves on with every layer instead of being cleared.
+    cap = 64
+    keys, probs, firsts, _, _ = _layer(cap, width)
+    new_keys, new_probs, new_firsts, slot_row, slot_stamp = _layer(cap, width)
+    stamp = 0
+    n = 0
+    key = np.empty(width, dtype=np.int64)
+    for j in range(m):
+        e = events[cols[j]]
+        a0, a1 = row_nodes_start[e], row_nodes_start[e + 1]
+        left, right = side[j, 0], side[j, 1]
+        stamp += 1
+        n_new = 0
+        s = slot[j]
+        gap = cols[j] - cols[j - 1] if j > 0 else 0
+        t_lo, t_hi = NO_TIME, -NO_TIME
+        for i in range(n if j > 0 else 1):
+            for q in range(a0, a1):
+                v = row_nodes[q]
+                tv = instant[v]
+                if j == 0:
+                    p = poi[v]
+                    first = tv
+                    key[_FIRST] = min(tv, clip) if bounded else tv
+                    for c in range(_HEAD, width):
+                        key[c] = -1
+                else:
+                    if tv < keys[i, _PREV] + gap or tv - keys[i, _FIRST] > span:
+                        continue
+                    a = keys[i, _HEAD + s]
+                    if a >= 0:
+                        if not _descends_inline(a, v, code, code_end, tree, tree_virtual,
+                                                tree_last_code):
+                            continue
+                        p = probs[i] * _extension_inline(a, v, poi, tree, tree_parent,
+                                                         tree_level, tree_virtual)
+                    else:
+                        p = probs[i] * poi[v]
+                    first = firsts[i]
+                    for c in range(width):
+                        key[c] = keys[i, c]
+                if p <= 0.0:
+                    continue
+                f = at[j] + q - a0
+                key[_PREV] = tv
+                key[_HEAD + s] = seen[f]
+                if rel[j] >= 0:
+                    key[base + rel[j]] = v
+                if left >= 0:
+                    key[base + n_rel + 2 * left] = bound[f, 0]
+                if right >= 0:
+                    key[base + n_rel + 2 * right + 1] = bound[f, 1]
+                h = _find(new_keys, slot_row, slot_stamp, stamp, key)
+                if slot_stamp[h] == stamp:
+                    r = slot_row[h]
+                    new_probs[r] += p
+                    new_firsts[r] = min(new_firsts[r], first)
+                else:
+                    if n_new == cap:
+                        # Twice the room: both layers, and the table rebuilt.
+                        cap *= 2
+                        keys, probs, firsts = _grown(keys, cap, n), _grown(probs, cap, n), \
+                            _grown(firsts, cap, n)
+                        new_keys = _grown(new_keys, cap, n_new)
+                        new_probs = _grown(new_probs, cap, n_new)
+                        new_firsts = _grown(new_firsts, cap, n_new)
+                        slot_row = np.empty(4 * cap, dtype=np.int64)
+                        slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
+                        for r in range(n_new):
+                            h2 = _find(new_keys, slot_row, slot_stamp, stamp, new_keys[r])
+                            slot_row[h2], slot_stamp[h2] = r, stamp
+                        h = _find(new_keys, slot_row, slot_stamp, stamp, key)
+                    new_keys[n_new] = key
+                    new_probs[n_new] = p
+                    new_firsts[n_new] = first
+                    slot_row[h], slot_stamp[h] = n_new, stamp
+                    n_new += 1
+                t_lo = min(t_lo, tv)
+                t_hi = max(t_hi, tv)
+        keys, new_keys = new_keys, keys
+        probs, new_probs = new_probs, probs
+        firsts, new_firsts = new_firsts, firsts
+        n = n_new
+        lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
+        if floor > 0.0:
+            mass = 0.0
+            for i in range(n):
+                mass += probs[i]
+            if mass < floor:
+                n = 0
+        if n == 0:
+            return 0.0, NO_TIME, -NO_TIME, 0, keys[:0, base:], probs[:0], firsts[:0], \
+                firsts[:0]
+    # Each column's reachable instants, narrowed by the ones after it.
+    for j in range(m - 2, -1, -1):
+        hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
+    for j in range(m):
+        if rel[j] >= 0:
+            kept_out[cols[j]] = rel[j]
+    total = 0.0
+    first, last = NO_TIME, -NO_TIME
+    for i in range(n):
+        total += probs[i]
+        first = min(first, firsts[i])
+        last = max(last, keys[i, _PREV])
+    if width == base:
+        out_keys = np.empty((1, 0), dtype=np.int64)
+        out_probs = np.full(1, total)
+        out_firsts = np.full(1, first)
+        out_lasts = np.full(1, last)
+        return total, first, last, n, out_keys, out_probs, out_firsts, out_lasts
+    # The final states merged on what the negation kernel reads (the contexts are all
+    # -1 now: no group has a later event), with their first and last instants.
+    out_keys = np.empty((n, width - base), dtype=np.int64)
+    out_probs = np.zeros(n)
+    out_firsts = np.empty(n, dtype=np.int64)
+    out_lasts = np.empty(n, dtype=np.int64)
+    stamp += 1
+    n_out = 0
+    for i in range(n):
+        h = _find(out_keys, slot_row, slot_stamp, stamp, keys[i, base:])
+        if slot_stamp[h] == stamp:
+            r = slot_row[h]
+            out_probs[r] += probs[i]
+            out_firsts[r] = min(out_firsts[r], firsts[i])
+            out_lasts[r] = max(out_lasts[r], keys[i, _PREV])
+        else:
+            out_keys[n_out] = keys[i, base:]
+            out_probs[n_out] = probs[i]
+            out_firsts[n_out] = firsts[i]
+            out_lasts[n_out] = keys[i, _PREV]
+            slot_row[h], slot_stamp[h] = n_out, stamp
+            n_out += 1
+    return (total, first, last, n, out_keys[:n_out], out_probs[:n_out],
+            out_firsts[:n_out], out_lasts[:n_out])
+
+
+@numba.njit(cache=True, nogil=True)
+def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray,
+                   n_groups: int, gap_columns: np.ndarray, neg: tuple, t: tuple,
+                   rel: np.ndarray, widest: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """For a complete tuple: the columns nearest to some gap in their group (what the
+    negation kernel reads of a chain) that must keep their exact node, numbered in
+    ``rel``: where their unit (:func:`_unit`) may hold a weighed node, or holds another
+    such column of the group. The others may stand for any node of their event (their
+    pseudo-entry takes its first). Returns how many are kept, and per gap (``start``
+    offsets) the sorted instants of the nodes it may weigh, strictly inside the widest it
+    can be (written to ``widest``: its least start and greatest end): a gap's bound may
+    move to the nearest of those instants, or to the widest, and the same nodes lie
+    inside."""
+    row_nodes_start, row_nodes, instant, row = t[0], t[1], t[2], t[13]
+    neg_offsets, neg_nodes, neg_instants, neg_columns = neg
+    near = np.zeros(m, dtype=np.bool_)
+    for cj in gap_columns:
+        for s in range(n_groups):
+            before, after = -1, -1
+            for j in range(m):
+                if slot[j] != s:
+                    continue
+                if cols[j] <= cj:
+                    before = j
+                elif after < 0:
+                    after = j
+            if before >= 0:
+                near[before] = True
+            if after >= 0:
+                near[after] = True
+    # Each column's instants from its nodes, narrowed by the order (every item is
+    # matched), to bound where a gap can lie.
+    lo = np.empty(m, dtype=np.int64)
+    hi = np.empty(m, dtype=np.int64)
+    units = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        e = events[cols[j]]
+        units[j] = _unit(row_nodes[row_nodes_start[e]], t)
+        lo[j], hi[j] = NO_TIME, -NO_TIME
+        for q in range(row_nodes_start[e], row_nodes_start[e + 1]):
+            lo[j] = min(lo[j], instant[row_nodes[q]])
+            hi[j] = max(hi[j], instant[row_nodes[q]])
+    for j in range(1, m):
+        lo[j] = max(lo[j], lo[j - 1] + 1)
+    for j in range(m - 2, -1, -1):
+        hi[j] = min(hi[j], hi[j + 1] - 1)
+    exact = np.zeros(m, dtype=np.bool_)
+    for j in range(m):
+        for j2 in range(m):
+            if (near[j] and near[j2] and j2 != j and slot[j2] == slot[j]
+                    and units[j2] == units[j]):
+                exact[j] = True
+    # The nodes that may be weighed: a NOT item's nodes of other events, strictly inside
+    # the widest its gap can be; their units keep exact nodes.
+    n_gaps = len(gap_columns)
+    start = np.zeros(n_gaps + 1, dtype=np.int64)
+    weighed = np.empty(16, dtype=np.int64)
+    size = 0
+    for gi in range(n_gaps):
+        jb = 0
+        while cols[jb] != gap_columns[gi]:
+            jb += 1
+        widest[gi, 0], widest[gi, 1] = lo[jb], hi[jb + 1]
+        for x in range(len(neg_columns)):
+            if neg_columns[x] != gap_columns[gi]:
+                continue
+            a, b = lo[jb] + 1, hi[jb + 1] - 1
+            p0, p1 = neg_offsets[x], neg_offsets[x + 1]
+            q = p0 + np.searchsorted(neg_instants[p0:p1], a)
+            while q < p1 and neg_instants[q] <= b:
+                y = neg_nodes[q]
+                q += 1
+                mine = False
+                for j in range(m):
+                    if events[cols[j]] == row[y]:
+                        mine = True
+                        break
+                if mine:
+                    continue
+                if size == len(weighed):
+                    more = np.empty(2 * size, dtype=np.int64)
+                    more[:size] = weighed
+                    weighed = more
+                weighed[size] = instant[y]
+                size += 1
+                u = _unit(y, t)
+                for j in range(m):
+                    if near[j] and units[j] == u:
+                        exact[j] = True
+        start[gi + 1] = size
+        weighed[start[gi]:size] = np.sort(weighed[start[gi]:size])
+    n_rel = 0
+    for j in range(m):
+        if near[j] and exact[j]:
+            rel[j] = n_rel
+            n_rel += 1
+    return n_rel, weighed[:size], start
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
+                   floor: np.ndarray, chunks: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                              np.ndarray]:
+    n, k = events.shape
+    total = np.zeros(n)
+    first = np.empty(n, dtype=np.int64)
+    last = np.empty(n, dtype=np.int64)
+    states = np.zeros(n, dtype=np.int64)
+    lo = np.empty((n, k), dtype=np.int64)
+    hi = np.empty((n, k), dtype=np.int64)
+    no_gaps = np.empty(0, dtype=np.int64)
+    no_neg = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
+              np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+    for c in numba.prange(chunks):
+        kept = np.empty(k, dtype=np.int64)
+        for r in range(c * n // chunks, (c + 1) * n // chunks):
+            total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
+                events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
+                kept)
+    return total, first, last, states, lo, hi
+
+
+def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
+                        floor: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                   np.ndarray, np.ndarray]:
+    """Per tuple (rows of ``events``, -1 where unmatched): its summed probability over
+    the worlds where its matched items keep the pattern's order and window (the pruning
+    bound; the probability once complete; 0 where it falls below the tuple's ``floor``),
+    its earliest first and latest last instant, the number of states of its programme's
+    last layer, and each column's reachable instants (``lo``, ``hi``; +-NO_TIME where
+    unmatched)."""
+    events = np.ascontiguousarray(events, dtype=np.int64)
+    bounded = window != np.inf
+    length = int(window) if bounded else 0
+    floor = (np.zeros(len(events)) if floor is None
+             else np.ascontiguousarray(floor, dtype=np.float64))
+    chunks = max(1, min(4 * numba.get_num_threads(), len(events)))
+    with KERNEL_LOCK:
+        return _probabilities(events, length, bounded, tables.arrays, floor, chunks)
+
+
+@numba.njit(cache=True, nogil=True)
+def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.ndarray,
+                neg: tuple, t: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray, np.ndarray, np.ndarray]:
+    """Every complete tuple's final states as pseudo-entries: the tuple's index, a nodes
+    matrix (kept nodes where the state has them, the event's first node elsewhere), the
+    probability, the first and last instants, and each NOT item's gap (its first
+    instants inside, then its last)."""
+    n, k = events.shape
+    row_nodes_start, row_nodes = t[0], t[1]
+    neg_columns = neg[3]
+    n_not = len(neg_columns)
+    cap = max(16, n)
+    owner = np.empty(cap, dtype=np.int64)
+    nodes = np.empty((cap, k), dtype=np.int64)
+    probs = np.empty(cap)
+    firsts = np.empty(cap, dtype=np.int64)
+    lasts = np.empty(cap, dtype=np.int64)
+    gaps = np.empty((cap, 2 * n_not), dtype=np.int64)
+    lo = np.empty(k, dtype=np.int64)
+    hi = np.empty(k, dtype=np.int64)
+    kept = np.empty(k, dtype=np.int64)
+    size = 0
+    for r in range(n):
+        _, _, _, _, keys, p, f, last = _programme(events[r], k, length, bounded,
+                                                  gap_columns, neg, t, 0.0, lo, hi, kept)
+        count = len(p)
+        if size + count > cap:
+            while size + count > cap:
+                cap *= 2
+            owner = _grown(owner, cap, size)
+            probs = _grown(probs, cap, size)
+            firsts = _grown(firsts, cap, size)
+            lasts = _grown(lasts, cap, size)
+            nodes = _grown(nodes, cap, size)
+            gaps = _grown(gaps, cap, size)
+        n_rel = 0
+        for c in range(k):
+            if kept[c] >= 0:
+                n_rel += 1
+        for i in range(count):
+            owner[size] = r
+            probs[size] = p[i]
+            firsts[size] = f[i]
+            lasts[size] = last[i]
+            for c in range(k):
+                nodes[size, c] = (keys[i, kept[c]] if kept[c] >= 0
+                                  else row_nodes[row_nodes_start[events[r, c]]])
+            for x in range(n_not):
+                gi = 0
+                while gap_columns[gi] != neg_columns[x]:
+                    gi += 1
+                gaps[size, x] = keys[i, n_rel + 2 * gi] + 1
+                gaps[size, n_not + x] = keys[i, n_rel + 2 * gi + 1] - 1
+            size += 1
+    return (owner[:size], nodes[:size], probs[:size], firsts[:size], lasts[:size],
+            gaps[:size])
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown(a: np.ndarray, cap: int, size: int) -> np.ndarray:
+    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
+    out[:size] = a[:size]
+    return out
+
+
+def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
+                 gap_columns: np.ndarray, negated_offsets: np.ndarray,
+                 negated_nodes: np.ndarray, negated_instants: np.ndarray,
+                 negated_columns: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                            np.ndarray]:
+    """Complete tuples' final states as pseudo-entries for the negation kernel: per
+    state its tuple (index into ``events``), a nodes matrix holding the state's exact
+    node in every column nearest to a gap in its group whose unit may hold a weighed
+    node (elsewhere its event's first node, which stands for any), its probability, its
+    first and last instants, and each NOT item's gap bounds (snapped to the instants of
+    the nodes it may weigh; for ``negation_factors(gaps=...)``)."""
+    events = np.ascontiguousarray(events, dtype=np.int64)
+    bounded = window != np.inf
+    length = int(window) if bounded else 0
+    neg = (np.ascontiguousarray(negated_offsets, dtype=np.int64),
+           np.ascontiguousarray(negated_nodes, dtype=np.int64),
+           np.ascontiguousarray(negated_instants, dtype=np.int64),
+           np.ascontiguousarray(negated_columns, dtype=np.int64))
+    gaps = np.ascontiguousarray(gap_columns, dtype=np.int64)
+    # The programme runs without the GIL: one slice of the tuples per thread (the
+    # kernel is not a parallel one, so threads may enter it together).
+    threads = max(1, min(numba.get_num_threads(), len(events) // 64))
+    cuts = np.linspace(0, len(events), threads + 1).astype(np.int64)
+    with KERNEL_LOCK:
+        if threads == 1:
+            return _all_states(events, length, bounded, gaps, neg, tables.arrays)
+        with ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(
+                lambda ab: _all_states(events[ab[0]:ab[1]], length, bounded, gaps, neg,
+                                       tables.arrays), itertools.pairwise(cuts.tolist())))
+    owner = np.concatenate([p[0] + a for p, a in zip(parts, cuts[:-1])])
+    nodes, probs, firsts, lasts, gap_bounds = (np.concatenate([p[i] for p in parts])
+                                               for i in range(1, 6))
+    return owner, nodes, probs, firsts, lasts, gap_bounds

@@ -1,0 +1,231 @@
+"""Tuples instead of entries: each tuple's programme (query/tuple_kernels.py) against the
+possible-worlds baseline, and the engine's answers when batches go on as tuples."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from unittest.mock import patch
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+from random_archives import archives, patterns
+from test_batch_engine import two_negations_in_one_gap
+from test_strategies_match_possible_worlds import assert_same_answer, cases
+
+import uncertain_cep as uc
+from uncertain_cep.datasets import generate_synthetic
+from uncertain_cep.query import batch_engine
+from uncertain_cep.query.batch_engine import BatchEngine
+from uncertain_cep.query.evaluation import QueryContext
+from uncertain_cep.query.negation_kernels import negation_factors
+from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
+
+TOL = 1e-9
+
+
+def _every_tuple(idx: uc.UncertainIndex, pattern: object
+                 ) -> tuple[QueryContext, np.ndarray, dict[tuple[object, ...], tuple]]:
+    """The query's context, every tuple of distinct events (one per positive item), and
+    the possible-worlds answer of the pattern without threshold (every tuple of positive
+    confidence) by event ids."""
+    pattern = replace(pattern, confidence=None)
+    want = idx.query(pattern, strategy="possible_worlds")
+    ctx = QueryContext(idx.event_index, pattern)
+    k = len(ctx.positive)
+    tuples = np.array(list(itertools.permutations(range(idx.archive.n_events), k)),
+                      dtype=np.int64).reshape(-1, k)
+    return ctx, tuples, {tuple(e): (c, f, last) for e, c, f, last in zip(
+        want["events"], want["confidence"], want["t_first"], want["t_last"])}
+
+
+def _by_ids(idx: uc.UncertainIndex, ctx: QueryContext, tuples: np.ndarray,
+            total: np.ndarray, first: np.ndarray, last: np.ndarray
+            ) -> dict[tuple[object, ...], tuple]:
+    attribute = np.ones(len(tuples))
+    for c, symbol in enumerate(ctx.positive):
+        attribute *= ctx.pr_rows(symbol, tuples[:, c])
+    conf = total * attribute
+    ids = idx.archive.event_ids
+    return {tuple(ids[r] for r in row): (c, f, la)
+            for row, c, f, la in zip(tuples, conf, first, last) if c > 0}
+
+
+def _assert_same(got: dict, want: dict) -> None:
+    assert set(got) == set(want)
+    for key, (c, f, last) in want.items():
+        assert abs(got[key][0] - c) <= TOL, (key, got[key], want[key])
+        assert got[key][1:] == (f, last), (key, got[key], want[key])
+
+
+@settings(deadline=None)
+@given(df=archives(max_events=10), pattern=patterns(("x",), negation=False),
+       condition2=st.booleans(), layout=st.sampled_from(["multi", "multi", "single"]))
+def test_a_tuples_programme_gives_its_possible_worlds_confidence(df, pattern, condition2,
+                                                                 layout):
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    try:
+        idx = uc.build_index(df, max_speed=2.0 if condition2 else None,
+                             coordinates=("x",), multi_tree=layout == "multi")
+    except uc.InputError:
+        return
+    ctx, tuples, want = _every_tuple(idx, pattern)
+    event(f"answer rows: {min(len(want), 5)}")
+    total, first, last, *_ = tuple_probabilities(TupleTable(idx.event_index.node_table),
+                                                 tuples, ctx.window)
+    _assert_same(_by_ids(idx, ctx, tuples, total, first, last), want)
+
+
+@settings(deadline=None)
+@given(df=archives(max_events=10),
+       pattern=st.one_of(patterns(("x",), negation=True, min_items=3, max_items=5),
+                         two_negations_in_one_gap()),
+       condition2=st.booleans(), layout=st.sampled_from(["multi", "multi", "single"]))
+def test_a_tuples_states_with_their_negation_factors_give_its_confidence(
+        df, pattern, condition2, layout):
+    # The final states as pseudo-entries: exact nodes where a unit may hold a weighed
+    # node (or two nodes of a chain share it), canonical ones elsewhere, gap bounds
+    # snapped to the instants of the nodes they may weigh.
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    try:
+        idx = uc.build_index(df, max_speed=2.0 if condition2 else None,
+                             coordinates=("x",), multi_tree=layout == "multi")
+    except uc.InputError:
+        return
+    ctx, tuples, want = _every_tuple(idx, pattern)
+    event(f"answer rows: {min(len(want), 5)}")
+    negated = BatchEngine(ctx).negated
+    owner, nodes, prob, firsts, lasts, gaps = tuple_states(
+        TupleTable(idx.event_index.node_table), tuples, ctx.window,
+        BatchEngine(ctx).gaps, negated.offsets, negated.nodes, negated.instants,
+        negated.columns)
+    weight = prob * negation_factors(idx.event_index.node_table, tuples[owner], nodes,
+                                     negated, gaps)
+    total = np.bincount(owner, weights=weight, minlength=len(tuples))
+    live = weight > 0
+    first = np.full(len(tuples), 1 << 60)
+    np.minimum.at(first, owner[live], firsts[live])
+    last = np.full(len(tuples), -(1 << 60))
+    np.maximum.at(last, owner[live], lasts[live])
+    _assert_same(_by_ids(idx, ctx, tuples, total, first, last), want)
+
+
+@settings(deadline=None)
+@given(df=archives(max_events=10), pattern=patterns(("x",), negation=False, min_items=3),
+       data=st.data())
+def test_a_partial_tuples_bound_is_at_least_every_completions_probability(df, pattern,
+                                                                          data):
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    idx = uc.build_index(df)
+    ctx = QueryContext(idx.event_index, pattern)
+    k = len(ctx.positive)
+    tuples = np.array(list(itertools.permutations(range(idx.archive.n_events), k)),
+                      dtype=np.int64).reshape(-1, k)
+    table = TupleTable(idx.event_index.node_table)
+    total, *_ = tuple_probabilities(table, tuples, ctx.window)
+    hidden = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)))
+    if hidden.all():
+        hidden[0] = False
+    partial = np.where(hidden, -1, tuples)
+    bound, *_, lo, hi = tuple_probabilities(table, partial, ctx.window)
+    assert (bound >= total - TOL).all()
+    # Each matched column's reachable instants hold its instant in every world counted.
+    _, first, last, *_ = tuple_probabilities(table, tuples, ctx.window)
+    shown = total > 0
+    if not hidden[0]:
+        assert (lo[shown, 0] <= first[shown]).all()
+    if not hidden[-1]:
+        assert (hi[shown, -1] >= last[shown]).all()
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@given(case=cases(condition2=False))
+def test_answers_as_tuples_equal_possible_worlds(strategy, case):
+    df, pattern, _, codes, layout = case
+    note(str(pattern))
+    idx = uc.build_index(df, coordinates=("x", "y") if "y_lo" in df.columns else ("x",),
+                         codes=codes, multi_tree=layout == "multi")
+    with patch.object(batch_engine, "TUPLE_RATIO", 0):
+        got = idx.query(pattern, strategy=strategy)
+    assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(deadline=None)
+@given(case=cases(condition2=True))
+def test_answers_as_tuples_under_condition_2_equal_possible_worlds(strategy, case):
+    df, pattern, max_speed, codes, layout = case
+    coords = ("x", "y") if "y_lo" in df.columns else ("x",)
+    try:
+        idx = uc.build_index(df, max_speed=max_speed, coordinates=coords, codes=codes,
+                             multi_tree=layout == "multi")
+    except uc.InputError:
+        return
+    with patch.object(batch_engine, "TUPLE_RATIO", 0):
+        got = idx.query(pattern, strategy=strategy)
+    assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(deadline=None)
+@given(df=archives(max_groups=3), pattern=two_negations_in_one_gap(),
+       limit=st.integers(1, 6), ratio=st.sampled_from([0, 2]))
+def test_several_negations_in_one_gap_as_tuples_in_small_batches(strategy, df, pattern,
+                                                                 limit, ratio):
+    # Batches of a few tuples (or pairs), some going on as tuples midway.
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    idx = uc.build_index(df)
+    with (patch.object(batch_engine, "TUPLE_RATIO", ratio),
+          patch.object(batch_engine, "BATCH_LIMIT", limit)):
+        got = idx.query(pattern, strategy=strategy)
+    assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(20, 40), groups=st.integers(1, 4),
+       data=st.data())
+def test_tuples_and_entries_agree_on_larger_archives(seed, n, groups, data):
+    # Deep trees (time squeezed), beyond the possible-worlds baseline's reach.
+    df = generate_synthetic(n, groups=groups, d=1, seed=seed)
+    df = df.assign(t_lo=df.t_lo // 2, t_hi=df.t_lo // 2 + (df.t_hi - df.t_lo))
+    df = df.rename(columns={"a0_lo": "x_lo", "a0_hi": "x_hi"})
+    df["x_lo"] = (df["x_lo"] + 3) * 1.5
+    df["x_hi"] = (df["x_hi"] + 3) * 1.5
+    df["tag"] = ["a" if i % 3 else "b" for i in range(len(df))]
+    try:
+        idx = uc.build_index(df, node_budget=20_000)
+    except (uc.InputError, uc.IndexBuildError):
+        return
+    pattern = replace(data.draw(patterns(("x",), max_items=5)),
+                      within=data.draw(st.integers(3, 10)),
+                      confidence=data.draw(st.sampled_from([0.01, 0.05, 0.2])))
+    with patch.object(batch_engine, "TUPLE_RATIO", 1 << 40):
+        want = idx.query(pattern)
+    event(f"answer rows: {min(len(want), 3)}")
+    with patch.object(batch_engine, "TUPLE_RATIO", 0):
+        assert_same_answer(idx.query(pattern), want)
+        assert_same_answer(idx.query(pattern, strategy="sequential"), want)
+
+
+def test_explain_names_the_steps_taken_as_tuples():
+    rng = np.random.default_rng(5)
+    n = 120
+    t = np.arange(n) // 3
+    df = pd.DataFrame({"event_id": range(n), "group": np.arange(n) % 3, "t_lo": t,
+                       "t_hi": t + rng.integers(0, 3, n), "x": rng.normal(size=n)})
+    idx = uc.build_index(df)
+    query = ("PATTERN SEQ(A, B, NOT N, C) DEFINE A AS x > -1, B AS x > -1, N AS x > 2, "
+             "C AS x > -1 WITHIN 6 CONFIDENCE 0.01")
+    with patch.object(batch_engine, "TUPLE_RATIO", 0):
+        ex = idx.explain(query)
+        got = idx.query(query)
+    assert "as tuples" not in ex.steps[0].access
+    assert all("as tuples" in s.access for s in ex.steps[1:]), str(ex)
+    with patch.object(batch_engine, "TUPLE_RATIO", 1 << 40):
+        want = idx.query(query)
+        assert "as tuples" not in str(idx.explain(query))
+    assert len(want) > 10
+    assert_same_answer(got, want)
