@@ -47,9 +47,6 @@ from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
 __all__ = ["TupleTable", "tuple_probabilities", "tuple_states"]
 
-# A state row: first instant, previous instant, then one context node per group of the
-# tuple, then (negation) the exact nodes kept and each gap's two bounds.
-_FIRST, _PREV, _HEAD = 0, 1, 2
 
 
 class TupleTable:
@@ -118,16 +115,6 @@ def _find(keys: np.ndarray, slot_row: np.ndarray, slot_stamp: np.ndarray, stamp:
             return s
         s = (s + 1) & mask
     return s
-
-
-@numba.njit(cache=True, nogil=True)
-def _layer(rows: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                           np.ndarray]:
-    """Room for ``rows`` states of ``width``: keys, probabilities, each state's earliest
-    first instant, and a hash table of four slots per row (row, stamp)."""
-    return (np.empty((rows, width), dtype=np.int64), np.zeros(rows),
-            np.empty(rows, dtype=np.int64), np.empty(4 * rows, dtype=np.int64),
-            np.full(4 * rows, -1, dtype=np.int64))
 
 
 # ---------------------------------------------------------------- the programme
@@ -243,31 +230,41 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     if n_gaps > 0:
         n_rel, weighed, weighed_start = _exact_columns(events, cols, m, slot, n_groups,
                                                        gap_columns, neg, t, rel, widest)
-    base = _HEAD + n_groups
+    # A class of states: the clipped first instant, per group the context its next
+    # matched event sees (-1: none), the exact nodes kept and the gaps' snapped bounds;
+    # within a class, one probability (and earliest true first instant) per instant of
+    # the column just matched.
+    base = 1 + n_groups
     width = base + n_rel + 2 * n_gaps
-    # Per node of each column's event: what its group's next matched event will see of
-    # it, and (negation) the gap bounds it sets.
-    n_all = 0
-    for j in range(m):
-        n_all += row_nodes_start[events[cols[j]] + 1] - row_nodes_start[events[cols[j]]]
-    seen = np.empty(n_all, dtype=np.int64)
-    bound = np.empty((n_all, 2), dtype=np.int64)
-    side = np.full((m, 2), -1, dtype=np.int64)
+    # Per node of each column's event (flat, ``at[j]`` onwards): its instant, what its
+    # group's next matched event sees of it, the gap bounds it sets, and which nodes
+    # lead to the same class from any class (``sig``: one number per distinct target).
     at = np.empty(m + 1, dtype=np.int64)
     at[0] = 0
     for j in range(m):
         e = events[cols[j]]
-        a0, a1 = row_nodes_start[e], row_nodes_start[e + 1]
-        at[j + 1] = at[j] + a1 - a0
+        at[j + 1] = at[j] + row_nodes_start[e + 1] - row_nodes_start[e]
+    seen = np.empty(at[m], dtype=np.int64)
+    bound = np.full((at[m], 2), -1, dtype=np.int64)
+    sig = np.empty(at[m], dtype=np.int64)
+    n_sigs = np.zeros(m, dtype=np.int64)
+    side = np.full((m, 2), -1, dtype=np.int64)
+    first_at = np.empty(m, dtype=np.int64)
+    span_at = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        e = events[cols[j]]
+        a0 = row_nodes_start[e]
         for gi in range(n_gaps):
             if gap_columns[gi] == cols[j]:
                 side[j, 0] = gi
             if gap_columns[gi] + 1 == cols[j]:
                 side[j, 1] = gi
         left, right = side[j, 0], side[j, 1]
-        for q in range(a0, a1):
-            v = row_nodes[q]
-            f = at[j] + q - a0
+        lo_t, hi_t = NO_TIME, -NO_TIME
+        for f in range(at[j], at[j + 1]):
+            v = row_nodes[a0 + f - at[j]]
+            lo_t = min(lo_t, instant[v])
+            hi_t = max(hi_t, instant[v])
             seen[f] = (_context_for(v, events[cols[next_same[j]]], t)
                        if next_same[j] >= 0 else -1)
             if left >= 0:
@@ -276,141 +273,187 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
             if right >= 0:
                 bound[f, 1] = _snap(weighed[weighed_start[right]:weighed_start[right + 1]],
                                     instant[v], True, widest[right, 1])
-    # Two layers of states (the one read, the one built) and one hash table, whose
-    # stamp moves on with every layer instead of being cleared.
-    cap = 64
-    keys, probs, firsts, _, _ = _layer(cap, width)
-    new_keys, new_probs, new_firsts, slot_row, slot_stamp = _layer(cap, width)
+            # A kept exact node is a class of its own; else the first node alike.
+            sig[f] = -1
+            if rel[j] < 0:
+                for f2 in range(at[j], min(f, at[j] + 8)):
+                    if (seen[f2] == seen[f] and bound[f2, 0] == bound[f, 0]
+                            and bound[f2, 1] == bound[f, 1]):
+                        sig[f] = sig[f2]
+                        break
+            if sig[f] < 0:
+                sig[f] = n_sigs[j]
+                n_sigs[j] += 1
+        first_at[j], span_at[j] = lo_t, hi_t - lo_t + 1
+    # Two layers of classes (the one read, the one built; each class's row is set when
+    # it is made) and one hash table of class keys, whose stamp moves on with every
+    # layer instead of being cleared.
+    cap = 16
+    d_max = span_at[:m].max()
+    keys = np.empty((cap, width), dtype=np.int64)
+    vec = np.empty((cap, d_max))
+    fst = np.empty((cap, d_max), dtype=np.int64)
+    new_keys = np.empty((cap, width), dtype=np.int64)
+    new_vec = np.empty((cap, d_max))
+    new_fst = np.empty((cap, d_max), dtype=np.int64)
+    slot_row = np.empty(4 * cap, dtype=np.int64)
+    slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
+    cum = np.empty(d_max)
+    earliest = np.empty(d_max, dtype=np.int64)
     stamp = 0
     n = 0
     key = np.empty(width, dtype=np.int64)
+    target = np.empty(max(1, n_sigs.max()), dtype=np.int64)
     for j in range(m):
         e = events[cols[j]]
-        a0, a1 = row_nodes_start[e], row_nodes_start[e + 1]
+        a0 = row_nodes_start[e]
         left, right = side[j, 0], side[j, 1]
         stamp += 1
-        n_new = 0
         s = slot[j]
-        gap = cols[j] - cols[j - 1] if j > 0 else 0
+        d, first_j = span_at[j], first_at[j]
+        n_new = 0
         t_lo, t_hi = NO_TIME, -NO_TIME
-        for i in range(n if j > 0 else 1):
-            for q in range(a0, a1):
-                v = row_nodes[q]
+        if j > 0:
+            gap = cols[j] - cols[j - 1]
+            d_prev, first_prev = span_at[j - 1], first_at[j - 1]
+        for c in range(n if j > 0 else 1):
+            if j > 0:
+                # Per instant of the previous column, the class's mass at or before it.
+                acc, low = 0.0, NO_TIME
+                for x in range(d_prev):
+                    acc += vec[c, x]
+                    if vec[c, x] > 0.0:
+                        low = min(low, fst[c, x])
+                    cum[x] = acc
+                    earliest[x] = low
+                if acc <= 0.0:
+                    continue
+                tf, a = keys[c, 0], keys[c, 1 + s]
+            for g in range(n_sigs[j]):
+                target[g] = -1
+            for f in range(at[j], at[j + 1]):
+                v = row_nodes[a0 + f - at[j]]
                 tv = instant[v]
                 if j == 0:
                     p = poi[v]
-                    first = tv
-                    key[_FIRST] = min(tv, clip) if bounded else tv
-                    for c in range(_HEAD, width):
-                        key[c] = -1
+                    low = tv
                 else:
-                    if tv < keys[i, _PREV] + gap or tv - keys[i, _FIRST] > span:
+                    x = tv - gap - first_prev
+                    if x < 0:
                         continue
-                    a = keys[i, _HEAD + s]
+                    if x >= d_prev:
+                        x = d_prev - 1
+                    if cum[x] <= 0.0 or tv - tf > span:
+                        continue
                     if a >= 0:
                         if not _descends_inline(a, v, code, code_end, tree, tree_virtual,
                                                 tree_last_code):
                             continue
-                        p = probs[i] * _extension_inline(a, v, poi, tree, tree_parent,
-                                                         tree_level, tree_virtual)
+                        p = cum[x] * _extension_inline(a, v, poi, tree, tree_parent,
+                                                       tree_level, tree_virtual)
                     else:
-                        p = probs[i] * poi[v]
-                    first = firsts[i]
-                    for c in range(width):
-                        key[c] = keys[i, c]
+                        p = cum[x] * poi[v]
+                    low = earliest[x]
                 if p <= 0.0:
                     continue
-                f = at[j] + q - a0
-                key[_PREV] = tv
-                key[_HEAD + s] = seen[f]
-                if rel[j] >= 0:
-                    key[base + rel[j]] = v
-                if left >= 0:
-                    key[base + n_rel + 2 * left] = bound[f, 0]
-                if right >= 0:
-                    key[base + n_rel + 2 * right + 1] = bound[f, 1]
-                h = _find(new_keys, slot_row, slot_stamp, stamp, key)
-                if slot_stamp[h] == stamp:
-                    r = slot_row[h]
-                    new_probs[r] += p
-                    new_firsts[r] = min(new_firsts[r], first)
-                else:
-                    if n_new == cap:
-                        # Twice the room: both layers, and the table rebuilt.
-                        cap *= 2
-                        keys, probs, firsts = _grown(keys, cap, n), _grown(probs, cap, n), \
-                            _grown(firsts, cap, n)
-                        new_keys = _grown(new_keys, cap, n_new)
-                        new_probs = _grown(new_probs, cap, n_new)
-                        new_firsts = _grown(new_firsts, cap, n_new)
-                        slot_row = np.empty(4 * cap, dtype=np.int64)
-                        slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
-                        for r in range(n_new):
-                            h2 = _find(new_keys, slot_row, slot_stamp, stamp, new_keys[r])
-                            slot_row[h2], slot_stamp[h2] = r, stamp
-                        h = _find(new_keys, slot_row, slot_stamp, stamp, key)
-                    new_keys[n_new] = key
-                    new_probs[n_new] = p
-                    new_firsts[n_new] = first
-                    slot_row[h], slot_stamp[h] = n_new, stamp
-                    n_new += 1
+                # (The first column's class holds its own instant, clipped: no sharing.)
+                r = target[sig[f]] if j > 0 else -1
+                if r < 0:
+                    if j == 0:
+                        key[0] = min(tv, clip) if bounded else tv
+                        for col in range(1, width):
+                            key[col] = -1
+                    else:
+                        for col in range(width):
+                            key[col] = keys[c, col]
+                    key[1 + s] = seen[f]
+                    if rel[j] >= 0:
+                        key[base + rel[j]] = v
+                    if left >= 0:
+                        key[base + n_rel + 2 * left] = bound[f, 0]
+                    if right >= 0:
+                        key[base + n_rel + 2 * right + 1] = bound[f, 1]
+                    h = _find(new_keys, slot_row, slot_stamp, stamp, key)
+                    if slot_stamp[h] == stamp:
+                        r = slot_row[h]
+                    else:
+                        if n_new == cap:
+                            # Twice the room: both layers, and the table rebuilt.
+                            cap *= 2
+                            keys, vec, fst = (_grown(keys, cap, n), _grown(vec, cap, n),
+                                              _grown(fst, cap, n))
+                            new_keys = _grown(new_keys, cap, n_new)
+                            new_vec = _grown(new_vec, cap, n_new)
+                            new_fst = _grown(new_fst, cap, n_new)
+                            slot_row = np.empty(4 * cap, dtype=np.int64)
+                            slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
+                            for r2 in range(n_new):
+                                h2 = _find(new_keys, slot_row, slot_stamp, stamp,
+                                           new_keys[r2])
+                                slot_row[h2], slot_stamp[h2] = r2, stamp
+                            h = _find(new_keys, slot_row, slot_stamp, stamp, key)
+                        r = n_new
+                        new_keys[r] = key
+                        for y in range(d):
+                            new_vec[r, y] = 0.0
+                            new_fst[r, y] = NO_TIME
+                        slot_row[h], slot_stamp[h] = r, stamp
+                        n_new += 1
+                    if j > 0:
+                        target[sig[f]] = r
+                y = tv - first_j
+                new_vec[r, y] += p
+                new_fst[r, y] = min(new_fst[r, y], low)
                 t_lo = min(t_lo, tv)
                 t_hi = max(t_hi, tv)
         keys, new_keys = new_keys, keys
-        probs, new_probs = new_probs, probs
-        firsts, new_firsts = new_firsts, firsts
+        vec, new_vec = new_vec, vec
+        fst, new_fst = new_fst, fst
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
-        if floor > 0.0:
-            mass = 0.0
-            for i in range(n):
-                mass += probs[i]
-            if mass < floor:
-                n = 0
+        if n > 0 and floor > 0.0 and vec[:n, :d].sum() < floor:
+            n = 0
         if n == 0:
-            return 0.0, NO_TIME, -NO_TIME, 0, keys[:0, base:], probs[:0], firsts[:0], \
-                firsts[:0]
+            return 0.0, NO_TIME, -NO_TIME, 0, keys[:0, base:], vec[:0, 0], \
+                fst[:0, 0], fst[:0, 0]
     # Each column's reachable instants, narrowed by the ones after it.
     for j in range(m - 2, -1, -1):
         hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
     for j in range(m):
         if rel[j] >= 0:
             kept_out[cols[j]] = rel[j]
-    total = 0.0
-    first, last = NO_TIME, -NO_TIME
-    for i in range(n):
-        total += probs[i]
-        first = min(first, firsts[i])
-        last = max(last, keys[i, _PREV])
-    if width == base:
-        out_keys = np.empty((1, 0), dtype=np.int64)
-        out_probs = np.full(1, total)
-        out_firsts = np.full(1, first)
-        out_lasts = np.full(1, last)
-        return total, first, last, n, out_keys, out_probs, out_firsts, out_lasts
-    # The final states merged on what the negation kernel reads (the contexts are all
+    # The final classes merged on what the negation kernel reads (the contexts are all
     # -1 now: no group has a later event), with their first and last instants.
+    first_m = first_at[m - 1]
     out_keys = np.empty((n, width - base), dtype=np.int64)
     out_probs = np.zeros(n)
-    out_firsts = np.empty(n, dtype=np.int64)
-    out_lasts = np.empty(n, dtype=np.int64)
+    out_firsts = np.full(n, NO_TIME, dtype=np.int64)
+    out_lasts = np.full(n, -NO_TIME, dtype=np.int64)
     stamp += 1
     n_out = 0
-    for i in range(n):
-        h = _find(out_keys, slot_row, slot_stamp, stamp, keys[i, base:])
+    cells = 0
+    total = 0.0
+    for c in range(n):
+        h = _find(out_keys, slot_row, slot_stamp, stamp, keys[c, base:])
         if slot_stamp[h] == stamp:
             r = slot_row[h]
-            out_probs[r] += probs[i]
-            out_firsts[r] = min(out_firsts[r], firsts[i])
-            out_lasts[r] = max(out_lasts[r], keys[i, _PREV])
         else:
-            out_keys[n_out] = keys[i, base:]
-            out_probs[n_out] = probs[i]
-            out_firsts[n_out] = firsts[i]
-            out_lasts[n_out] = keys[i, _PREV]
-            slot_row[h], slot_stamp[h] = n_out, stamp
+            r = n_out
+            out_keys[r] = keys[c, base:]
+            slot_row[h], slot_stamp[h] = r, stamp
             n_out += 1
-    return (total, first, last, n, out_keys[:n_out], out_probs[:n_out],
+        for y in range(span_at[m - 1]):
+            if vec[c, y] > 0.0:
+                cells += 1
+                total += vec[c, y]
+                out_probs[r] += vec[c, y]
+                out_firsts[r] = min(out_firsts[r], fst[c, y])
+                out_lasts[r] = max(out_lasts[r], first_m + y)
+    first, last = NO_TIME, -NO_TIME
+    for r in range(n_out):
+        first = min(first, out_firsts[r])
+        last = max(last, out_lasts[r])
+    return (total, first, last, cells, out_keys[:n_out], out_probs[:n_out],
             out_firsts[:n_out], out_lasts[:n_out])
 
 
