@@ -377,6 +377,12 @@ class BatchEngine:
                 floor = (np.where(attribute > 0, (ctx.theta - TOLERANCE) / attribute,
                                   np.inf) if ctx.theta > TOLERANCE
                          else np.zeros(len(events)))
+            if depth + 1 == self.k and ctx.negations:
+                # Complete: one programme keeping what the negation kernel reads.
+                total, first, last, held = self._negated(events, floor)
+                created += held
+                kept += self._answer(events, total * attribute, first, last)
+                continue
             total, first, last, states, earliest, latest = tuple_probabilities(
                 self.tuple_table, events, ctx.window, floor)
             created += int(states.sum())
@@ -385,11 +391,7 @@ class BatchEngine:
                 live &= self._passing(total * attribute)
             events, total, attribute = events[live], total[live], attribute[live]
             if depth + 1 == self.k:
-                if ctx.negations:
-                    total, first, last = self._negated(events)
-                else:
-                    first, last = first[live], last[live]
-                kept += self._answer(events, total * attribute, first, last)
+                kept += self._answer(events, total * attribute, first[live], last[live])
                 continue
             kept += len(events)
             grown = TupleBatch(events, total, earliest[live], latest[live])
@@ -397,15 +399,17 @@ class BatchEngine:
                 stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
         return created, found, kept
 
-    def _negated(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Complete tuples' probabilities with every negation, and their first and last
-        instants over the worlds that count: their programmes' final states as
-        pseudo-entries (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`) through
+    def _negated(self, events: np.ndarray, floor: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Complete tuples' probabilities with every negation, their first and last
+        instants over the worlds that count, and the states they held: their programmes'
+        final states as pseudo-entries (:func:`~uncertain_cep.query.tuple_kernels.
+        tuple_states`; none for a tuple whose bound falls below its ``floor``) through
         the negation kernel."""
         table, negated = self.table, self.negated
         owner, nodes, prob, firsts, lasts, gaps = tuple_states(
             self.tuple_table, events, self.ctx.window, self.gaps, negated.offsets,
-            negated.nodes, negated.instants, negated.columns)
+            negated.nodes, negated.instants, negated.columns, floor)
         weight = prob * negation_factors(table, events[owner], nodes, negated, gaps)
         total = np.bincount(owner, weights=weight, minlength=len(events))
         live = weight > 0
@@ -413,7 +417,7 @@ class BatchEngine:
         np.minimum.at(first, owner[live], firsts[live])
         last = np.full(len(events), -NO_TIME, dtype=np.int64)
         np.maximum.at(last, owner[live], lasts[live])
-        return total, first, last
+        return total, first, last, len(owner)
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes

@@ -124,9 +124,12 @@ def _context_for(v: int, later: int, t: tuple) -> int:
     """What of node ``v`` a later event ``later`` of its group can see: ``v`` itself, or
     the virtual node of the outermost tree around ``v`` that holds no node of ``later``
     (seen from outside a tree, any node in it is its virtual node: the same descendants
-    outside it and the same context node in every tree enclosing it)."""
-    row_nodes_start, row_nodes, tree, tree_level = t[0], t[1], t[4], t[5]
-    tree_virtual, code, tree_last_code, root_code = t[7], t[9], t[11], t[12]
+    outside it and the same context node in every tree enclosing it). -1 (no context)
+    for a virtual node of a group's top chain of isolated subsequences: every OI passes
+    it (``poi`` 1), and a later node in a later subsequence descends from it."""
+    row_nodes_start, row_nodes, group, tree, tree_level = t[0], t[1], t[3], t[4], t[5]
+    tree_virtual, poi, code, tree_last_code, root_code = t[7], t[8], t[9], t[11], t[12]
+    top_chain = t[14]
     x = v
     tr = tree[v]
     while tree_level[tr] >= 1:
@@ -141,6 +144,8 @@ def _context_for(v: int, later: int, t: tuple) -> int:
             break
         x = tree_virtual[tr]
         tr = tree[x]
+    if x != v and tree_level[tr] == 0 and top_chain[group[v]] and poi[x] == 1.0:
+        return -1
     return x
 
 
@@ -602,8 +607,9 @@ def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
 
 @numba.njit(cache=True, nogil=True)
 def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.ndarray,
-                neg: tuple, t: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                np.ndarray, np.ndarray, np.ndarray]:
+                neg: tuple, t: tuple, floor: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                           np.ndarray]:
     """Every complete tuple's final states as pseudo-entries: the tuple's index, a nodes
     matrix (kept nodes where the state has them, the event's first node elsewhere), the
     probability, the first and last instants, and each NOT item's gap (its first
@@ -625,7 +631,8 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
     size = 0
     for r in range(n):
         _, _, _, _, keys, p, f, last = _programme(events[r], k, length, bounded,
-                                                  gap_columns, neg, t, 0.0, lo, hi, kept)
+                                                  gap_columns, neg, t, floor[r], lo, hi,
+                                                  kept)
         count = len(p)
         if size + count > cap:
             while size + count > cap:
@@ -669,7 +676,7 @@ def _grown(a: np.ndarray, cap: int, size: int) -> np.ndarray:
 def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
                  gap_columns: np.ndarray, negated_offsets: np.ndarray,
                  negated_nodes: np.ndarray, negated_instants: np.ndarray,
-                 negated_columns: np.ndarray
+                 negated_columns: np.ndarray, floor: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                             np.ndarray]:
     """Complete tuples' final states as pseudo-entries for the negation kernel: per
@@ -677,7 +684,8 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
     node in every column nearest to a gap in its group whose unit may hold a weighed
     node (elsewhere its event's first node, which stands for any), its probability, its
     first and last instants, and each NOT item's gap bounds (snapped to the instants of
-    the nodes it may weigh; for ``negation_factors(gaps=...)``)."""
+    the nodes it may weigh; for ``negation_factors(gaps=...)``). A tuple whose
+    probability without negation falls below its ``floor`` has no states."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
     length = int(window) if bounded else 0
@@ -686,17 +694,20 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
            np.ascontiguousarray(negated_instants, dtype=np.int64),
            np.ascontiguousarray(negated_columns, dtype=np.int64))
     gaps = np.ascontiguousarray(gap_columns, dtype=np.int64)
+    floor = (np.zeros(len(events)) if floor is None
+             else np.ascontiguousarray(floor, dtype=np.float64))
     # The programme runs without the GIL: one slice of the tuples per thread (the
     # kernel is not a parallel one, so threads may enter it together).
     threads = max(1, min(numba.get_num_threads(), len(events) // 64))
     cuts = np.linspace(0, len(events), threads + 1).astype(np.int64)
     with KERNEL_LOCK:
         if threads == 1:
-            return _all_states(events, length, bounded, gaps, neg, tables.arrays)
+            return _all_states(events, length, bounded, gaps, neg, tables.arrays, floor)
         with ThreadPoolExecutor(threads) as pool:
             parts = list(pool.map(
                 lambda ab: _all_states(events[ab[0]:ab[1]], length, bounded, gaps, neg,
-                                       tables.arrays), itertools.pairwise(cuts.tolist())))
+                                       tables.arrays, floor[ab[0]:ab[1]]),
+                itertools.pairwise(cuts.tolist())))
     owner = np.concatenate([p[0] + a for p, a in zip(parts, cuts[:-1])])
     nodes, probs, firsts, lasts, gap_bounds = (np.concatenate([p[i] for p in parts])
                                                for i in range(1, 6))
