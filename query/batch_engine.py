@@ -377,12 +377,6 @@ class BatchEngine:
                 floor = (np.where(attribute > 0, (ctx.theta - TOLERANCE) / attribute,
                                   np.inf) if ctx.theta > TOLERANCE
                          else np.zeros(len(events)))
-            if depth + 1 == self.k and ctx.negations:
-                # Complete: one programme keeping what the negation kernel reads.
-                total, first, last, held = self._negated(events, floor)
-                created += held
-                kept += self._answer(events, total * attribute, first, last)
-                continue
             total, first, last, states, earliest, latest = tuple_probabilities(
                 self.tuple_table, events, ctx.window, floor)
             created += int(states.sum())
@@ -390,6 +384,14 @@ class BatchEngine:
             if ctx.theta > TOLERANCE:
                 live &= self._passing(total * attribute)
             events, total, attribute = events[live], total[live], attribute[live]
+            if depth + 1 == self.k and ctx.negations:
+                # Complete: the survivors' programmes again, keeping what the negation
+                # kernel reads (a tuple's classes multiply by its kept nodes, so the
+                # cheap programme goes first: measured 2x on localization n = 15).
+                total, first, last, held = self._negated(events, floor[live])
+                created += held
+                kept += self._answer(events, total * attribute, first, last)
+                continue
             if depth + 1 == self.k:
                 kept += self._answer(events, total * attribute, first[live], last[live])
                 continue
