@@ -255,7 +255,8 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
 def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
                       gaps: np.ndarray, columns: np.ndarray, neg: tuple, t: tuple,
                       scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
-                      tree_level: np.ndarray, free: tuple) -> np.ndarray:
+                      tree_level: np.ndarray, free: tuple, folded: np.ndarray
+                      ) -> np.ndarray:
     """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
     memo (:func:`_chunk_factors`)."""
     n = len(nodes)
@@ -269,7 +270,7 @@ def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
                        (weight[c], value[c], relevant[c], required[c], touched[c],
                         weighted_group[c]),
                        poi, tree_parent, tree_level, start, free_groups, free_values,
-                       product, zeros, out)
+                       product, zeros, folded, out)
     return out
 
 
@@ -279,7 +280,8 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                    t: tuple, scratch: tuple,
                    poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
                    start: np.ndarray, free_groups: np.ndarray, free_values: np.ndarray,
-                   product: np.ndarray, zeros: np.ndarray, out: np.ndarray) -> None:
+                   product: np.ndarray, zeros: np.ndarray, folded: np.ndarray,
+                   out: np.ndarray) -> None:
     """The factors of entries ``r_lo`` to ``r_hi`` into ``out``, given every group's
     chain-free sum per set of gaps (``start``, ``free_groups``, ``free_values``, and
     their ``product`` and number of ``zeros``).
@@ -289,9 +291,12 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
     the whole chain over its probability is that of these nodes alone (no weighted node
     lies between two others), and merged entries keep the earliest first and latest
     last node of their members (query/merge_keys.py), which need not lie on one OI with
-    the others. Every event of the tuple in the group is excluded from weighing."""
+    the others. Every event of the tuple in the group is excluded from weighing. A
+    group whose first column is ``folded`` has its factor in the entry's probability
+    already (:mod:`~uncertain_cep.query.tuple_kernels`): only its chain-free sum is
+    divided out."""
     k = nodes.shape[1]
-    group, tree, tree_virtual, group_root = t[0], t[9], t[10], t[11]
+    group, group_root = t[0], t[11]
     half = gaps.shape[1] // 2
     found_groups = np.empty(len(group_root), dtype=np.int64)
     found_values = np.empty(len(group_root))
@@ -331,6 +336,8 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                 rest_zeros -= 1
             else:
                 rest /= free_values[i]
+            if folded[r, c]:
+                continue
             size, n_mine = 0, 0
             for d in range(c, k):
                 x = nodes[r, d]
@@ -347,18 +354,30 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                 key[k + d + 1] = mine[d] if d < n_mine else -1
             slot = memo.find(key)
             if slot < 0:
-                prob = 1.0
-                last = -1
-                for d in range(size):
-                    prob *= _extension(last, chain[d], poi, tree, tree_parent, tree_level,
-                                       tree_virtual)
-                    last = chain[d]
-                got = _weighted_sums(gaps[u, :half], gaps[u, half:], mine[:n_mine], g,
-                                     chain[:size], neg, t, scratch, found_groups,
-                                     found_values)
-                slot = memo.add(key, found_values[0] / prob if got else 1.0)
+                slot = memo.add(key, _group_factor(
+                    g, chain[:size], mine[:n_mine], gaps[u, :half], gaps[u, half:], neg, t,
+                    scratch, poi, tree_parent, tree_level, found_groups, found_values))
             factor *= memo.values[slot]
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
+
+
+@numba.njit(cache=True, nogil=True)
+def _group_factor(g: int, chain: np.ndarray, mine: np.ndarray, gap_a: np.ndarray,
+                  gap_b: np.ndarray, neg: tuple, t: tuple, scratch: tuple, poi: np.ndarray,
+                  tree_parent: np.ndarray, tree_level: np.ndarray,
+                  found_groups: np.ndarray, found_values: np.ndarray) -> float:
+    """Group ``g``'s weighted sum over its OIs through ``chain`` (its nodes nearest to
+    the gaps, in time order) over the chain's own probability; the nodes of the rows in
+    ``mine`` carry no weight. 1 where no node of the group is weighed."""
+    tree, tree_virtual = t[9], t[10]
+    prob = 1.0
+    last = -1
+    for d in range(len(chain)):
+        prob *= _extension(last, chain[d], poi, tree, tree_parent, tree_level, tree_virtual)
+        last = chain[d]
+    got = _weighted_sums(gap_a, gap_b, mine, g, chain, neg, t, scratch, found_groups,
+                         found_values)
+    return found_values[0] / prob if got else 1.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -379,7 +398,8 @@ def _next_to_gap(nodes: np.ndarray, r: int, d: int, g: int, group: np.ndarray,
 
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
-                     negated: NegatedNodes, gaps: np.ndarray | None = None) -> np.ndarray:
+                     negated: NegatedNodes, gaps: np.ndarray | None = None,
+                     folded: np.ndarray | None = None) -> np.ndarray:
     """P(no negated event in its gap | the entry's nodes) for every complete entry.
 
     Groups outside an entry's tuple contribute a weighted sum that depends only on the
@@ -389,16 +409,19 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     ``gaps`` (per entry and NOT item, the first instants strictly inside its gap, then
     the last ones) replaces the gaps the entry's nodes would give: for pseudo-entries
     whose border columns hold canonical nodes
-    (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`)."""
+    (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`); ``folded`` (per entry
+    and column) marks the groups whose own factor the entry's probability holds
+    already."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
-    arguments = _factor_arguments(table, events, nodes, negated, gaps)
+    arguments = _factor_arguments(table, events, nodes, negated, gaps, folded)
     with KERNEL_LOCK:
         return _negation_factors(*arguments)
 
 
 def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
-                      negated: NegatedNodes, gaps: np.ndarray | None = None) -> tuple:
+                      negated: NegatedNodes, gaps: np.ndarray | None = None,
+                      folded: np.ndarray | None = None) -> tuple:
     """The arguments of :func:`_negation_factors` for entries ``events``/``nodes`` (at
     least one), the free groups' sums among them (scripts/warm_kernels.py compiles the
     kernel for their types without running it)."""
@@ -410,6 +433,19 @@ def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
                                instants[:, negated.columns + 1] - 1], axis=1)
     gaps = np.ascontiguousarray(gaps, dtype=np.int64)
     gap_id, first = group_rows(gaps)
+    neg, t = kernel_tables(table, negated)
+    # One scratch per thread: entries are factored in that many chunks in parallel.
+    scratches = scratch_arrays(table, max(1, min(numba.get_num_threads(), len(events))))
+    gaps = np.ascontiguousarray(gaps[first])
+    free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
+    folded = (np.zeros(nodes.shape, dtype=np.bool_) if folded is None
+              else np.ascontiguousarray(folded, dtype=np.bool_))
+    return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
+            t, scratches, table.poi, table.tree_parent, table.tree_level, free, folded)
+
+
+def kernel_tables(table: NodeTable, negated: NegatedNodes) -> tuple[tuple, tuple]:
+    """What the kernels read of the NOT items' nodes and of the node table."""
     has_trees = table.tree_start[1:] > table.tree_start[:-1]
     top = np.minimum(table.tree_start[:-1], max(len(table.tree_root) - 1, 0))
     group_root = (np.where(has_trees, table.tree_root[top], -1) if len(table.tree_root)
@@ -418,18 +454,18 @@ def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     t = (table.group, table.row, table.kind, table.parent, table.cond, table.depth,
          table.child_start, table.child_list, table.child_root, table.tree,
          table.tree_virtual, group_root)
-    # Scratch per node of the whole index, allocated here rather than in compiled code:
-    # numpy's zeroed allocations are mapped lazily, and a call writes only the entries of
-    # the nodes it touches (a weight is set when its node becomes relevant), so memory
-    # and time follow the query, not the size of the index.
-    # One scratch per thread: entries are factored in that many chunks in parallel.
-    n_nodes, threads = len(table.group), max(1, min(numba.get_num_threads(), len(events)))
-    scratches = (np.zeros((threads, n_nodes)), np.zeros((threads, n_nodes)),
-                 np.zeros((threads, n_nodes), dtype=np.bool_),
-                 np.zeros((threads, n_nodes), dtype=np.bool_),
-                 np.zeros((threads, n_nodes), dtype=np.int64),
-                 np.zeros((threads, len(group_root)), dtype=np.bool_))
-    gaps = np.ascontiguousarray(gaps[first])
-    free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
-    return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
-            t, scratches, table.poi, table.tree_parent, table.tree_level, free)
+    return neg, t
+
+
+def scratch_arrays(table: NodeTable, threads: int) -> tuple[np.ndarray, ...]:
+    """Per thread, the scratch of :func:`_weighted_sums`: one slot per node of the whole
+    index, allocated here rather than in compiled code: numpy's zeroed allocations are
+    mapped lazily, and a call writes only the entries of the nodes it touches (a weight
+    is set when its node becomes relevant), so memory and time follow the query, not
+    the size of the index."""
+    n_nodes, n_groups = len(table.group), len(table.group_start) - 1
+    return (np.zeros((threads, n_nodes)), np.zeros((threads, n_nodes)),
+            np.zeros((threads, n_nodes), dtype=np.bool_),
+            np.zeros((threads, n_nodes), dtype=np.bool_),
+            np.zeros((threads, n_nodes), dtype=np.int64),
+            np.zeros((threads, n_groups), dtype=np.bool_))

@@ -33,7 +33,6 @@ of its nodes). Each final state becomes one *pseudo-entry* for the negation kern
 
 from __future__ import annotations
 
-import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -44,6 +43,13 @@ from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.chain_kernels import _descends, _extension
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
+from uncertain_cep.query.negation_kernels import (
+    NegatedNodes,
+    _group_factor,
+    _Memo,
+    kernel_tables,
+    scratch_arrays,
+)
 
 __all__ = ["TupleTable", "tuple_probabilities", "tuple_states"]
 
@@ -71,6 +77,8 @@ class TupleTable:
                        table.tree, table.tree_level, table.tree_parent, table.tree_virtual,
                        table.poi, table.code, table.code_end, table.tree_last_code,
                        self.root_code, table.row, self.top_chain)
+        # What the negation kernel reads (its own layout), for folding a group's factor.
+        self.node_arrays = kernel_tables(table, NegatedNodes([], [], [], []))[1]
 
 
 # A compiled call that passes arrays costs about 90 ns in reference counting unless it is
@@ -175,7 +183,8 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
-               lo_out: np.ndarray, hi_out: np.ndarray, kept_out: np.ndarray
+               lo_out: np.ndarray, hi_out: np.ndarray, kept_out: np.ndarray,
+               fold: tuple, memo: _Memo, folded_out: np.ndarray
                ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray,
                           np.ndarray]:
     """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
@@ -186,7 +195,14 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     complete tuple; else one state): their kept nodes and gap bounds, probabilities,
     first and last instants. Writes each column's reachable instants to ``lo_out`` and
     ``hi_out`` (+-NO_TIME where unmatched) and, per column, where the kept nodes hold its
-    node (-1: nowhere) to ``kept_out``."""
+    node (-1: nowhere) to ``kept_out``.
+
+    With negation, each group's factor (:func:`~uncertain_cep.query.negation_kernels.
+    _group_factor`; ``fold``: the NOT items' weights and the negation kernel's tables
+    and scratch, ``memo`` its values) is multiplied into the classes as soon as the
+    group's nodes nearest to the gaps and every gap's bounds are known, and the group's
+    kept nodes leave the key: a kept node would otherwise split every later layer.
+    ``folded_out`` marks the columns of folded groups."""
     row_nodes_start, row_nodes, instant, group = t[0], t[1], t[2], t[3]
     tree, tree_level, tree_parent, tree_virtual = t[4], t[5], t[6], t[7]
     poi, code, code_end, tree_last_code = t[8], t[9], t[10], t[11]
@@ -194,6 +210,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     m = 0
     for c in range(k):
         lo_out[c], hi_out[c], kept_out[c] = -NO_TIME, NO_TIME, -1
+        folded_out[c] = False
         if events[c] >= 0:
             cols[m] = c
             m += 1
@@ -232,9 +249,22 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     weighed = np.empty(0, dtype=np.int64)
     weighed_start = np.zeros(n_gaps + 1, dtype=np.int64)
     widest = np.empty((n_gaps, 2), dtype=np.int64)
+    near = np.zeros(m, dtype=np.bool_)
+    fold_at = np.full(n_groups, -1, dtype=np.int64)
     if n_gaps > 0:
         n_rel, weighed, weighed_start = _exact_columns(events, cols, m, slot, n_groups,
-                                                       gap_columns, neg, t, rel, widest)
+                                                       gap_columns, neg, t, rel, widest,
+                                                       near)
+        # A group folds once its last column nearest to a gap and every gap's right
+        # column are matched.
+        right = 0
+        for gi in range(n_gaps):
+            for j in range(m):
+                if cols[j] == gap_columns[gi] + 1:
+                    right = max(right, j)
+        for j in range(m):
+            if near[j]:
+                fold_at[slot[j]] = max(fold_at[slot[j]], j, right)
     # A class of states: the clipped first instant, per group the context its next
     # matched event sees (-1: none), the exact nodes kept and the gaps' snapped bounds;
     # within a class, one probability (and earliest true first instant) per instant of
@@ -416,6 +446,31 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         fst, new_fst = new_fst, fst
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
+        if n > 0 and n_gaps > 0 and (fold_at == j).any():
+            _fold(j, n, d, keys, vec, events, cols, m, slot, groups, near, rel, fold_at,
+                  gap_columns, neg[3], base, n_rel, fold, memo, t)
+            # Classes that differed only in the folded nodes merge.
+            stamp += 1
+            n_new = 0
+            for c in range(n):
+                h = _find(new_keys, slot_row, slot_stamp, stamp, keys[c])
+                if slot_stamp[h] == stamp:
+                    r = slot_row[h]
+                    for y in range(d):
+                        new_vec[r, y] += vec[c, y]
+                        new_fst[r, y] = min(new_fst[r, y], fst[c, y])
+                else:
+                    r = n_new
+                    new_keys[r] = keys[c]
+                    for y in range(d):
+                        new_vec[r, y] = vec[c, y]
+                        new_fst[r, y] = fst[c, y]
+                    slot_row[h], slot_stamp[h] = r, stamp
+                    n_new += 1
+            keys, new_keys = new_keys, keys
+            vec, new_vec = new_vec, vec
+            fst, new_fst = new_fst, fst
+            n = n_new
         if n > 0 and floor > 0.0 and vec[:n, :d].sum() < floor:
             n = 0
         if n == 0:
@@ -425,7 +480,9 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     for j in range(m - 2, -1, -1):
         hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
     for j in range(m):
-        if rel[j] >= 0:
+        if fold_at[slot[j]] >= 0:
+            folded_out[cols[j]] = True
+        elif rel[j] >= 0:
             kept_out[cols[j]] = rel[j]
     # The final classes merged on what the negation kernel reads (the contexts are all
     # -1 now: no group has a later event), with their first and last instants.
@@ -463,11 +520,79 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
 
 
 @numba.njit(cache=True, nogil=True)
+def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.ndarray,
+          cols: np.ndarray, m: int, slot: np.ndarray, groups: np.ndarray, near: np.ndarray,
+          rel: np.ndarray, fold_at: np.ndarray, gap_columns: np.ndarray,
+          neg_columns: np.ndarray, base: int, n_rel: int, fold: tuple, memo: _Memo,
+          t: tuple) -> None:
+    """Multiply each of the ``n`` classes by the factors of the groups folding at column
+    ``j`` (their chains: the kept node where the class keeps one, else the event's first
+    node, as a pseudo-entry would hold; the gaps from the class's bounds), and clear
+    those groups' kept nodes from the keys (kept nodes from key column ``base``, then
+    ``n_rel`` of them, then the gaps' bounds)."""
+    row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
+    neg, nt, scratch, found_groups, found_values = fold
+    bounds_at = base + n_rel
+    k, n_not = len(events), len(neg_columns)
+    chain = np.empty(k, dtype=np.int64)
+    mine = np.empty(k, dtype=np.int64)
+    gap_a = np.empty(n_not, dtype=np.int64)
+    gap_b = np.empty(n_not, dtype=np.int64)
+    key = np.empty(2 * k + 1 + 2 * n_not, dtype=np.int64)
+    which = np.empty(n_not, dtype=np.int64)
+    for x in range(n_not):
+        gi = 0
+        while gap_columns[gi] != neg_columns[x]:
+            gi += 1
+        which[x] = gi
+    for c in range(n):
+        factor = 1.0
+        for x in range(n_not):
+            gap_a[x] = keys[c, bounds_at + 2 * which[x]] + 1
+            gap_b[x] = keys[c, bounds_at + 2 * which[x] + 1] - 1
+        for s in range(len(fold_at)):
+            if fold_at[s] != j:
+                continue
+            size, n_mine = 0, 0
+            for j2 in range(m):
+                if slot[j2] != s:
+                    continue
+                e = events[cols[j2]]
+                mine[n_mine] = e
+                n_mine += 1
+                if near[j2]:
+                    chain[size] = (keys[c, base + rel[j2]] if rel[j2] >= 0
+                                   else row_nodes[row_nodes_start[e]])
+                    size += 1
+            key[0] = groups[s]
+            for y in range(k):
+                key[1 + y] = chain[y] if y < size else -1
+                key[1 + k + y] = mine[y] if y < n_mine else -1
+            for x in range(n_not):
+                key[1 + 2 * k + x] = gap_a[x]
+                key[1 + 2 * k + n_not + x] = gap_b[x]
+            i = memo.find(key)
+            if i < 0:
+                i = memo.add(key, _group_factor(
+                    groups[s], chain[:size], mine[:n_mine], gap_a, gap_b, neg, nt, scratch,
+                    poi, tree_parent, tree_level, found_groups, found_values))
+            factor *= memo.values[i]
+        if factor != 1.0:
+            for y in range(d):
+                vec[c, y] *= factor
+        for j2 in range(m):
+            if rel[j2] >= 0 and fold_at[slot[j2]] == j:
+                keys[c, base + rel[j2]] = -1
+
+
+@numba.njit(cache=True, nogil=True)
 def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray,
                    n_groups: int, gap_columns: np.ndarray, neg: tuple, t: tuple,
-                   rel: np.ndarray, widest: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+                   rel: np.ndarray, widest: np.ndarray, near: np.ndarray
+                   ) -> tuple[int, np.ndarray, np.ndarray]:
     """For a complete tuple: the columns nearest to some gap in their group (what the
-    negation kernel reads of a chain) that must keep their exact node, numbered in
+    negation kernel reads of a chain; written to ``near``) that must keep their exact
+    node, numbered in
     ``rel``: where their unit (:func:`_unit`) may hold a weighed node, or holds another
     such column of the group. The others may stand for any node of their event (their
     pseudo-entry takes its first). Returns how many are kept, and per gap (``start``
@@ -477,7 +602,6 @@ def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarra
     inside."""
     row_nodes_start, row_nodes, instant, row = t[0], t[1], t[2], t[13]
     neg_offsets, neg_nodes, neg_instants, neg_columns = neg
-    near = np.zeros(m, dtype=np.bool_)
     for cj in gap_columns:
         for s in range(n_groups):
             before, after = -1, -1
@@ -578,10 +702,14 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
               np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
     for c in numba.prange(chunks):
         kept = np.empty(k, dtype=np.int64)
+        folded = np.empty(k, dtype=np.bool_)
+        memo = _Memo(1)
+        # (Made here: a parallel loop cannot take nested tuples as arguments.)
+        fold = _no_fold()
         for r in range(c * n // chunks, (c + 1) * n // chunks):
             total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
                 events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
-                kept)
+                kept, fold, memo, folded)
     return total, first, last, states, lo, hi
 
 
@@ -606,14 +734,28 @@ def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
 
 
 @numba.njit(cache=True, nogil=True)
+def _no_fold() -> tuple:
+    """The folding arguments of a programme without negation (typed, never read)."""
+    none = np.empty(0, dtype=np.int64)
+    weights = (np.zeros(1, dtype=np.int64), none, none, np.empty(0))
+    tables = (none, none, none, none, np.empty(0), none, none, none, none, none, none,
+              none)
+    scratch = (np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
+               np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
+               np.zeros(1, dtype=np.bool_))
+    return (weights, tables, scratch, np.zeros(1, dtype=np.int64), np.zeros(1))
+
+
+@numba.njit(cache=True, nogil=True)
 def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.ndarray,
-                neg: tuple, t: tuple, floor: np.ndarray
+                neg: tuple, t: tuple, floor: np.ndarray, fold: tuple
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                           np.ndarray]:
+                           np.ndarray, np.ndarray]:
     """Every complete tuple's final states as pseudo-entries: the tuple's index, a nodes
     matrix (kept nodes where the state has them, the event's first node elsewhere), the
-    probability, the first and last instants, and each NOT item's gap (its first
-    instants inside, then its last)."""
+    probability (with the factors of the groups folded in), the first and last
+    instants, each NOT item's gap (its first instants inside, then its last), and which
+    columns' groups are folded."""
     n, k = events.shape
     row_nodes_start, row_nodes = t[0], t[1]
     neg_columns = neg[3]
@@ -625,14 +767,18 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
     firsts = np.empty(cap, dtype=np.int64)
     lasts = np.empty(cap, dtype=np.int64)
     gaps = np.empty((cap, 2 * n_not), dtype=np.int64)
+    folded = np.empty((cap, k), dtype=np.bool_)
     lo = np.empty(k, dtype=np.int64)
     hi = np.empty(k, dtype=np.int64)
     kept = np.empty(k, dtype=np.int64)
+    folded_row = np.empty(k, dtype=np.bool_)
+    # Group factors recur across tuples (same chain, events and gaps): one memo.
+    memo = _Memo(2 * k + 1 + 2 * n_not)
     size = 0
     for r in range(n):
         _, _, _, _, keys, p, f, last = _programme(events[r], k, length, bounded,
                                                   gap_columns, neg, t, floor[r], lo, hi,
-                                                  kept)
+                                                  kept, fold, memo, folded_row)
         count = len(p)
         if size + count > cap:
             while size + count > cap:
@@ -643,10 +789,8 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
             lasts = _grown(lasts, cap, size)
             nodes = _grown(nodes, cap, size)
             gaps = _grown(gaps, cap, size)
-        n_rel = 0
-        for c in range(k):
-            if kept[c] >= 0:
-                n_rel += 1
+            folded = _grown(folded, cap, size)
+        bounds_at = keys.shape[1] - 2 * len(gap_columns)
         for i in range(count):
             owner[size] = r
             probs[size] = p[i]
@@ -659,11 +803,12 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
                 gi = 0
                 while gap_columns[gi] != neg_columns[x]:
                     gi += 1
-                gaps[size, x] = keys[i, n_rel + 2 * gi] + 1
-                gaps[size, n_not + x] = keys[i, n_rel + 2 * gi + 1] - 1
+                gaps[size, x] = keys[i, bounds_at + 2 * gi] + 1
+                gaps[size, n_not + x] = keys[i, bounds_at + 2 * gi + 1] - 1
+            folded[size] = folded_row
             size += 1
     return (owner[:size], nodes[:size], probs[:size], firsts[:size], lasts[:size],
-            gaps[:size])
+            gaps[:size], folded[:size])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -674,41 +819,47 @@ def _grown(a: np.ndarray, cap: int, size: int) -> np.ndarray:
 
 
 def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
-                 gap_columns: np.ndarray, negated_offsets: np.ndarray,
-                 negated_nodes: np.ndarray, negated_instants: np.ndarray,
-                 negated_columns: np.ndarray, floor: np.ndarray | None = None
+                 gap_columns: np.ndarray, negated: NegatedNodes,
+                 floor: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray]:
+                            np.ndarray, np.ndarray]:
     """Complete tuples' final states as pseudo-entries for the negation kernel: per
-    state its tuple (index into ``events``), a nodes matrix holding the state's exact
-    node in every column nearest to a gap in its group whose unit may hold a weighed
-    node (elsewhere its event's first node, which stands for any), its probability, its
-    first and last instants, and each NOT item's gap bounds (snapped to the instants of
-    the nodes it may weigh; for ``negation_factors(gaps=...)``). A tuple whose
+    state its tuple (index into ``events``), a nodes matrix (each column's event's first
+    node, which stands for any), its probability with the factors of its tuple's groups
+    folded in, its first and last instants, each NOT item's gap bounds (snapped to the
+    instants of the nodes it may weigh; for ``negation_factors(gaps=..., folded=...)``)
+    and which columns' groups are folded (for the kernel: every group's). A tuple whose
     probability without negation falls below its ``floor`` has no states."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
     length = int(window) if bounded else 0
-    neg = (np.ascontiguousarray(negated_offsets, dtype=np.int64),
-           np.ascontiguousarray(negated_nodes, dtype=np.int64),
-           np.ascontiguousarray(negated_instants, dtype=np.int64),
-           np.ascontiguousarray(negated_columns, dtype=np.int64))
+    neg = (negated.offsets, negated.nodes, negated.instants, negated.columns)
+    weights = (negated.offsets, negated.nodes, negated.instants, negated.weights)
     gaps = np.ascontiguousarray(gap_columns, dtype=np.int64)
     floor = (np.zeros(len(events)) if floor is None
              else np.ascontiguousarray(floor, dtype=np.float64))
     # The programme runs without the GIL: one slice of the tuples per thread (the
-    # kernel is not a parallel one, so threads may enter it together).
+    # kernel is not a parallel one, so threads may enter it together), each with its
+    # own scratch for the groups' factors.
     threads = max(1, min(numba.get_num_threads(), len(events) // 64))
     cuts = np.linspace(0, len(events), threads + 1).astype(np.int64)
+    scratches = scratch_arrays(tables.table, threads)
+    n_groups = len(tables.table.group_start) - 1
+
+    def states(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                np.ndarray, np.ndarray, np.ndarray]:
+        fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
+                np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
+        a, b = cuts[i], cuts[i + 1]
+        return _all_states(events[a:b], length, bounded, gaps, neg, tables.arrays,
+                           floor[a:b], fold)
+
     with KERNEL_LOCK:
         if threads == 1:
-            return _all_states(events, length, bounded, gaps, neg, tables.arrays, floor)
+            return states(0)
         with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(
-                lambda ab: _all_states(events[ab[0]:ab[1]], length, bounded, gaps, neg,
-                                       tables.arrays, floor[ab[0]:ab[1]]),
-                itertools.pairwise(cuts.tolist())))
+            parts = list(pool.map(states, range(threads)))
     owner = np.concatenate([p[0] + a for p, a in zip(parts, cuts[:-1])])
-    nodes, probs, firsts, lasts, gap_bounds = (np.concatenate([p[i] for p in parts])
-                                               for i in range(1, 6))
-    return owner, nodes, probs, firsts, lasts, gap_bounds
+    nodes, probs, firsts, lasts, gap_bounds, folded = (
+        np.concatenate([p[i] for p in parts]) for i in range(1, 7))
+    return owner, nodes, probs, firsts, lasts, gap_bounds, folded

@@ -77,8 +77,7 @@ def _compile_negation(idx: uc.UncertainIndex) -> None:
     negation_kernels._negation_factors.compile(tuple(numba.typeof(a) for a in arguments))
     tuple_states(TupleTable(idx.event_index.node_table),
                  np.arange(len(ctx.positive), dtype=np.int64)[None, :], ctx.window,
-                 engine.gaps, negated.offsets, negated.nodes, negated.instants,
-                 negated.columns)
+                 engine.gaps, negated)
 
 
 def _answer(idx: uc.UncertainIndex, queries: tuple[str, ...]) -> None:
