@@ -68,7 +68,11 @@ BATCH_LIMIT = 1 << 20
 
 # A batch whose tuples hold this many entries each, or more, goes on as tuples (one row
 # per tuple, its probability recomputed from its events: query/tuple_batches.py); 0: every
-# batch after the first step.
+# batch after the first step. Nor fewer than half the square of their events' mean
+# number of nodes: a programme's layer extends each class (about one per node of the
+# previous event of the group) by every node of the next event. Measured: with 4
+# localization groups (4-7 nodes per event), tuples holding 16-43 entries are 4-8x faster
+# as tuples; with one group (17-73 nodes), tuples holding 64-117 entries were 2-5x slower.
 TUPLE_RATIO = 8
 
 # Given the engine, a batch in tuple order (or of tuples) and its depth: the item each
@@ -197,8 +201,7 @@ class BatchEngine:
                 assert isinstance(batch, Batch)   # tuples are finished when completed
                 self._finish(batch)
                 continue
-            if (isinstance(batch, Batch) and depth > 0
-                    and len(batch) >= TUPLE_RATIO * len(tuple_starts(batch.events))):
+            if isinstance(batch, Batch) and depth > 0 and self._as_tuples(batch):
                 # Many entries per tuple: on as tuples, whose programme needs none.
                 batch = tuples_of(self.table, batch)
             items, estimated = choose(self, batch, depth)
@@ -217,6 +220,20 @@ class BatchEngine:
             for a, b in itertools.pairwise([0, *cuts.tolist(), len(items)]):
                 self._step(batch.take(slice(a, b)), int(items[a]), depth, estimated, stack)
                 estimated = None   # counted once per step
+
+    def _as_tuples(self, batch: Batch) -> bool:
+        """Whether the batch's tuples hold at least ``TUPLE_RATIO`` entries each and at
+        least half the square of their events' mean number of nodes."""
+        if TUPLE_RATIO == 0:
+            return True
+        starts = tuple_starts(batch.events)
+        per_tuple = len(batch) / max(len(starts), 1)
+        if per_tuple < TUPLE_RATIO:
+            return False
+        events = batch.events[starts]
+        events = events[events >= 0]
+        nodes = self.table.row_nodes_start[events + 1] - self.table.row_nodes_start[events]
+        return bool(per_tuple >= nodes.mean() ** 2 / 2)
 
     def _step(self, batch: Batch, item: int, depth: int, estimated: float | None,
               stack: list[tuple[Batch | TupleBatch, int]]) -> None:
