@@ -426,10 +426,10 @@ class BatchEngine:
         tuple_states`; none for a tuple whose bound falls below its ``floor``) through
         the negation kernel."""
         table, negated = self.table, self.negated
-        owner, nodes, prob, firsts, lasts, gaps, folded = tuple_states(
+        owner, nodes, prob, firsts, lasts, gaps = tuple_states(
             self.tuple_table, events, self.ctx.window, self.gaps, negated, floor)
         weight = prob * negation_factors(table, events[owner], nodes, negated, gaps,
-                                         folded)
+                                         folded=True)
         total = np.bincount(owner, weights=weight, minlength=len(events))
         live = weight > 0
         first = np.full(len(events), NO_TIME, dtype=np.int64)

@@ -255,8 +255,7 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
 def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
                       gaps: np.ndarray, columns: np.ndarray, neg: tuple, t: tuple,
                       scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
-                      tree_level: np.ndarray, free: tuple, folded: np.ndarray
-                      ) -> np.ndarray:
+                      tree_level: np.ndarray, free: tuple, folded: bool) -> np.ndarray:
     """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
     memo (:func:`_chunk_factors`)."""
     n = len(nodes)
@@ -280,7 +279,7 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                    t: tuple, scratch: tuple,
                    poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
                    start: np.ndarray, free_groups: np.ndarray, free_values: np.ndarray,
-                   product: np.ndarray, zeros: np.ndarray, folded: np.ndarray,
+                   product: np.ndarray, zeros: np.ndarray, folded: bool,
                    out: np.ndarray) -> None:
     """The factors of entries ``r_lo`` to ``r_hi`` into ``out``, given every group's
     chain-free sum per set of gaps (``start``, ``free_groups``, ``free_values``, and
@@ -291,10 +290,10 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
     the whole chain over its probability is that of these nodes alone (no weighted node
     lies between two others), and merged entries keep the earliest first and latest
     last node of their members (query/merge_keys.py), which need not lie on one OI with
-    the others. Every event of the tuple in the group is excluded from weighing. A
-    group whose first column is ``folded`` has its factor in the entry's probability
-    already (:mod:`~uncertain_cep.query.tuple_kernels`): only its chain-free sum is
-    divided out."""
+    the others. Every event of the tuple in the group is excluded from weighing. If
+    ``folded``, the entry's probability holds its groups' factors already
+    (:mod:`~uncertain_cep.query.tuple_kernels`): only their chain-free sums are divided
+    out."""
     k = nodes.shape[1]
     group, group_root = t[0], t[11]
     half = gaps.shape[1] // 2
@@ -336,7 +335,7 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                 rest_zeros -= 1
             else:
                 rest /= free_values[i]
-            if folded[r, c]:
+            if folded:
                 continue
             size, n_mine = 0, 0
             for d in range(c, k):
@@ -399,7 +398,7 @@ def _next_to_gap(nodes: np.ndarray, r: int, d: int, g: int, group: np.ndarray,
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
                      negated: NegatedNodes, gaps: np.ndarray | None = None,
-                     folded: np.ndarray | None = None) -> np.ndarray:
+                     folded: bool = False) -> np.ndarray:
     """P(no negated event in its gap | the entry's nodes) for every complete entry.
 
     Groups outside an entry's tuple contribute a weighted sum that depends only on the
@@ -409,9 +408,8 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     ``gaps`` (per entry and NOT item, the first instants strictly inside its gap, then
     the last ones) replaces the gaps the entry's nodes would give: for pseudo-entries
     whose border columns hold canonical nodes
-    (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`); ``folded`` (per entry
-    and column) marks the groups whose own factor the entry's probability holds
-    already."""
+    (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`); ``folded``: the entries'
+    probabilities hold their own groups' factors already (pseudo-entries again)."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
     arguments = _factor_arguments(table, events, nodes, negated, gaps, folded)
@@ -421,7 +419,7 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
 
 def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
                       negated: NegatedNodes, gaps: np.ndarray | None = None,
-                      folded: np.ndarray | None = None) -> tuple:
+                      folded: bool = False) -> tuple:
     """The arguments of :func:`_negation_factors` for entries ``events``/``nodes`` (at
     least one), the free groups' sums among them (scripts/warm_kernels.py compiles the
     kernel for their types without running it)."""
@@ -438,8 +436,6 @@ def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     scratches = scratch_arrays(table, max(1, min(numba.get_num_threads(), len(events))))
     gaps = np.ascontiguousarray(gaps[first])
     free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
-    folded = (np.zeros(nodes.shape, dtype=np.bool_) if folded is None
-              else np.ascontiguousarray(folded, dtype=np.bool_))
     return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
             t, scratches, table.poi, table.tree_parent, table.tree_level, free, folded)
 

@@ -183,8 +183,7 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
-               lo_out: np.ndarray, hi_out: np.ndarray, kept_out: np.ndarray,
-               fold: tuple, memo: _Memo, folded_out: np.ndarray
+               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: _Memo
                ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray,
                           np.ndarray]:
     """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
@@ -192,25 +191,23 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     ``floor``: every layer's sum bounds the next), the earliest first and latest last
     instant over its final states, the number of states of its last layer, and its final
     states merged on what the negation kernel reads (with ``gap_columns``, for a
-    complete tuple; else one state): their kept nodes and gap bounds, probabilities,
-    first and last instants. Writes each column's reachable instants to ``lo_out`` and
-    ``hi_out`` (+-NO_TIME where unmatched) and, per column, where the kept nodes hold its
-    node (-1: nowhere) to ``kept_out``.
+    complete tuple; else one state): their keys (kept nodes, all cleared by then, and gap
+    bounds), probabilities, first and last instants. Writes each column's reachable
+    instants to ``lo_out`` and ``hi_out`` (+-NO_TIME where unmatched).
 
     With negation, each group's factor (:func:`~uncertain_cep.query.negation_kernels.
     _group_factor`; ``fold``: the NOT items' weights and the negation kernel's tables
     and scratch, ``memo`` its values) is multiplied into the classes as soon as the
     group's nodes nearest to the gaps and every gap's bounds are known, and the group's
-    kept nodes leave the key: a kept node would otherwise split every later layer.
-    ``folded_out`` marks the columns of folded groups."""
+    kept nodes leave the key: a kept node would otherwise split every later layer. Every
+    group has a column nearest to some gap, so with a gap every group is folded."""
     row_nodes_start, row_nodes, instant, group = t[0], t[1], t[2], t[3]
     tree, tree_level, tree_parent, tree_virtual = t[4], t[5], t[6], t[7]
     poi, code, code_end, tree_last_code = t[8], t[9], t[10], t[11]
     cols = np.empty(k, dtype=np.int64)
     m = 0
     for c in range(k):
-        lo_out[c], hi_out[c], kept_out[c] = -NO_TIME, NO_TIME, -1
-        folded_out[c] = False
+        lo_out[c], hi_out[c] = -NO_TIME, NO_TIME
         if events[c] >= 0:
             cols[m] = c
             m += 1
@@ -479,11 +476,6 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     # Each column's reachable instants, narrowed by the ones after it.
     for j in range(m - 2, -1, -1):
         hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
-    for j in range(m):
-        if fold_at[slot[j]] >= 0:
-            folded_out[cols[j]] = True
-        elif rel[j] >= 0:
-            kept_out[cols[j]] = rel[j]
     # The final classes merged on what the negation kernel reads (the contexts are all
     # -1 now: no group has a later event), with their first and last instants.
     first_m = first_at[m - 1]
@@ -701,15 +693,13 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
     no_neg = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
               np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
     for c in numba.prange(chunks):
-        kept = np.empty(k, dtype=np.int64)
-        folded = np.empty(k, dtype=np.bool_)
         memo = _Memo(1)
         # (Made here: a parallel loop cannot take nested tuples as arguments.)
         fold = _no_fold()
         for r in range(c * n // chunks, (c + 1) * n // chunks):
             total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
                 events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
-                kept, fold, memo, folded)
+                fold, memo)
     return total, first, last, states, lo, hi
 
 
@@ -750,12 +740,11 @@ def _no_fold() -> tuple:
 def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.ndarray,
                 neg: tuple, t: tuple, floor: np.ndarray, fold: tuple
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                           np.ndarray, np.ndarray]:
+                           np.ndarray]:
     """Every complete tuple's final states as pseudo-entries: the tuple's index, a nodes
-    matrix (kept nodes where the state has them, the event's first node elsewhere), the
-    probability (with the factors of the groups folded in), the first and last
-    instants, each NOT item's gap (its first instants inside, then its last), and which
-    columns' groups are folded."""
+    matrix (each event's first node: its group's factor is folded in already), the
+    probability (with the factors of the tuple's groups folded in), the first and last
+    instants, and each NOT item's gap (its first instants inside, then its last)."""
     n, k = events.shape
     row_nodes_start, row_nodes = t[0], t[1]
     neg_columns = neg[3]
@@ -767,18 +756,15 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
     firsts = np.empty(cap, dtype=np.int64)
     lasts = np.empty(cap, dtype=np.int64)
     gaps = np.empty((cap, 2 * n_not), dtype=np.int64)
-    folded = np.empty((cap, k), dtype=np.bool_)
     lo = np.empty(k, dtype=np.int64)
     hi = np.empty(k, dtype=np.int64)
-    kept = np.empty(k, dtype=np.int64)
-    folded_row = np.empty(k, dtype=np.bool_)
     # Group factors recur across tuples (same chain, events and gaps): one memo.
     memo = _Memo(2 * k + 1 + 2 * n_not)
     size = 0
     for r in range(n):
         _, _, _, _, keys, p, f, last = _programme(events[r], k, length, bounded,
                                                   gap_columns, neg, t, floor[r], lo, hi,
-                                                  kept, fold, memo, folded_row)
+                                                  fold, memo)
         count = len(p)
         if size + count > cap:
             while size + count > cap:
@@ -789,7 +775,6 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
             lasts = _grown(lasts, cap, size)
             nodes = _grown(nodes, cap, size)
             gaps = _grown(gaps, cap, size)
-            folded = _grown(folded, cap, size)
         bounds_at = keys.shape[1] - 2 * len(gap_columns)
         for i in range(count):
             owner[size] = r
@@ -797,18 +782,16 @@ def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.
             firsts[size] = f[i]
             lasts[size] = last[i]
             for c in range(k):
-                nodes[size, c] = (keys[i, kept[c]] if kept[c] >= 0
-                                  else row_nodes[row_nodes_start[events[r, c]]])
+                nodes[size, c] = row_nodes[row_nodes_start[events[r, c]]]
             for x in range(n_not):
                 gi = 0
                 while gap_columns[gi] != neg_columns[x]:
                     gi += 1
                 gaps[size, x] = keys[i, bounds_at + 2 * gi] + 1
                 gaps[size, n_not + x] = keys[i, bounds_at + 2 * gi + 1] - 1
-            folded[size] = folded_row
             size += 1
     return (owner[:size], nodes[:size], probs[:size], firsts[:size], lasts[:size],
-            gaps[:size], folded[:size])
+            gaps[:size])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -822,13 +805,14 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
                  gap_columns: np.ndarray, negated: NegatedNodes,
                  floor: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray, np.ndarray]:
+                            np.ndarray]:
     """Complete tuples' final states as pseudo-entries for the negation kernel: per
     state its tuple (index into ``events``), a nodes matrix (each column's event's first
-    node, which stands for any), its probability with the factors of its tuple's groups
-    folded in, its first and last instants, each NOT item's gap bounds (snapped to the
-    instants of the nodes it may weigh; for ``negation_factors(gaps=..., folded=...)``)
-    and which columns' groups are folded (for the kernel: every group's). A tuple whose
+    node, which names its group), its probability with the factors of its tuple's
+    groups folded in, its first and last instants, and each NOT item's gap bounds
+    (snapped to the instants of the nodes it may weigh; for
+    ``negation_factors(gaps=..., folded=True)``: only the groups outside the tuple are
+    left to multiply in). A tuple whose
     probability without negation falls below its ``floor`` has no states."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
@@ -847,7 +831,7 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
     n_groups = len(tables.table.group_start) - 1
 
     def states(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                np.ndarray, np.ndarray, np.ndarray]:
+                                np.ndarray, np.ndarray]:
         fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
                 np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
         a, b = cuts[i], cuts[i + 1]
@@ -860,6 +844,6 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
         with ThreadPoolExecutor(threads) as pool:
             parts = list(pool.map(states, range(threads)))
     owner = np.concatenate([p[0] + a for p, a in zip(parts, cuts[:-1])])
-    nodes, probs, firsts, lasts, gap_bounds, folded = (
-        np.concatenate([p[i] for p in parts]) for i in range(1, 7))
-    return owner, nodes, probs, firsts, lasts, gap_bounds, folded
+    nodes, probs, firsts, lasts, gap_bounds = (
+        np.concatenate([p[i] for p in parts]) for i in range(1, 6))
+    return owner, nodes, probs, firsts, lasts, gap_bounds

@@ -98,11 +98,11 @@ def test_a_tuples_states_with_their_negation_factors_give_its_confidence(
     ctx, tuples, want = _every_tuple(idx, pattern)
     event(f"answer rows: {min(len(want), 5)}")
     negated = BatchEngine(ctx).negated
-    owner, nodes, prob, firsts, lasts, gaps, folded = tuple_states(
+    owner, nodes, prob, firsts, lasts, gaps = tuple_states(
         TupleTable(idx.event_index.node_table), tuples, ctx.window,
         BatchEngine(ctx).gaps, negated)
     weight = prob * negation_factors(idx.event_index.node_table, tuples[owner], nodes,
-                                     negated, gaps, folded)
+                                     negated, gaps, folded=True)
     total = np.bincount(owner, weights=weight, minlength=len(tuples))
     live = weight > 0
     first = np.full(len(tuples), 1 << 60)
