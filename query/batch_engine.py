@@ -113,11 +113,8 @@ class BatchEngine:
         self._answers: list[Answer] = []
         self._progress = tqdm(disable=True)   # run() shows one while it searches
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
-        # futures may stand for one another when entries are merged. Not with negation:
-        # a hypothesis example (tests/query/test_batch_engine.py, negation in a gap with
-        # the group's nearest nodes on both sides) merged entries whose negation factors
-        # differ (0.333 for 0.238), and exact comes first.
-        self.classes = not ctx.index.built_with_condition2 and not ctx.negations
+        # futures may stand for one another when entries are merged.
+        self.classes = not ctx.index.built_with_condition2
 
     @cached_property
     def table(self) -> NodeTable:

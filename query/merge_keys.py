@@ -116,7 +116,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     instant, which the key holds wherever a window or a negation gap reads it. The
     nearest node of a group after a negation's gap keeps its identity when one of its
     ancestors may stand in the gap (the paths into it are weighed); the nearest before
-    one keeps it too (the paths out of it are weighed), save with classes.
+    one keeps it too (the paths out of it are weighed).
 
     With ``classes`` (groups without Condition 2), a node whose future alone counts
     stands for its class: the nodes of its event at its instant in its tree with the same
@@ -227,8 +227,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                     # them may take an unmatched item before it or stand in a gap before it.
                     lone = _lone_event(m, node_kind, node_parent, child_start)
                     past = False
-                    if not lone and not (gap_after and not by_class) and (need_left
-                                                                            or gap_before):
+                    if not lone and not gap_after and (need_left or gap_before):
                         # May an ancestor of m take an unmatched item between the matched
                         # items around it (back to the group's previous matched node), or
                         # stand in the gap of a negation before m of which m is the
@@ -272,18 +271,21 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                             p = node_parent[p]
                     if lone:
                         key[r, e + slot[c]] = -2 - node_tree[m]
-                    elif (gap_after and not by_class) or past:
+                    elif gap_after or past:
+                        # The nearest node before a gap keeps it even with classes: the
+                        # weighed paths out of it end at the group's nearest node after
+                        # the gap, which may stand for its tree, so two members of a
+                        # class could pair with nodes that do not correspond.
                         key[r, e + slot[c]] = m
                     else:
                         # Only what follows the node counts: nothing, or its class.
                         below = _NOTHING_AFTER
-                        if gap_after or need_right:
+                        if need_right:
                             # May a node below m in its tree be placed after ``low``?
                             # Unknown when a virtual node lies below (another tree hangs
                             # there) or the subtree is too large to walk. (Items after
                             # ``free`` are placed after the item before it.)
-                            low = (node_instant[m] if gap_after
-                                   else node_instant[nodes[r, free - 1]])
+                            low = node_instant[nodes[r, free - 1]]
                             stack[0] = m
                             top, visited = 1, 0
                             while top > 0 and below != _UNKNOWN:

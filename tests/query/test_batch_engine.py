@@ -185,9 +185,9 @@ def test_several_negations_in_one_gap_equal_possible_worlds(strategy, df, patter
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-def test_entries_with_alike_futures_are_not_merged_under_negation(strategy):
-    # Found by the property test below: without Condition 2, merging entries whose nodes
-    # have alike futures gave tuple (2, 3, 8, 6) 0.333 instead of 0.238.
+def test_a_groups_nearest_node_before_a_gap_keeps_its_identity_with_classes(strategy):
+    # Found by the property test below: without Condition 2, the nearest node before
+    # the gap stood for its class, and merging gave tuple (2, 3, 8, 6) 0.333, not 0.238.
     rows = [(0, "g0", 0, 0), (1, "g0", 1, 1), (2, "g1", 4, 5), (3, "g1", 5, 7),
             (4, "g1", 7, 9), (5, "g1", 11, 11), (6, "g1", 9, 10), (7, "g2", 0, 0),
             (8, "g2", 5, 8), (9, "g2", 1, 1)]
