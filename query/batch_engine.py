@@ -49,13 +49,16 @@ from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
+from uncertain_cep.query.negation_bounds import CertainWeighers
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 from uncertain_cep.query.tuple_batches import (
     TupleBatch,
     candidate_events,
+    event_instants,
     every_tuple_window,
     item_window,
+    placed_events,
     tuples_of,
 )
 from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
@@ -136,6 +139,14 @@ class BatchEngine:
             instants.append(found.instants)
             weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
         return NegatedNodes(columns, nodes, instants, weights)
+
+    @cached_property
+    def certain(self) -> CertainWeighers | None:
+        """Per NOT item, the events that may weigh it, for the bound from the events
+        certainly inside its gap (:mod:`~uncertain_cep.query.negation_bounds`)."""
+        if not self.ctx.negations:
+            return None
+        return CertainWeighers.of(self.table, self.negated)
 
     @cached_property
     def gaps(self) -> np.ndarray:
@@ -373,43 +384,80 @@ class BatchEngine:
             start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
         created = found = kept = 0
         bounds = weight_cuts(np.maximum(stop - start, 0), self.limit).tolist()
+        complete = depth + 1 == self.k
         for a, b in itertools.pairwise(bounds):
-            parts = []
+            parts, owners, takers = [], [], []
             for c, d in itertools.pairwise(cuts):
                 lo_, hi_ = max(a, c), min(b, d)
                 if lo_ < hi_:
                     item = int(items[c])
-                    _, events, pairs = candidate_events(
+                    owner, events, pairs = candidate_events(
                         table, tuples.take(slice(lo_, hi_)), item, self.candidates(item),
                         start[lo_:hi_], stop[lo_:hi_])
                     ctx.stats.candidates += pairs
                     parts.append(events)
+                    owners.append(owner + lo_)
+                    takers.append(np.full(len(owner), item, dtype=np.int64))
             events = np.concatenate(parts)
             found += len(events)
             if len(events) == 0:
                 continue
+            owner, made_by = np.concatenate(owners), np.concatenate(takers)
             attribute = self.attribute(events)
-            # A tuple whose programme's mass falls below this can stop there.
-            with np.errstate(divide="ignore"):
-                floor = (np.where(attribute > 0, (ctx.theta - TOLERANCE) / attribute,
-                                  np.inf) if ctx.theta > TOLERANCE
-                         else np.zeros(len(events)))
-            total, first, last, states, earliest, latest = tuple_probabilities(
-                self.tuple_table, events, ctx.window, floor)
-            created += int(states.sum())
+            new = events[np.arange(len(events)), made_by]
+            new_lo, new_hi = event_instants(table, new)
+            # Each new tuple's parent's bound and columns' instants, and the new event's.
+            total = tuples.prob[owner]
+            earliest, latest = tuples.earliest[owner], tuples.latest[owner]
+            earliest[np.arange(len(events)), made_by] = new_lo
+            latest[np.arange(len(events)), made_by] = new_hi
+            # The bound's factors besides the programme's: Pr(S | e), and the events
+            # certainly inside a gap whose neighbours are matched.
+            factor = attribute.copy()
+            if self.certain is not None:
+                factor *= self.certain.factors(events, earliest, latest)
+            # A new event placed in every world of its parent keeps the parent's bound;
+            # a complete tuple without negation still needs its first and last instants.
+            placed = (placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
+                      if not complete or ctx.negations else np.zeros(len(events), bool))
+            run = ~placed
+            if ctx.theta > TOLERANCE:
+                # (The parent's bound already falls short: no programme can lift it.)
+                run &= total * factor >= ctx.theta - TOLERANCE
+            first, last = np.full(len(events), NO_TIME), np.full(len(events), -NO_TIME)
+            if run.any():
+                # A tuple whose programme's mass falls below this can stop there.
+                with np.errstate(divide="ignore"):
+                    floor = (np.where(factor[run] > 0, (ctx.theta - TOLERANCE) / factor[run],
+                                      np.inf) if ctx.theta > TOLERANCE
+                             else np.zeros(int(run.sum())))
+                (total[run], first[run], last[run], states, earliest[run],
+                 latest[run]) = tuple_probabilities(self.tuple_table, events[run],
+                                                    ctx.window, floor)
+                created += int(states.sum())
+                if self.certain is not None:
+                    # The programme narrowed the columns' instants: the gaps too.
+                    factor[run] = attribute[run] * self.certain.factors(
+                        events[run], earliest[run], latest[run])
+            # A placed tuple holds its parent's states; counted as one.
+            created += int(placed.sum())
             live = total > 0
             if ctx.theta > TOLERANCE:
-                live &= self._passing(total * attribute)
+                live &= self._passing(total * factor)
             events, total, attribute = events[live], total[live], attribute[live]
-            if depth + 1 == self.k and ctx.negations:
+            if complete and ctx.negations:
                 # Complete: the survivors' programmes again, keeping what the negation
                 # kernel reads (a tuple's classes multiply by its kept nodes, so the
                 # cheap programme goes first: measured 2x on localization n = 15).
-                total, first, last, held = self._negated(events, floor[live])
+                with np.errstate(divide="ignore"):
+                    floor = (np.where(attribute > 0, (ctx.theta - TOLERANCE) / attribute,
+                                      np.inf) if ctx.theta > TOLERANCE
+                             else np.zeros(len(events)))
+                total, first, last, held = self._negated(events, floor)
                 created += held
                 kept += self._answer(events, total * attribute, first, last)
                 continue
-            if depth + 1 == self.k:
+            if complete:
                 kept += self._answer(events, total * attribute, first[live], last[live])
                 continue
             kept += len(events)

@@ -32,8 +32,8 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
 
-__all__ = ["TupleBatch", "candidate_events", "every_tuple_window", "item_window",
-           "tuples_of"]
+__all__ = ["TupleBatch", "candidate_events", "event_instants", "every_tuple_window",
+           "item_window", "placed_events", "tuples_of"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,55 @@ def candidate_events(table: NodeTable, tuples: TupleBatch, item: int,
     owner, events = owner[fresh], events[fresh]
     events[:, item] = rows[fresh]
     return owner, events, total
+
+
+def event_instants(table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per archive row of ``rows`` (each with nodes), its earliest and latest instant."""
+    start = table.row_nodes_start[rows]
+    count = table.row_nodes_start[rows + 1] - start
+    offsets = np.cumsum(count) - count
+    at = np.repeat(start - offsets, count) + np.arange(int(count.sum()), dtype=np.int64)
+    instants = table.instant[table.row_nodes[at]]
+    if len(rows) == 0:
+        return instants, instants
+    return np.minimum.reduceat(instants, offsets), np.maximum.reduceat(instants, offsets)
+
+
+def placed_events(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
+                  new_lo: np.ndarray, new_hi: np.ndarray, window: float) -> np.ndarray:
+    """Which new tuples (made from the ``parents`` rows ``owner`` by matching item
+    ``items``) have a new event that keeps its place in every world the parent sums
+    over: each of its instants (``new_lo`` .. ``new_hi``) at least one instant per item in
+    between after every earlier matched column's latest instant and before every later
+    one's earliest, and the whole tuple within the window, less one instant per
+    unmatched item before its first column and after its last (the programme's
+    constraints, :mod:`~uncertain_cep.query.tuple_kernels`).
+
+    Such an event adds no constraint to the worlds its parent sums over, so the new
+    tuple's bound is its parent's (every completion of it completes the parent) and its
+    programme need not run; its columns' instants are the parent's and the event's own.
+
+    >>> parents = TupleBatch(np.array([[4, -1, 7]]), np.array([0.5]),
+    ...                      np.array([[3, -NO_TIME, 10]]), np.array([[5, NO_TIME, 12]]))
+    >>> new_lo, new_hi = np.array([6, 9]), np.array([7, 10])   # two events for item 1
+    >>> placed_events(parents, np.array([0, 0]), np.array([1, 1]), new_lo, new_hi,
+    ...               20.0).tolist()
+    [True, False]
+    """
+    k = parents.events.shape[1]
+    lo, hi = parents.earliest[owner], parents.latest[owner]
+    matched = parents.events[owner] >= 0
+    # Columns after the new one minus columns before: the instants of room between.
+    step = np.arange(k)[None, :] - items[:, None]
+    before, after = matched & (step < 0), matched & (step > 0)
+    ok = ~(before & (hi - step > new_lo[:, None])).any(axis=1)
+    ok &= ~(after & (lo - step < new_hi[:, None])).any(axis=1)
+    if window != np.inf:
+        child = matched | (step == 0)
+        first_col = np.argmax(child, axis=1)
+        last_col = k - 1 - np.argmax(child[:, ::-1], axis=1)
+        span = window - first_col - (k - 1 - last_col)
+        earliest = np.minimum(np.where(matched, lo, NO_TIME).min(axis=1), new_lo)
+        latest = np.maximum(np.where(matched, hi, -NO_TIME).max(axis=1), new_hi)
+        ok &= latest - earliest <= span
+    return ok

@@ -21,6 +21,7 @@ from uncertain_cep.datasets import generate_synthetic
 from uncertain_cep.query import batch_engine
 from uncertain_cep.query.batch_engine import BatchEngine
 from uncertain_cep.query.evaluation import QueryContext
+from uncertain_cep.query.negation_bounds import CertainWeighers
 from uncertain_cep.query.negation_kernels import negation_factors
 from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
 
@@ -228,3 +229,66 @@ def test_explain_names_the_steps_taken_as_tuples():
         assert "as tuples" not in str(idx.explain(query))
     assert len(want) > 10
     assert_same_answer(got, want)
+
+
+@st.composite
+def _spread_archives(draw: st.DrawFn) -> pd.DataFrame:
+    """Archives with time stretched threefold: many new events sit apart from their
+    tuple's others (placed in every world), and gaps certainly hold whole events."""
+    df = draw(archives(max_groups=3, max_events=10))
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    width = df.t_hi - df.t_lo
+    return df.assign(t_lo=df.t_lo * 3, t_hi=df.t_lo * 3 + width)
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=60, deadline=None)
+@given(df=_spread_archives(), pattern=patterns(("x",), negation=True, min_items=3, max_items=5),
+       within=st.one_of(st.none(), st.integers(2, 30)))
+def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy, df,
+                                                                        pattern, within):
+    pattern = replace(pattern, within=within)
+    idx = uc.build_index(df)
+    placed, certain = [0], [0]
+    real_placed, real_factors = batch_engine.placed_events, CertainWeighers.factors
+
+    def counting_placed(*args, **kwargs):
+        out = real_placed(*args, **kwargs)
+        placed[0] += int(out.sum())
+        return out
+
+    def counting_factors(self, *args, **kwargs):
+        out = real_factors(self, *args, **kwargs)
+        certain[0] += int((out < 1).sum())
+        return out
+
+    with (patch.object(batch_engine, "TUPLE_RATIO", 0),
+          patch.object(batch_engine, "placed_events", counting_placed),
+          patch.object(CertainWeighers, "factors", counting_factors)):
+        got = idx.query(pattern, strategy=strategy)
+    event(f"placed: {min(placed[0], 1)}, certainly weighed: {min(certain[0], 1)}")
+    assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
+
+
+def test_a_gap_that_certainly_holds_a_negated_event_prunes_before_the_last_item():
+    # A, B and C are point events; N (certainly x > 5) lies between A and B in every
+    # world, so (A, B) is pruned as soon as both are matched, and C never looked at.
+    rows = [(0, "g0", 0, 1, 1.0), (1, "g1", 3, 4, 9.0), (2, "g0", 6, 7, 1.0),
+            (3, "g1", 9, 9, 2.0), (4, "g0", 10, 10, 3.0), (5, "g1", 12, 13, 2.0)]
+    df = pd.DataFrame(rows, columns=["event_id", "group", "t_lo", "t_hi", "x"])
+    idx = uc.build_index(df)
+    query = ("PATTERN SEQ(A, NOT N, B, C) DEFINE A AS x < 2, N AS x > 5, B AS x < 2.5, "
+             "C AS x BETWEEN 1.5 AND 2.5 WITHIN 20 CONFIDENCE 0.5")
+    weighed = []
+    real_factors = CertainWeighers.factors
+
+    def recording(self, *args, **kwargs):
+        out = real_factors(self, *args, **kwargs)
+        weighed.extend(out.tolist())
+        return out
+
+    with (patch.object(batch_engine, "TUPLE_RATIO", 0),
+          patch.object(CertainWeighers, "factors", recording)):
+        got = idx.query(query)
+    assert 0.0 in weighed
+    assert_same_answer(got, idx.query(query, strategy="possible_worlds"))

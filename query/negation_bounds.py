@@ -1,0 +1,114 @@
+"""An upper bound of a partial tuple's negation factor from the events certainly inside
+a gap, for pruning before every item is matched.
+
+SEMANTICS A4 multiplies a world's weight, per NOT item between positive items i and
+i + 1, by ``1 - Pr(C | x)`` for every other event ``x`` strictly between ``ts(e_i)`` and
+``ts(e_(i+1))``. Once both neighbours of a gap are matched, an event whose every instant
+lies after the latest instant the earlier neighbour can take and before the earliest the
+later one can take is inside the gap in every world that counts, so its factor is paid
+in all of them; every other factor is at most 1. The product over such events therefore
+bounds the negation factor of every completion from above (an event certainly inside
+cannot be matched by a completion's unmatched item either: that item would lie outside
+the gap, so the completion holds in no world). Where most events satisfy the negated
+symbol for sure (factor 0), a tuple whose gap certainly holds one is pruned at once,
+whichever item comes next, instead of at the end (Zhou et al. evaluate negation only on
+complete matches, their section 5.2).
+
+>>> from uncertain_cep.query.instants import NO_TIME
+>>> w = CertainWeighers(columns=np.array([0]), rows=[np.array([5, 6])],
+...                     first=[np.array([3, 8])], last=[np.array([4, 9])],
+...                     weights=[np.array([0.5, 0.0])])
+>>> events = np.array([[1, 2], [1, 2], [1, -1]])
+>>> earliest = np.array([[0, 5], [0, 10], [0, -NO_TIME]])
+>>> latest = np.array([[2, 6], [2, 12], [2, NO_TIME]])
+>>> w.factors(events, earliest, latest).tolist()   # row 5 inside the first gap, 5 and 6
+[0.5, 0.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
+from uncertain_cep.query.negation_kernels import NegatedNodes
+
+__all__ = ["CertainWeighers"]
+
+
+class CertainWeighers:
+    """Per NOT item (``columns``: the positive item before its gap), the events that may
+    weigh it, by their earliest instant: each event's archive row, its earliest and
+    latest instant, and its weight ``1 - Pr(C | x)``."""
+
+    def __init__(self, columns: np.ndarray, rows: list[np.ndarray], first: list[np.ndarray],
+                 last: list[np.ndarray], weights: list[np.ndarray]) -> None:
+        self.columns = np.asarray(columns, dtype=np.int64)
+        orders = [np.argsort(f, kind="stable") for f in first]
+        self.offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(
+            np.int64)
+
+        def flat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+            return (np.concatenate([p[o] for p, o in zip(parts, orders, strict=True)])
+                    .astype(dtype) if parts else np.zeros(0, dtype))
+
+        self.rows, self.first = flat(rows, np.int64), flat(first, np.int64)
+        self.last, self.weights = flat(last, np.int64), flat(weights, np.float64)
+
+    @classmethod
+    def of(cls, table: NodeTable, negated: NegatedNodes) -> CertainWeighers:
+        """The events of each NOT item's nodes in ``negated``, with their instants."""
+        rows, first, last, weights = [], [], [], []
+        for x in range(len(negated.columns)):
+            part = slice(negated.offsets[x], negated.offsets[x + 1])
+            row = table.row[negated.nodes[part]]
+            order = np.argsort(row, kind="stable")
+            row, instants = row[order], negated.instants[part][order]
+            starts = np.flatnonzero(np.diff(row, prepend=-1)) if len(row) else row
+            rows.append(row[starts])
+            first.append(np.minimum.reduceat(instants, starts) if len(row) else row)
+            last.append(np.maximum.reduceat(instants, starts) if len(row) else row)
+            weights.append(negated.weights[part][order][starts])
+        return cls(negated.columns, rows, first, last, weights)
+
+    def factors(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray
+                ) -> np.ndarray:
+        """Per partial tuple (rows of ``events``, -1 where unmatched, with each column's
+        ``earliest`` and ``latest`` instant over the worlds it sums over, or wider): the
+        product of the weights of the events certainly inside each gap whose neighbours
+        are both matched (1 where none is)."""
+        events = np.ascontiguousarray(events, dtype=np.int64)
+        with KERNEL_LOCK:
+            return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
+                            np.ascontiguousarray(latest, dtype=np.int64), self.columns,
+                            self.offsets, self.rows, self.first, self.last, self.weights)
+
+
+@numba.njit(cache=True, nogil=True)
+def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+             columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray, first: np.ndarray,
+             last: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    n, k = events.shape
+    out = np.ones(n)
+    for r in range(n):
+        f = 1.0
+        for x in range(len(columns)):
+            c = columns[x]
+            if events[r, c] < 0 or events[r, c + 1] < 0:
+                continue
+            a, b = latest[r, c], earliest[r, c + 1]
+            lo, hi = offsets[x], offsets[x + 1]
+            q = lo + np.searchsorted(first[lo:hi], a, side="right")
+            while q < hi and first[q] < b and f > 0.0:
+                if last[q] < b:
+                    mine = False
+                    for j in range(k):
+                        if events[r, j] == rows[q]:
+                            mine = True
+                            break
+                    if not mine:
+                        f *= weights[q]
+                q += 1
+        out[r] = f
+    return out
