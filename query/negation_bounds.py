@@ -23,9 +23,21 @@ complete matches, their section 5.2).
 >>> latest = np.array([[2, 6], [2, 12], [2, NO_TIME]])
 >>> w.factors(events, earliest, latest).tolist()   # row 5 inside the first gap, 5 and 6
 [0.5, 0.0, 1.0]
+
+Once every item is matched, a tuple whose gaps hold each event for sure or not at all
+has that product for its negation factor in every world (:meth:`CertainWeighers.settled`),
+and needs no negation programme:
+
+>>> factor, settled = w.settled(events[:2], earliest[:2], latest[:2])
+>>> factor.tolist(), settled.tolist()
+([0.5, 0.0], [True, True])
+>>> w.settled(events[:1], earliest[:1], np.array([[2, 9]]))[1].tolist()  # row 6 may be in
+[False]
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numba
 import numpy as np
@@ -55,6 +67,11 @@ class CertainWeighers:
 
         self.rows, self.first = flat(rows, np.int64), flat(first, np.int64)
         self.last, self.weights = flat(last, np.int64), flat(weights, np.float64)
+        # Per NOT item, its events' longest stretch of instants (where a scan for the
+        # events reaching past an instant starts).
+        self.longest = np.array([int((self.last[a:b] - self.first[a:b]).max(initial=0))
+                                 for a, b in itertools.pairwise(self.offsets)],
+                                dtype=np.int64)
 
     @classmethod
     def of(cls, table: NodeTable, negated: NegatedNodes) -> CertainWeighers:
@@ -78,37 +95,62 @@ class CertainWeighers:
         ``earliest`` and ``latest`` instant over the worlds it sums over, or wider): the
         product of the weights of the events certainly inside each gap whose neighbours
         are both matched (1 where none is)."""
+        return self._run(events, earliest, latest, False)[0]
+
+    def settled(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Per complete tuple, :meth:`factors`, and whether that is its negation factor
+        in every world: no other event may lie in a gap without lying there for sure
+        (or the product is 0 already). Then the tuple's confidence is its probability
+        without negation times the factor, with the same first and last instants."""
+        return self._run(events, earliest, latest, True)
+
+    def _run(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+             settle: bool) -> tuple[np.ndarray, np.ndarray]:
         events = np.ascontiguousarray(events, dtype=np.int64)
         with KERNEL_LOCK:
             return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
                             np.ascontiguousarray(latest, dtype=np.int64), self.columns,
-                            self.offsets, self.rows, self.first, self.last, self.weights)
+                            self.offsets, self.rows, self.first, self.last, self.weights,
+                            self.longest, settle)
 
 
 @numba.njit(cache=True, nogil=True)
 def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
              columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray, first: np.ndarray,
-             last: np.ndarray, weights: np.ndarray) -> np.ndarray:
+             last: np.ndarray, weights: np.ndarray, longest: np.ndarray, settle: bool
+             ) -> tuple[np.ndarray, np.ndarray]:
     n, k = events.shape
     out = np.ones(n)
+    settled = np.zeros(n, dtype=np.bool_)
     for r in range(n):
         f = 1.0
+        sure = True
         for x in range(len(columns)):
             c = columns[x]
             if events[r, c] < 0 or events[r, c + 1] < 0:
+                sure = False
                 continue
+            # Inside for sure: after the earlier neighbour's latest instant and before
+            # the later one's earliest. Maybe inside: within the widest the gap can be.
             a, b = latest[r, c], earliest[r, c + 1]
+            wide_a, wide_b = earliest[r, c], latest[r, c + 1]
             lo, hi = offsets[x], offsets[x + 1]
-            q = lo + np.searchsorted(first[lo:hi], a, side="right")
-            while q < hi and first[q] < b and f > 0.0:
-                if last[q] < b:
-                    mine = False
-                    for j in range(k):
-                        if events[r, j] == rows[q]:
-                            mine = True
-                            break
-                    if not mine:
+            start = wide_a - longest[x] if settle else a
+            q = lo + np.searchsorted(first[lo:hi], start, side="right")
+            end = wide_b if settle else b
+            while q < hi and first[q] < end and f > 0.0:
+                mine = False
+                for j in range(k):
+                    if events[r, j] == rows[q]:
+                        mine = True
+                        break
+                if not mine:
+                    if first[q] > a and last[q] < b:
                         f *= weights[q]
+                    elif last[q] > wide_a:
+                        sure = False
                 q += 1
         out[r] = f
-    return out
+        settled[r] = sure or f == 0.0
+    return out, settled

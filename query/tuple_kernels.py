@@ -33,6 +33,7 @@ of its nodes). Each final state becomes one *pseudo-entry* for the negation kern
 
 from __future__ import annotations
 
+import queue
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -822,27 +823,36 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
     gaps = np.ascontiguousarray(gap_columns, dtype=np.int64)
     floor = (np.zeros(len(events)) if floor is None
              else np.ascontiguousarray(floor, dtype=np.float64))
-    # The programme runs without the GIL: one slice of the tuples per thread (the
-    # kernel is not a parallel one, so threads may enter it together), each with its
-    # own scratch for the groups' factors.
+    # The programme runs without the GIL: slices of the tuples taken by the threads as
+    # they come free (a few tuples may take most of the time: measured on localization
+    # n = 15, one slice per thread left one thread idle for a third of the run), each
+    # thread with its own scratch for the groups' factors.
     threads = max(1, min(numba.get_num_threads(), len(events) // 64))
-    cuts = np.linspace(0, len(events), threads + 1).astype(np.int64)
+    pieces = threads if threads == 1 else min(8 * threads, len(events) // 32)
+    cuts = np.linspace(0, len(events), pieces + 1).astype(np.int64)
     scratches = scratch_arrays(tables.table, threads)
+    free: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(threads):
+        free.put(i)
     n_groups = len(tables.table.group_start) - 1
 
-    def states(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                np.ndarray, np.ndarray]:
-        fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
-                np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
-        a, b = cuts[i], cuts[i + 1]
-        return _all_states(events[a:b], length, bounded, gaps, neg, tables.arrays,
-                           floor[a:b], fold)
+    def states(piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                    np.ndarray, np.ndarray]:
+        i = free.get()
+        try:
+            fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
+                    np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
+            a, b = cuts[piece], cuts[piece + 1]
+            return _all_states(events[a:b], length, bounded, gaps, neg, tables.arrays,
+                               floor[a:b], fold)
+        finally:
+            free.put(i)
 
     with KERNEL_LOCK:
         if threads == 1:
             return states(0)
         with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(states, range(threads)))
+            parts = list(pool.map(states, range(pieces)))
     owner = np.concatenate([p[0] + a for p, a in zip(parts, cuts[:-1])])
     nodes, probs, firsts, lasts, gap_bounds = (
         np.concatenate([p[i] for p in parts]) for i in range(1, 6))

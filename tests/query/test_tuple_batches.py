@@ -249,8 +249,9 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
                                                                         pattern, within):
     pattern = replace(pattern, within=within)
     idx = uc.build_index(df)
-    placed, certain = [0], [0]
+    placed, certain, settled = [0], [0], [0]
     real_placed, real_factors = batch_engine.placed_events, CertainWeighers.factors
+    real_settled = CertainWeighers.settled
 
     def counting_placed(*args, **kwargs):
         out = real_placed(*args, **kwargs)
@@ -262,11 +263,18 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
         certain[0] += int((out < 1).sum())
         return out
 
+    def counting_settled(self, *args, **kwargs):
+        out = real_settled(self, *args, **kwargs)
+        settled[0] += int(out[1].sum())
+        return out
+
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
           patch.object(batch_engine, "placed_events", counting_placed),
-          patch.object(CertainWeighers, "factors", counting_factors)):
+          patch.object(CertainWeighers, "factors", counting_factors),
+          patch.object(CertainWeighers, "settled", counting_settled)):
         got = idx.query(pattern, strategy=strategy)
-    event(f"placed: {min(placed[0], 1)}, certainly weighed: {min(certain[0], 1)}")
+    event(f"placed: {min(placed[0], 1)}, certainly weighed: {min(certain[0], 1)}, "
+          f"settled: {min(settled[0], 1)}")
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
 
 
