@@ -28,6 +28,7 @@ from uncertain_cep.query.batches import (
     CandidateNodes,
     every_item_window,
     tuple_starts,
+    windows_from_instants,
 )
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
@@ -82,8 +83,9 @@ def item_window(tuples: TupleBatch, item: int, window: float,
                 lookahead: CandidateInstants | None) -> tuple[np.ndarray, np.ndarray]:
     """Item ``item``'s window per tuple, narrowed by the look-ahead (the earliest
     instants give its start, the latest its end; either way no completion is lost)."""
-    _, lo, hi = every_tuple_window(tuples, window)
-    lo, hi = lo[:, item], hi[:, item]
+    matched = tuples.events >= 0
+    lo = windows_from_instants(tuples.earliest, matched, item, window)[0]
+    hi = windows_from_instants(tuples.latest, matched, item, window)[1]
     if lookahead is None:
         return lo, hi
     # The look-ahead reads one instant per matched column through a nodes matrix: the
