@@ -47,6 +47,7 @@ from uncertain_cep.query.batches import (
 from uncertain_cep.query.chain_kernels import extended_sums
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
+from uncertain_cep.query.event_room import EventRoom
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
 from uncertain_cep.query.negation_bounds import CertainWeighers
@@ -139,6 +140,15 @@ class BatchEngine:
             instants.append(found.instants)
             weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
         return NegatedNodes(columns, nodes, instants, weights)
+
+    @cached_property
+    def room(self) -> EventRoom:
+        """The events some positive item may take, for the room its unmatched items
+        need (:mod:`~uncertain_cep.query.event_room`)."""
+        table = self.table
+        rows = np.unique(np.concatenate([table.row[self.candidates(j).nodes]
+                                         for j in range(self.k)]))
+        return EventRoom(rows, *event_instants(table, rows))
 
     @cached_property
     def certain(self) -> CertainWeighers | None:
@@ -416,6 +426,9 @@ class BatchEngine:
             factor = attribute.copy()
             if self.certain is not None:
                 factor *= self.certain.factors(events, earliest, latest)
+            if not complete:
+                # (No completion where the unmatched items lack events of their own.)
+                factor[~self.room.feasible(events, earliest, latest, ctx.window)] = 0.0
             # A new event placed in every world of its parent keeps the parent's bound;
             # a complete tuple without negation still needs its first and last instants.
             placed = (placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
@@ -439,6 +452,9 @@ class BatchEngine:
                     # The programme narrowed the columns' instants: the gaps too.
                     factor[run] = attribute[run] * self.certain.factors(
                         events[run], earliest[run], latest[run])
+                if not complete:
+                    factor[run] *= self.room.feasible(events[run], earliest[run],
+                                                      latest[run], ctx.window)
             # A placed tuple holds its parent's states; counted as one.
             created += int(placed.sum())
             live = total > 0

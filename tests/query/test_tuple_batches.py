@@ -21,6 +21,7 @@ from uncertain_cep.datasets import generate_synthetic
 from uncertain_cep.query import batch_engine
 from uncertain_cep.query.batch_engine import BatchEngine
 from uncertain_cep.query.evaluation import QueryContext
+from uncertain_cep.query.event_room import EventRoom
 from uncertain_cep.query.negation_bounds import CertainWeighers
 from uncertain_cep.query.negation_kernels import negation_factors
 from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
@@ -300,3 +301,30 @@ def test_a_gap_that_certainly_holds_a_negated_event_prunes_before_the_last_item(
         got = idx.query(query)
     assert 0.0 in weighed
     assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=60, deadline=None)
+@given(df=archives(max_groups=3, max_events=8),
+       pattern=patterns(("x",), min_items=4, max_items=6),
+       within=st.one_of(st.none(), st.integers(3, 8)))
+def test_tuples_without_room_for_their_unmatched_items_lose_no_answer(strategy, df,
+                                                                      pattern, within):
+    # Patterns of up to 6 items over up to 8 events, in narrow windows: many partial
+    # tuples cannot find distinct events for the items they lack.
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    pattern = replace(pattern, within=within)
+    idx = uc.build_index(df)
+    cut = [0]
+    real = EventRoom.feasible
+
+    def counting(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        cut[0] += int((~out).sum())
+        return out
+
+    with (patch.object(batch_engine, "TUPLE_RATIO", 0),
+          patch.object(EventRoom, "feasible", counting)):
+        got = idx.query(pattern, strategy=strategy)
+    event(f"tuples without room: {min(cut[0], 1)}")
+    assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))

@@ -1,0 +1,124 @@
+"""Room in events: whether a partial tuple's unmatched items can still each find an event
+of their own, for pruning tuples no completion exists for.
+
+SEMANTICS A4 matches a tuple of *distinct* events, at strictly increasing instants
+within the window. The look-ahead (:mod:`~uncertain_cep.query.lookahead`) chains the
+instants of candidate nodes, and an event with several nodes counts there once per
+node; so a pattern of more items than there are events in its window can grow partial
+tuples until the last items find nothing (on localization, 27 positive items in a window
+of 87 instants that holds about 22 events: six million partial tuples, then none).
+
+Here the unmatched items between two matched columns need that many distinct events,
+none of the tuple's own, with an instant strictly between the earliest the earlier
+column can take and the latest the later one can; the items before the first matched
+column, after the last, and all unmatched items together likewise within the window
+around the matched ones. An event is counted where its stretch of instants meets the
+range (a superset of where it can lie), so a tuple that fails holds in no world of any
+completion.
+
+>>> room = EventRoom(np.array([10, 11, 12, 13]), np.array([2, 4, 6, 8]),
+...                  np.array([3, 5, 7, 9]))
+>>> events = np.array([[10, -1, -1, 13], [10, -1, -1, -1]])
+>>> earliest, latest = np.array([[2, 0, 0, 8], [2, 0, 0, 0]]), np.array([[3, 0, 0, 9]] * 2)
+>>> room.feasible(events, earliest, latest, np.inf).tolist()   # 11, 12 lie between
+[True, True]
+>>> room.feasible(events[:1], earliest[:1], latest[:1] - 4, np.inf).tolist()  # not here
+[False]
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
+
+__all__ = ["EventRoom"]
+
+
+class EventRoom:
+    """The events some positive item may take (``rows``), each with its earliest and
+    latest instant, sorted by the earliest."""
+
+    def __init__(self, rows: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+        order = np.argsort(first, kind="stable")
+        self.rows = np.asarray(rows, dtype=np.int64)[order]
+        self.first = np.asarray(first, dtype=np.int64)[order]
+        self.last = np.asarray(last, dtype=np.int64)[order]
+        # Where a scan for the events reaching past an instant starts.
+        self.longest = int((self.last - self.first).max(initial=0))
+
+    def feasible(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+                 window: float) -> np.ndarray:
+        """Per partial tuple (rows of ``events``, -1 where unmatched, with each column's
+        ``earliest`` and ``latest`` instant over the worlds it sums over, or wider):
+        whether every run of unmatched items, and all of them together, find as many
+        events of their own where they can lie."""
+        bounded = window != np.inf
+        with KERNEL_LOCK:
+            return _feasible(np.ascontiguousarray(events, dtype=np.int64),
+                             np.ascontiguousarray(earliest, dtype=np.int64),
+                             np.ascontiguousarray(latest, dtype=np.int64), self.rows,
+                             self.first, self.last, self.longest,
+                             int(window) if bounded else 0, bounded)
+
+
+@numba.njit(cache=True, nogil=True)
+def _events_in(a: int, b: int, own: np.ndarray, rows: np.ndarray, first: np.ndarray,
+               last: np.ndarray, longest: int) -> int:
+    """How many events other than ``own`` have a stretch meeting instants ``a`` .. ``b``."""
+    if a > b:
+        return 0
+    q = np.searchsorted(first, a - longest, side="left")
+    count = 0
+    while q < len(first) and first[q] <= b:
+        if last[q] >= a:
+            mine = False
+            for e in own:
+                if e == rows[q]:
+                    mine = True
+                    break
+            if not mine:
+                count += 1
+        q += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+              rows: np.ndarray, first: np.ndarray, last: np.ndarray, longest: int,
+              length: int, bounded: bool) -> np.ndarray:
+    n, k = events.shape
+    out = np.ones(n, dtype=np.bool_)
+    for r in range(n):
+        own = events[r]
+        c1, cm, matched = -1, -1, 0
+        for c in range(k):
+            if own[c] >= 0:
+                if c1 < 0:
+                    c1 = c
+                cm = c
+                matched += 1
+        if matched == 0 or matched == k:
+            continue
+        ok = True
+        # Runs between matched columns: strictly between the two.
+        p = c1
+        for q in range(c1 + 1, cm + 1):
+            if own[q] < 0:
+                continue
+            if q - p > 1 and _events_in(earliest[r, p] + 1, latest[r, q] - 1, own, rows,
+                                        first, last, longest) < q - p - 1:
+                ok = False
+                break
+            p = q
+        if ok and bounded:
+            # Within the window around the matched columns: before the first, after the
+            # last, and every unmatched item together.
+            start, end = earliest[r, cm] - length, latest[r, c1] + length
+            before = _events_in(start, latest[r, c1] - 1, own, rows, first, last, longest)
+            after = _events_in(earliest[r, cm] + 1, end, own, rows, first, last, longest)
+            around = _events_in(start, end, own, rows, first, last, longest)
+            ok = before >= c1 and after >= k - 1 - cm and around >= k - matched
+        out[r] = ok
+    return out
