@@ -38,15 +38,16 @@ __all__ = ["EventRoom"]
 
 class EventRoom:
     """The events some positive item may take (``rows``), each with its earliest and
-    latest instant, sorted by the earliest."""
+    latest instant."""
 
     def __init__(self, rows: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
-        order = np.argsort(first, kind="stable")
+        order = np.argsort(rows, kind="stable")
         self.rows = np.asarray(rows, dtype=np.int64)[order]
         self.first = np.asarray(first, dtype=np.int64)[order]
         self.last = np.asarray(last, dtype=np.int64)[order]
-        # Where a scan for the events reaching past an instant starts.
-        self.longest = int((self.last - self.first).max(initial=0))
+        # Events meeting a range: those starting by its end less those ending before
+        # its start (which start before its end too): two binary searches.
+        self.starts, self.ends = np.sort(self.first), np.sort(self.last)
 
     def feasible(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
                  window: float) -> np.ndarray:
@@ -59,38 +60,34 @@ class EventRoom:
             return _feasible(np.ascontiguousarray(events, dtype=np.int64),
                              np.ascontiguousarray(earliest, dtype=np.int64),
                              np.ascontiguousarray(latest, dtype=np.int64), self.rows,
-                             self.first, self.last, self.longest,
+                             self.first, self.last, self.starts, self.ends,
                              int(window) if bounded else 0, bounded)
 
 
 @numba.njit(cache=True, nogil=True)
 def _events_in(a: int, b: int, own: np.ndarray, rows: np.ndarray, first: np.ndarray,
-               last: np.ndarray, longest: int) -> int:
+               last: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
     """How many events other than ``own`` have a stretch meeting instants ``a`` .. ``b``."""
     if a > b:
         return 0
-    q = np.searchsorted(first, a - longest, side="left")
-    count = 0
-    while q < len(first) and first[q] <= b:
-        if last[q] >= a:
-            mine = False
-            for e in own:
-                if e == rows[q]:
-                    mine = True
-                    break
-            if not mine:
-                count += 1
-        q += 1
+    count = int(np.searchsorted(starts, b, side="right")
+                - np.searchsorted(ends, a, side="left"))
+    for e in own:
+        if e < 0:
+            continue
+        i = np.searchsorted(rows, e)
+        if i < len(rows) and rows[i] == e and first[i] <= b and last[i] >= a:
+            count -= 1
     return count
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-              rows: np.ndarray, first: np.ndarray, last: np.ndarray, longest: int,
-              length: int, bounded: bool) -> np.ndarray:
+              rows: np.ndarray, first: np.ndarray, last: np.ndarray, starts: np.ndarray,
+              ends: np.ndarray, length: int, bounded: bool) -> np.ndarray:
     n, k = events.shape
     out = np.ones(n, dtype=np.bool_)
-    for r in range(n):
+    for r in numba.prange(n):
         own = events[r]
         c1, cm, matched = -1, -1, 0
         for c in range(k):
@@ -108,7 +105,7 @@ def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
             if own[q] < 0:
                 continue
             if q - p > 1 and _events_in(earliest[r, p] + 1, latest[r, q] - 1, own, rows,
-                                        first, last, longest) < q - p - 1:
+                                        first, last, starts, ends) < q - p - 1:
                 ok = False
                 break
             p = q
@@ -116,9 +113,11 @@ def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
             # Within the window around the matched columns: before the first, after the
             # last, and every unmatched item together.
             start, end = earliest[r, cm] - length, latest[r, c1] + length
-            before = _events_in(start, latest[r, c1] - 1, own, rows, first, last, longest)
-            after = _events_in(earliest[r, cm] + 1, end, own, rows, first, last, longest)
-            around = _events_in(start, end, own, rows, first, last, longest)
+            before = _events_in(start, latest[r, c1] - 1, own, rows, first, last, starts,
+                                ends)
+            after = _events_in(earliest[r, cm] + 1, end, own, rows, first, last, starts,
+                               ends)
+            around = _events_in(start, end, own, rows, first, last, starts, ends)
             ok = before >= c1 and after >= k - 1 - cm and around >= k - matched
         out[r] = ok
     return out
