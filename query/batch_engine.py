@@ -414,13 +414,12 @@ class BatchEngine:
                 continue
             owner, made_by = np.concatenate(owners), np.concatenate(takers)
             attribute = self.attribute(events)
-            new = events[np.arange(len(events)), made_by]
-            new_lo, new_hi = event_instants(table, new)
+            row = np.arange(len(events))
+            new_lo, new_hi = event_instants(table, events[row, made_by])
             # Each new tuple's parent's bound and columns' instants, and the new event's.
             total = tuples.prob[owner]
             earliest, latest = tuples.earliest[owner], tuples.latest[owner]
-            earliest[np.arange(len(events)), made_by] = new_lo
-            latest[np.arange(len(events)), made_by] = new_hi
+            earliest[row, made_by], latest[row, made_by] = new_lo, new_hi
             # The bound's factors besides the programme's: Pr(S | e), and the events
             # certainly inside a gap whose neighbours are matched.
             factor = attribute.copy()
@@ -439,14 +438,9 @@ class BatchEngine:
                 run &= total * factor >= ctx.theta - TOLERANCE
             first, last = np.full(len(events), NO_TIME), np.full(len(events), -NO_TIME)
             if run.any():
-                # A tuple whose programme's mass falls below this can stop there.
-                with np.errstate(divide="ignore"):
-                    floor = (np.where(factor[run] > 0, (ctx.theta - TOLERANCE) / factor[run],
-                                      np.inf) if ctx.theta > TOLERANCE
-                             else np.zeros(int(run.sum())))
                 (total[run], first[run], last[run], states, earliest[run],
                  latest[run]) = tuple_probabilities(self.tuple_table, events[run],
-                                                    ctx.window, floor)
+                                                    ctx.window, self._floor(factor[run]))
                 created += int(states.sum())
                 if self.certain is not None:
                     # The programme narrowed the columns' instants: the gaps too.
@@ -491,7 +485,6 @@ class BatchEngine:
         CertainWeighers.settled`); the others run their programmes again, keeping what
         the negation kernel reads (a tuple's classes multiply by its kept nodes, so the
         cheap programme goes first: measured 2x on localization n = 15)."""
-        theta = self.ctx.theta
         assert self.certain is not None
         factor, settled = self.certain.settled(events, earliest, latest)
         settled &= exact
@@ -499,11 +492,17 @@ class BatchEngine:
                                * factor[settled], first[settled], last[settled])
         rest = ~settled
         events, attribute = events[rest], attribute[rest]
-        with np.errstate(divide="ignore"):
-            floor = (np.where(attribute > 0, (theta - TOLERANCE) / attribute, np.inf)
-                     if theta > TOLERANCE else np.zeros(len(events)))
-        total, first, last, held = self._negated(events, floor)
+        total, first, last, held = self._negated(events, self._floor(attribute))
         return answers + self._answer(events, total * attribute, first, last), held
+
+    def _floor(self, factor: np.ndarray) -> np.ndarray:
+        """Per tuple, the mass below which its programme can stop: the threshold over
+        the bound's other ``factor``s (none without a threshold)."""
+        theta = self.ctx.theta
+        if theta <= TOLERANCE:
+            return np.zeros(len(factor))
+        with np.errstate(divide="ignore"):
+            return np.where(factor > 0, (theta - TOLERANCE) / factor, np.inf)
 
     def _negated(self, events: np.ndarray, floor: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

@@ -45,6 +45,7 @@ import numpy as np
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_kernels import NegatedNodes
+from uncertain_cep.query.tuple_batches import event_instants
 
 __all__ = ["CertainWeighers"]
 
@@ -79,14 +80,12 @@ class CertainWeighers:
         rows, first, last, weights = [], [], [], []
         for x in range(len(negated.columns)):
             part = slice(negated.offsets[x], negated.offsets[x + 1])
-            row = table.row[negated.nodes[part]]
-            order = np.argsort(row, kind="stable")
-            row, instants = row[order], negated.instants[part][order]
-            starts = np.flatnonzero(np.diff(row, prepend=-1)) if len(row) else row
-            rows.append(row[starts])
-            first.append(np.minimum.reduceat(instants, starts) if len(row) else row)
-            last.append(np.maximum.reduceat(instants, starts) if len(row) else row)
-            weights.append(negated.weights[part][order][starts])
+            row, at = np.unique(table.row[negated.nodes[part]], return_index=True)
+            lo, hi = event_instants(table, row)
+            rows.append(row)
+            first.append(lo)
+            last.append(hi)
+            weights.append(negated.weights[part][at])
         return cls(negated.columns, rows, first, last, weights)
 
     def factors(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray

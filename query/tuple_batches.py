@@ -124,14 +124,12 @@ def candidate_events(table: NodeTable, tuples: TupleBatch, item: int,
 
 def event_instants(table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per archive row of ``rows`` (each with nodes), its earliest and latest instant."""
-    start = table.row_nodes_start[rows]
-    count = table.row_nodes_start[rows + 1] - start
-    offsets = np.cumsum(count) - count
-    at = np.repeat(start - offsets, count) + np.arange(int(count.sum()), dtype=np.int64)
-    instants = table.instant[table.row_nodes[at]]
+    owner, nodes = table.nodes_of_rows(rows)
+    instants = table.instant[nodes]
     if len(rows) == 0:
         return instants, instants
-    return np.minimum.reduceat(instants, offsets), np.maximum.reduceat(instants, offsets)
+    starts = np.searchsorted(owner, np.arange(len(rows)))
+    return np.minimum.reduceat(instants, starts), np.maximum.reduceat(instants, starts)
 
 
 def placed_events(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
