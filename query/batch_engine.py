@@ -393,6 +393,7 @@ class BatchEngine:
             lo, hi = item_window(some, int(items[a]), ctx.window, self.lookahead)
             start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
         created = found = kept = 0
+        parent_attribute = self.attribute(tuples.events)
         bounds = weight_cuts(np.maximum(stop - start, 0), self.limit).tolist()
         complete = depth + 1 == self.k
         for a, b in itertools.pairwise(bounds):
@@ -413,8 +414,12 @@ class BatchEngine:
             if len(events) == 0:
                 continue
             owner, made_by = np.concatenate(owners), np.concatenate(takers)
-            attribute = self.attribute(events)
             row = np.arange(len(events))
+            attribute = parent_attribute[owner]
+            for c, d in itertools.pairwise([0, *(np.flatnonzero(np.diff(made_by)) + 1)
+                                            .tolist(), len(made_by)]):
+                item = int(made_by[c])
+                attribute[c:d] *= ctx.pr_rows(ctx.positive[item], events[c:d, item])
             new_lo, new_hi = event_instants(table, events[row, made_by])
             # Each new tuple's parent's bound and columns' instants, and the new event's.
             total = tuples.prob[owner]
@@ -447,8 +452,10 @@ class BatchEngine:
                     factor[run] = attribute[run] * self.certain.factors(
                         events[run], earliest[run], latest[run])
                 if not complete:
-                    factor[run] *= self.room.feasible(events[run], earliest[run],
-                                                      latest[run], ctx.window)
+                    # (Again on the narrowed instants, where the bound still holds.)
+                    again = run & (total > 0) & (factor > 0)
+                    factor[again] *= self.room.feasible(events[again], earliest[again],
+                                                        latest[again], ctx.window)
             # A placed tuple holds its parent's states; counted as one.
             created += int(placed.sum())
             live = total > 0

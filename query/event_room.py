@@ -65,18 +65,16 @@ class EventRoom:
 
 
 @numba.njit(cache=True, nogil=True)
-def _events_in(a: int, b: int, own: np.ndarray, rows: np.ndarray, first: np.ndarray,
-               last: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
-    """How many events other than ``own`` have a stretch meeting instants ``a`` .. ``b``."""
+def _events_in(a: int, b: int, own_first: np.ndarray, own_last: np.ndarray, n_own: int,
+               starts: np.ndarray, ends: np.ndarray) -> int:
+    """How many events, less the tuple's ``n_own`` own ones (their stretches), have a
+    stretch meeting instants ``a`` .. ``b``."""
     if a > b:
         return 0
     count = int(np.searchsorted(starts, b, side="right")
                 - np.searchsorted(ends, a, side="left"))
-    for e in own:
-        if e < 0:
-            continue
-        i = np.searchsorted(rows, e)
-        if i < len(rows) and rows[i] == e and first[i] <= b and last[i] >= a:
+    for i in range(n_own):
+        if own_first[i] <= b and own_last[i] >= a:
             count -= 1
     return count
 
@@ -98,14 +96,26 @@ def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
                 matched += 1
         if matched == 0 or matched == k:
             continue
+        # The tuple's own events among those counted, with their stretches (looked up
+        # once, not per range).
+        own_first = np.empty(matched, dtype=np.int64)
+        own_last = np.empty(matched, dtype=np.int64)
+        n_own = 0
+        for c in range(k):
+            if own[c] < 0:
+                continue
+            i = np.searchsorted(rows, own[c])
+            if i < len(rows) and rows[i] == own[c]:
+                own_first[n_own], own_last[n_own] = first[i], last[i]
+                n_own += 1
         ok = True
         # Runs between matched columns: strictly between the two.
         p = c1
         for q in range(c1 + 1, cm + 1):
             if own[q] < 0:
                 continue
-            if q - p > 1 and _events_in(earliest[r, p] + 1, latest[r, q] - 1, own, rows,
-                                        first, last, starts, ends) < q - p - 1:
+            if q - p > 1 and _events_in(earliest[r, p] + 1, latest[r, q] - 1, own_first,
+                                        own_last, n_own, starts, ends) < q - p - 1:
                 ok = False
                 break
             p = q
@@ -113,11 +123,11 @@ def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
             # Within the window around the matched columns: before the first, after the
             # last, and every unmatched item together.
             start, end = earliest[r, cm] - length, latest[r, c1] + length
-            before = _events_in(start, latest[r, c1] - 1, own, rows, first, last, starts,
-                                ends)
-            after = _events_in(earliest[r, cm] + 1, end, own, rows, first, last, starts,
-                               ends)
-            around = _events_in(start, end, own, rows, first, last, starts, ends)
+            before = _events_in(start, latest[r, c1] - 1, own_first, own_last, n_own,
+                                starts, ends)
+            after = _events_in(earliest[r, cm] + 1, end, own_first, own_last, n_own,
+                               starts, ends)
+            around = _events_in(start, end, own_first, own_last, n_own, starts, ends)
             ok = before >= c1 and after >= k - 1 - cm and around >= k - matched
         out[r] = ok
     return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
@@ -31,6 +32,7 @@ from uncertain_cep.query.batches import (
     windows_from_instants,
 )
 from uncertain_cep.query.instants import NO_TIME
+from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.lookahead import CandidateInstants
 
 __all__ = ["TupleBatch", "candidate_events", "event_instants", "every_tuple_window",
@@ -104,22 +106,56 @@ def candidate_events(table: NodeTable, tuples: TupleBatch, item: int,
                      ) -> tuple[np.ndarray, np.ndarray, int]:
     """Every distinct (tuple, event) pair of an event with a candidate node in the
     tuple's window, other than the tuple's own events: the tuples' indices, the new
-    events matrix (``item`` set), and the number of (tuple, node) pairs seen."""
+    events matrix (``item`` set), and the number of (tuple, node) pairs seen. Pairs come
+    in tuple order, each tuple's events ascending."""
     count = np.maximum(stop - start, 0)
     total = int(count.sum())
-    owner = np.repeat(np.arange(len(tuples), dtype=np.int64), count)
     offsets = np.cumsum(count) - count
-    pos = np.repeat(start, count) + (np.arange(total, dtype=np.int64)
-                                     - np.repeat(offsets, count))
-    rows = table.row[candidates.nodes[pos]]
-    n_rows = int(table.row.max()) + 1 if len(table.row) else 1
-    pair = np.unique(owner * n_rows + rows)
-    owner, rows = pair // n_rows, pair % n_rows
+    with KERNEL_LOCK:
+        found, rows = _distinct_fresh_rows(tuples.events, table.row, candidates.nodes,
+                                           np.ascontiguousarray(start, dtype=np.int64),
+                                           count, offsets, total)
+    owner = np.repeat(np.arange(len(tuples), dtype=np.int64), found)
+    keep = np.repeat(offsets, found) + (np.arange(int(found.sum()), dtype=np.int64)
+                                        - np.repeat(np.cumsum(found) - found, found))
     events = tuples.events[owner]
-    fresh = ~(events == rows[:, None]).any(axis=1)
-    owner, events = owner[fresh], events[fresh]
-    events[:, item] = rows[fresh]
+    events[:, item] = rows[keep]
     return owner, events, total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _distinct_fresh_rows(events: np.ndarray, node_row: np.ndarray, nodes: np.ndarray,
+                         start: np.ndarray, count: np.ndarray, offsets: np.ndarray,
+                         total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per tuple, the distinct archive rows of its candidate nodes
+    (``nodes[start:start + count]``) that are none of its events, ascending, written
+    from its ``offsets`` on; and how many."""
+    n, k = events.shape
+    out = np.empty(total, dtype=np.int64)
+    found = np.zeros(n, dtype=np.int64)
+    for r in numba.prange(n):
+        a, c = offsets[r], count[r]
+        if c == 0:
+            continue
+        for i in range(c):
+            out[a + i] = node_row[nodes[start[r] + i]]
+        out[a:a + c] = np.sort(out[a:a + c])
+        size = 0
+        for i in range(c):
+            v = out[a + i]
+            if size > 0 and out[a + size - 1] == v:
+                continue
+            own = False
+            for col in range(k):
+                if events[r, col] == v:
+                    own = True
+                    break
+            if own:
+                continue
+            out[a + size] = v
+            size += 1
+        found[r] = size
+    return found, out
 
 
 def event_instants(table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,20 +189,41 @@ def placed_events(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
     ...               20.0).tolist()
     [True, False]
     """
-    k = parents.events.shape[1]
-    lo, hi = parents.earliest[owner], parents.latest[owner]
-    matched = parents.events[owner] >= 0
-    # Columns after the new one minus columns before: the instants of room between.
-    step = np.arange(k)[None, :] - items[:, None]
-    before, after = matched & (step < 0), matched & (step > 0)
-    ok = ~(before & (hi - step > new_lo[:, None])).any(axis=1)
-    ok &= ~(after & (lo - step < new_hi[:, None])).any(axis=1)
-    if window != np.inf:
-        child = matched | (step == 0)
-        first_col = np.argmax(child, axis=1)
-        last_col = k - 1 - np.argmax(child[:, ::-1], axis=1)
-        span = window - first_col - (k - 1 - last_col)
-        earliest = np.minimum(np.where(matched, lo, NO_TIME).min(axis=1), new_lo)
-        latest = np.maximum(np.where(matched, hi, -NO_TIME).max(axis=1), new_hi)
-        ok &= latest - earliest <= span
-    return ok
+    bounded = window != np.inf
+    with KERNEL_LOCK:
+        return _placed(parents.events, parents.earliest, parents.latest,
+                       np.ascontiguousarray(owner, dtype=np.int64),
+                       np.ascontiguousarray(items, dtype=np.int64),
+                       np.ascontiguousarray(new_lo, dtype=np.int64),
+                       np.ascontiguousarray(new_hi, dtype=np.int64),
+                       float(window) if bounded else 0.0, bounded)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _placed(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+            owner: np.ndarray, items: np.ndarray, new_lo: np.ndarray, new_hi: np.ndarray,
+            window: float, bounded: bool) -> np.ndarray:
+    k = events.shape[1]
+    out = np.empty(len(owner), dtype=np.bool_)
+    for r in numba.prange(len(owner)):
+        p, item = owner[r], items[r]
+        ok = True
+        lo_all, hi_all = new_lo[r], new_hi[r]
+        first_col, last_col = item, item
+        for c in range(k):
+            if events[p, c] < 0:
+                continue
+            # At least one instant per column between (the programme's room).
+            if c < item and latest[p, c] + (item - c) > new_lo[r]:
+                ok = False
+                break
+            if c > item and earliest[p, c] - (c - item) < new_hi[r]:
+                ok = False
+                break
+            lo_all = min(lo_all, earliest[p, c])
+            hi_all = max(hi_all, latest[p, c])
+            first_col, last_col = min(first_col, c), max(last_col, c)
+        if ok and bounded:
+            ok = hi_all - lo_all <= window - first_col - (k - 1 - last_col)
+        out[r] = ok
+    return out
