@@ -461,6 +461,14 @@ class BatchEngine:
             live = total > 0
             if ctx.theta > TOLERANCE:
                 live &= self._passing(total * factor)
+            if not complete and self.certain is not None and ctx.theta > TOLERANCE:
+                # An event that may lie in a closed gap: its share of the worlds.
+                alive = np.flatnonzero(live)
+                bound, held = self._likeliest_outside(
+                    events[alive], earliest[alive], latest[alive], total[alive],
+                    self._floor(factor[alive]))
+                created += held
+                live[alive] = self._passing(bound * factor[alive])
             events, total, attribute = events[live], total[live], attribute[live]
             if complete and ctx.negations:
                 answers, held = self._complete_negated(
@@ -499,8 +507,43 @@ class BatchEngine:
                                * factor[settled], first[settled], last[settled])
         rest = ~settled
         events, attribute = events[rest], attribute[rest]
-        total, first, last, held = self._negated(events, self._floor(attribute))
-        return answers + self._answer(events, total * attribute, first, last), held
+        held = 0
+        if self.ctx.theta > TOLERANCE and len(events):
+            # (An event likely inside a gap prunes many before their programme, cheaply.)
+            bound, held = self._likeliest_outside(
+                events, earliest[rest], latest[rest], total[rest],
+                self._floor(attribute * factor[rest]))
+            keep = self._passing(bound * attribute * factor[rest])
+            self.ctx.stats.tuples_pruned += int((~keep).sum())
+            events, attribute = events[keep], attribute[keep]
+        total, first, last, states = self._negated(events, self._floor(attribute))
+        return answers + self._answer(events, total * attribute, first, last), held + states
+
+    def _likeliest_outside(self, events: np.ndarray, earliest: np.ndarray,
+                           latest: np.ndarray, total: np.ndarray, floor: np.ndarray
+                           ) -> tuple[np.ndarray, int]:
+        """Per tuple, an upper bound of its probability with negation (``total``: its
+        probability without, or a bound of it): for one event ``x`` that may lie in a
+        gap (:meth:`~uncertain_cep.query.negation_bounds.CertainWeighers.likeliest`),
+        ``total - Pr(C | x) P(tuple, x inside the gap)``, the second term by the cheap
+        programme over the tuple with ``x`` as a column of its own between the gap's
+        neighbours. Every world of the tuple with ``x`` in the gap and ``C(x)`` holds no
+        match; the bound's factors are at most 1 (SEMANTICS A4, condition 4). Where the
+        bound could not fall below ``floor`` the programme may stop early (the bound is
+        then ``total``). Returns the bounds and the programmes' states."""
+        assert self.certain is not None
+        gap, row, pr = self.certain.likeliest(events, earliest, latest)
+        bound = total.copy()
+        states = 0
+        for c in np.unique(gap[gap >= 0]).tolist():
+            some = np.flatnonzero(gap == c)
+            widened = np.insert(events[some], c + 1, row[some], axis=1)
+            inside, _, _, held, _, _ = tuple_probabilities(
+                self.tuple_table, widened, self.ctx.window,
+                np.maximum((total[some] - floor[some]) / pr[some], 0.0))
+            bound[some] -= pr[some] * inside
+            states += int(held.sum())
+        return bound, states
 
     def _floor(self, factor: np.ndarray) -> np.ndarray:
         """Per tuple, the mass below which its programme can stop: the threshold over

@@ -104,6 +104,21 @@ class CertainWeighers:
         without negation times the factor, with the same first and last instants."""
         return self._run(events, earliest, latest, True)
 
+    def likeliest(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per tuple, one event that may lie in a gap whose neighbours are matched,
+        without lying there for sure: the one most of whose instants lie within the gap's
+        widest, times ``Pr(C | x)``. Returns the gap's earlier column (-1: none), the
+        event's archive row and ``Pr(C | x)``: a tuple's confidence is at most its
+        probability less ``Pr(C | x)`` times its probability with ``x`` inside the gap
+        (:func:`likely_inside_bound`)."""
+        with KERNEL_LOCK:
+            return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
+                              np.ascontiguousarray(earliest, dtype=np.int64),
+                              np.ascontiguousarray(latest, dtype=np.int64), self.columns,
+                              self.offsets, self.rows, self.first, self.last,
+                              self.weights, self.longest)
+
     def _run(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
              settle: bool) -> tuple[np.ndarray, np.ndarray]:
         events = np.ascontiguousarray(events, dtype=np.int64)
@@ -153,3 +168,42 @@ def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
         out[r] = f
         settled[r] = sure or f == 0.0
     return out, settled
+
+
+@numba.njit(cache=True, nogil=True)
+def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+               columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
+               first: np.ndarray, last: np.ndarray, weights: np.ndarray,
+               longest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n, k = events.shape
+    gap = np.full(n, -1, dtype=np.int64)
+    row = np.full(n, -1, dtype=np.int64)
+    pr = np.zeros(n)
+    for r in range(n):
+        best = 0.0
+        for x in range(len(columns)):
+            c = columns[x]
+            if events[r, c] < 0 or events[r, c + 1] < 0:
+                continue
+            a, b = latest[r, c], earliest[r, c + 1]
+            wide_a, wide_b = earliest[r, c], latest[r, c + 1]
+            lo, hi = offsets[x], offsets[x + 1]
+            q = lo + np.searchsorted(first[lo:hi], wide_a - longest[x], side="right")
+            while q < hi and first[q] < wide_b:
+                if last[q] <= wide_a or (first[q] > a and last[q] < b) or weights[q] >= 1.0:
+                    q += 1
+                    continue
+                mine = False
+                for j in range(k):
+                    if events[r, j] == rows[q]:
+                        mine = True
+                        break
+                if not mine:
+                    # The share of its instants strictly within the gap's widest.
+                    inside = min(last[q], wide_b - 1) - max(first[q], wide_a + 1) + 1
+                    score = (1.0 - weights[q]) * inside / (last[q] - first[q] + 1)
+                    if score > best:
+                        best = score
+                        gap[r], row[r], pr[r] = c, rows[q], 1.0 - weights[q]
+                q += 1
+    return gap, row, pr

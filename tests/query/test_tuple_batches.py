@@ -328,3 +328,40 @@ def test_tuples_without_room_for_their_unmatched_items_lose_no_answer(strategy, 
         got = idx.query(pattern, strategy=strategy)
     event(f"tuples without room: {min(cut[0], 1)}")
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=60, deadline=None)
+@given(df=_spread_archives(), pattern=patterns(("x",), negation=True, min_items=3, max_items=5),
+       within=st.one_of(st.none(), st.integers(2, 30)),
+       confidence=st.sampled_from([0.05, 0.3, 0.6]))
+def test_an_event_that_may_lie_in_a_gap_bounds_every_completion(strategy, df, pattern,
+                                                               within, confidence):
+    # The bound less Pr(C | x) times the tuple's probability with x inside a closed gap,
+    # on partial and complete tuples: at least the confidence of every completion, and
+    # the answers those bounds prune leave the same answer.
+    pattern = replace(pattern, within=within, confidence=confidence)
+    idx = uc.build_index(df)
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    real = BatchEngine._likeliest_outside
+
+    def recording(self, events, earliest, latest, total, floor):
+        bound, held = real(self, events, earliest, latest, total, floor)
+        seen.append((events.copy(), bound.copy(), total.copy()))
+        return bound, held
+
+    with (patch.object(batch_engine, "TUPLE_RATIO", 0),
+          patch.object(BatchEngine, "_likeliest_outside", recording)):
+        got = idx.query(pattern, strategy=strategy)
+    assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
+    every = idx.query(replace(pattern, confidence=None), strategy="possible_worlds")
+    ids = idx.archive.event_ids
+    lowered = 0
+    for events, bound, total in seen:
+        for row, b, t in zip(events, bound, total, strict=True):
+            matched = np.flatnonzero(row >= 0)
+            best = max((c for e, c in zip(every["events"], every["confidence"])
+                        if all(e[j] == ids[row[j]] for j in matched)), default=0.0)
+            assert b >= best - TOL, (row, b, best)
+            lowered += int(b < t - TOL)
+    event(f"bounded by an event in a gap: {min(lowered, 1)}")
