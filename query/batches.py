@@ -215,9 +215,35 @@ def _every_item_window(earliest: np.ndarray, latest: np.ndarray, matched: np.nda
     lo = np.empty((n, k), dtype=np.int64)
     hi = np.empty((n, k), dtype=np.int64)
     for r in numba.prange(n):
+        # :func:`_window_of_row` for every item at once: the bound from the columns
+        # before an item is the item plus the running maximum of instant - column, the
+        # bound from those after it the item plus the running minimum (k, not k^2).
+        first, last = -1, -1
+        for c in range(k):
+            if matched[r, c]:
+                if first < 0:
+                    first = c
+                last = c
+        before, seen = 0, False
         for item in range(k):
-            lo[r, item] = _window_of_row(earliest, matched, r, item, length, bounded)[0]
-            hi[r, item] = _window_of_row(latest, matched, r, item, length, bounded)[1]
+            lo[r, item] = before + item if seen else -NO_TIME
+            if matched[r, item]:
+                before = earliest[r, item] - item if not seen else max(
+                    before, earliest[r, item] - item)
+                seen = True
+        after, seen = 0, False
+        for item in range(k - 1, -1, -1):
+            hi[r, item] = after + item if seen else NO_TIME
+            if matched[r, item]:
+                after = latest[r, item] - item if not seen else min(
+                    after, latest[r, item] - item)
+                seen = True
+        if bounded and first >= 0:
+            for item in range(k):
+                lo[r, item] = max(lo[r, item],
+                                  earliest[r, last] + (k - 1 - last) - length + item)
+                hi[r, item] = min(hi[r, item],
+                                  latest[r, first] - first + length - (k - 1 - item))
     return lo, hi
 
 

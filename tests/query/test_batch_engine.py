@@ -18,6 +18,7 @@ from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
 from uncertain_cep.query import batch_engine, chain_kernels
+from uncertain_cep.query.batches import every_item_window, windows_from_instants
 from uncertain_cep.query.chain_kernels import insertion_factors
 from uncertain_cep.query.chains import extension_factor
 from uncertain_cep.query.grouping_kernels import (
@@ -277,3 +278,23 @@ def test_nodes_stand_for_their_class_only_without_condition2(tmp_path):
                for i in (plain, by_speed, by_predicate, reopened)]
     assert [e.classes for e in engines] == [True, False, False, False]
     assert reopened.event_index.settings.condition2 is None
+
+
+@settings(deadline=None)
+@given(data=st.data(), k=st.integers(1, 8), window=st.sampled_from([np.inf, 5, 12, 40]))
+def test_every_items_window_at_once_equals_each_items_window(data, k, window):
+    # every_item_window takes running maxima and minima over the columns instead of a
+    # pass per item; windows_from_instants is the per-item form the tuple steps read.
+    n = data.draw(st.integers(1, 6))
+    matched = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k),
+                                          min_size=n, max_size=n)))
+    earliest = np.array(data.draw(st.lists(st.lists(st.integers(0, 60), min_size=k,
+                                                    max_size=k), min_size=n, max_size=n)))
+    latest = earliest + np.array(data.draw(st.lists(
+        st.lists(st.integers(0, 6), min_size=k, max_size=k), min_size=n, max_size=n)))
+    lo, hi = every_item_window(earliest, latest, matched, window)
+    for item in range(k):
+        assert lo[:, item].tolist() == windows_from_instants(
+            earliest, matched, item, window)[0].tolist()
+        assert hi[:, item].tolist() == windows_from_instants(
+            latest, matched, item, window)[1].tolist()
