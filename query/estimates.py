@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from uncertain_cep.query.evaluation import QueryContext
@@ -49,3 +50,55 @@ class ItemEstimates:
         lo = np.where(np.isneginf(lo), grid.t0, lo)
         hi = np.where(np.isposinf(hi), grid.t0 + grid.width * grid.n_intervals, hi)
         return self._stats.expected_many(self._profiles[item], lo, hi)
+
+    def cheapest(self, lo: np.ndarray, hi: np.ndarray, matched: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of item windows (``lo``, ``hi``: rows x items, infinite bounds
+        allowed), the unmatched item with the fewest expected candidates (ties go to the
+        earlier item) and that number: :meth:`expected_many` for every item at once,
+        in one compiled pass instead of one array pass per item (measured: 2.4 s of
+        localization n = 30 query 2 went to the per-item passes)."""
+        stats, grid = self._stats, self._stats.grid
+        n, k = matched.shape
+        if grid.n_intervals == 0 or k == 0:
+            guess = np.where(matched, np.inf, 0.0)
+            choice = np.argmin(guess, axis=1) if k else np.zeros(n, dtype=np.int64)
+            return choice.astype(np.int64), guess[np.arange(n), choice] if k else guess
+        return _cheapest(np.stack(self._profiles), np.ascontiguousarray(lo, np.float64),
+                         np.ascontiguousarray(hi, np.float64),
+                         np.ascontiguousarray(matched), float(grid.t0), float(grid.width),
+                         grid.n_intervals, stats.mean_instants / 2)
+
+
+@numba.njit(cache=True, nogil=True)
+def _cheapest(profiles: np.ndarray, lo: np.ndarray, hi: np.ndarray, matched: np.ndarray,
+              t0: float, width: float, n_intervals: int, half: float
+              ) -> tuple[np.ndarray, np.ndarray]:
+    # The same arithmetic as StatisticsGrid's expected_many, item by item.
+    n, k = matched.shape
+    end = t0 + width * n_intervals
+    choice = np.zeros(n, dtype=np.int64)
+    best = np.full(n, np.inf)
+    for r in range(n):
+        for i in range(k):
+            if matched[r, i]:
+                continue
+            a = t0 if lo[r, i] == -np.inf else lo[r, i]
+            b = end if hi[r, i] == np.inf else hi[r, i]
+            if a > b:
+                guess = 0.0
+            else:
+                guess = max(0.0, _cumulative(profiles[i], b + 1 + half, t0, width,
+                                             n_intervals)
+                            - _cumulative(profiles[i], a - half, t0, width, n_intervals))
+            if guess < best[r]:
+                best[r], choice[r] = guess, i
+    return choice, best
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cumulative(profile: np.ndarray, t: float, t0: float, width: float,
+                n_intervals: int) -> float:
+    x = min(max((t - t0) / width, 0.0), float(n_intervals))
+    j = min(int(x), n_intervals - 1)
+    return profile[j] + (x - j) * (profile[j + 1] - profile[j])

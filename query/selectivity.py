@@ -65,15 +65,9 @@ def _cheapest_item(engine: BatchEngine, batch: Batch | TupleBatch, depth: int
         first = min(range(k), key=lambda i: (guesses[i], i))
         return np.full(len(batch), first, dtype=np.int64), guesses[first]
     starts, matched, lo, hi = tuple_item_windows(engine, batch)
-    guess = np.full((len(starts), k), np.inf)
-    for i in range(k):
-        todo = ~matched[:, i]
-        if todo.any():
-            guess[todo, i] = estimates.expected_many(i, lo[todo, i], hi[todo, i])
-    choice = np.argmin(guess, axis=1)
+    choice, guess = estimates.cheapest(lo, hi, matched)
     sizes = np.diff(np.concatenate([starts, [len(batch)]]))
-    return (np.repeat(choice, sizes).astype(np.int64),
-            float(guess[np.arange(len(starts)), choice].sum()))
+    return np.repeat(choice, sizes), float(guess.sum())
 
 
 def _selectivity_entries(ctx: QueryContext) -> list[Match]:

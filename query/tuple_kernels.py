@@ -697,7 +697,9 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
         memo = _Memo(1)
         # (Made here: a parallel loop cannot take nested tuples as arguments.)
         fold = _no_fold()
-        for r in range(c * n // chunks, (c + 1) * n // chunks):
+        # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
+        # one parent's children) even out.
+        for r in range(c, n, chunks):
             total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
                 events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
                 fold, memo)

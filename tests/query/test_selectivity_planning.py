@@ -47,6 +47,27 @@ def test_estimates_track_the_true_number_of_candidates():
     assert 0.35 * common < half < 0.65 * common
 
 
+_WINDOW_BOUND = st.one_of(st.integers(-50, 1500).map(float), st.just(np.inf),
+                         st.just(-np.inf))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(_WINDOW_BOUND, _WINDOW_BOUND, st.booleans()),
+                         min_size=3, max_size=3), min_size=1, max_size=12))
+def test_the_cheapest_item_of_many_windows_is_each_items_estimate_at_once(rows):
+    idx = uc.build_index(_rare_and_common())
+    est = ItemEstimates(QueryContext(idx.event_index, uc.parse_query(RARE_LAST)))
+    lo = np.array([[a for a, _, _ in row] for row in rows])
+    hi = np.array([[b for _, b, _ in row] for row in rows])
+    matched = np.array([[m for _, _, m in row] for row in rows])
+    matched[:, 1] = False                     # (every row has an unmatched item)
+    choice, guess = est.cheapest(lo, hi, matched)
+    each = np.column_stack([est.expected_many(i, lo[:, i], hi[:, i]) for i in range(3)])
+    each[matched] = np.inf
+    np.testing.assert_array_equal(choice, np.argmin(each, axis=1))
+    np.testing.assert_allclose(guess, each.min(axis=1), rtol=0, atol=1e-9)
+
+
 def test_the_rarest_item_is_matched_first_and_extended_backward():
     idx = uc.build_index(_rare_and_common())
     ex = idx.explain(RARE_LAST)
