@@ -1,6 +1,7 @@
 """Expected candidates of a pattern item within a time window, from the index's statistics
 (Zhou et al. 5.2, "Choosing the first pattern item" and "Choosing the next pattern items").
 
+>>> import numpy as np
 >>> import pandas as pd
 >>> import uncertain_cep as uc
 >>> from uncertain_cep.query.evaluation import QueryContext
@@ -13,6 +14,11 @@
 >>> est = ItemEstimates(ctx)
 >>> round(est.expected(0, 0, 31)), round(est.expected(1, 0, 31))
 (1, 3)
+>>> choice, guess = est.cheapest(np.array([[0.0, 0.0], [0.0, 0.0]]),
+...                              np.array([[31.0, 31.0], [31.0, 31.0]]),
+...                              np.array([[False, False], [True, False]]))
+>>> choice.tolist(), np.round(guess).tolist()
+([0, 1], [1.0, 3.0])
 """
 
 from __future__ import annotations
@@ -59,11 +65,10 @@ class ItemEstimates:
         in one compiled pass instead of one array pass per item (measured: 2.4 s of
         localization n = 30 query 2 went to the per-item passes)."""
         stats, grid = self._stats, self._stats.grid
-        n, k = matched.shape
-        if grid.n_intervals == 0 or k == 0:
-            guess = np.where(matched, np.inf, 0.0)
-            choice = np.argmin(guess, axis=1) if k else np.zeros(n, dtype=np.int64)
-            return choice.astype(np.int64), guess[np.arange(n), choice] if k else guess
+        if grid.n_intervals == 0:
+            # (No statistics: every window expects none, so the first unmatched item.)
+            choice = np.argmin(matched, axis=1).astype(np.int64)
+            return choice, np.zeros(len(choice))
         return _cheapest(np.stack(self._profiles), np.ascontiguousarray(lo, np.float64),
                          np.ascontiguousarray(hi, np.float64),
                          np.ascontiguousarray(matched), float(grid.t0), float(grid.width),
