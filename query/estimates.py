@@ -26,6 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from uncertain_cep.index.statistics import expected_in
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.symbols import symbol_box
 
@@ -44,6 +45,8 @@ class ItemEstimates:
             symbol = ctx.pattern.symbol(name)
             self._profiles.append(stats.profile(symbol_box(ctx.index.archive, symbol),
                                                 symbol.categorical_sets()))
+        # (One row per item, for weighing every item of many windows in one pass.)
+        self._profile_rows = np.stack(self._profiles).astype(np.float64)
 
     def expected(self, item: int, lo: float, hi: float) -> float:
         """Expected candidates of positive item ``item`` with an instant in ``[lo, hi]``."""
@@ -52,9 +55,7 @@ class ItemEstimates:
 
     def expected_many(self, item: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """:meth:`expected` for many windows of one item (infinite bounds allowed)."""
-        grid = self._stats.grid
-        lo = np.where(np.isneginf(lo), grid.t0, lo)
-        hi = np.where(np.isposinf(hi), grid.t0 + grid.width * grid.n_intervals, hi)
+        lo, hi = self._finite(lo, hi)
         return self._stats.expected_many(self._profiles[item], lo, hi)
 
     def cheapest(self, lo: np.ndarray, hi: np.ndarray, matched: np.ndarray
@@ -69,41 +70,33 @@ class ItemEstimates:
             # (No statistics: every window expects none, so the first unmatched item.)
             choice = np.argmin(matched, axis=1).astype(np.int64)
             return choice, np.zeros(len(choice))
-        return _cheapest(np.stack(self._profiles), np.ascontiguousarray(lo, np.float64),
-                         np.ascontiguousarray(hi, np.float64),
-                         np.ascontiguousarray(matched), float(grid.t0), float(grid.width),
-                         grid.n_intervals, stats.mean_instants / 2)
+        lo, hi = self._finite(lo, hi)
+        return _cheapest(self._profile_rows, lo, hi, np.ascontiguousarray(matched),
+                         float(grid.t0), float(grid.width), grid.n_intervals,
+                         stats.mean_instants / 2)
+
+    def _finite(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Windows with "no bound" replaced by the statistics grid's ends."""
+        grid = self._stats.grid
+        lo = np.where(np.isneginf(lo), grid.t0, lo).astype(np.float64)
+        hi = np.where(np.isposinf(hi), grid.t0 + grid.width * grid.n_intervals,
+                      hi).astype(np.float64)
+        return lo, hi
 
 
 @numba.njit(cache=True, nogil=True)
 def _cheapest(profiles: np.ndarray, lo: np.ndarray, hi: np.ndarray, matched: np.ndarray,
               t0: float, width: float, n_intervals: int, half: float
               ) -> tuple[np.ndarray, np.ndarray]:
-    # The same arithmetic as StatisticsGrid's expected_many, item by item.
     n, k = matched.shape
-    end = t0 + width * n_intervals
     choice = np.zeros(n, dtype=np.int64)
     best = np.full(n, np.inf)
     for r in range(n):
         for i in range(k):
             if matched[r, i]:
                 continue
-            a = t0 if lo[r, i] == -np.inf else lo[r, i]
-            b = end if hi[r, i] == np.inf else hi[r, i]
-            if a > b:
-                guess = 0.0
-            else:
-                guess = max(0.0, _cumulative(profiles[i], b + 1 + half, t0, width,
-                                             n_intervals)
-                            - _cumulative(profiles[i], a - half, t0, width, n_intervals))
+            guess = expected_in(profiles[i], lo[r, i], hi[r, i], t0, width, n_intervals,
+                                half)
             if guess < best[r]:
                 best[r], choice[r] = guess, i
     return choice, best
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _cumulative(profile: np.ndarray, t: float, t0: float, width: float,
-                n_intervals: int) -> float:
-    x = min(max((t - t0) / width, 0.0), float(n_intervals))
-    j = min(int(x), n_intervals - 1)
-    return profile[j] + (x - j) * (profile[j + 1] - profile[j])
