@@ -402,37 +402,47 @@ class BatchEngine:
                 lo_, hi_ = max(a, c), min(b, d)
                 if lo_ < hi_:
                     item = int(items[c])
-                    owner, events, pairs = candidate_events(
-                        table, tuples.take(slice(lo_, hi_)), item, self.candidates(item),
+                    owner, rows, pairs = candidate_events(
+                        table, tuples.take(slice(lo_, hi_)), self.candidates(item),
                         start[lo_:hi_], stop[lo_:hi_])
                     ctx.stats.candidates += pairs
-                    parts.append(events)
+                    parts.append(rows)
                     owners.append(owner + lo_)
                     takers.append(np.full(len(owner), item, dtype=np.int64))
-            events = np.concatenate(parts)
-            found += len(events)
-            if len(events) == 0:
+            rows = np.concatenate(parts)
+            found += len(rows)
+            if len(rows) == 0:
                 continue
             owner, made_by = np.concatenate(owners), np.concatenate(takers)
-            row = np.arange(len(events))
             attribute = parent_attribute[owner]
             for c, d in itertools.pairwise([0, *(np.flatnonzero(np.diff(made_by)) + 1)
                                             .tolist(), len(made_by)]):
                 item = int(made_by[c])
-                attribute[c:d] *= ctx.pr_rows(ctx.positive[item], events[c:d, item])
-            new_lo, new_hi = event_instants(table, events[row, made_by])
+                attribute[c:d] *= ctx.pr_rows(ctx.positive[item], rows[c:d])
+            new_lo, new_hi = event_instants(table, rows)
+            if not complete:
+                # (No completion where the unmatched items lack events of their own:
+                # most new tuples of long patterns, so before their matrices exist.)
+                fit = np.flatnonzero(self.room.feasible_children(
+                    tuples.events, tuples.earliest, tuples.latest, owner, made_by, rows,
+                    new_lo, new_hi, ctx.window))
+                owner, made_by, rows = owner[fit], made_by[fit], rows[fit]
+                attribute, new_lo, new_hi = attribute[fit], new_lo[fit], new_hi[fit]
+                if len(rows) == 0:
+                    continue
             # Each new tuple's parent's bound and columns' instants, and the new event's.
+            row = np.arange(len(rows))
             total = tuples.prob[owner]
-            earliest, latest = tuples.earliest[owner], tuples.latest[owner]
+            events = np.take(tuples.events, owner, axis=0)
+            earliest = np.take(tuples.earliest, owner, axis=0)
+            latest = np.take(tuples.latest, owner, axis=0)
+            events[row, made_by] = rows
             earliest[row, made_by], latest[row, made_by] = new_lo, new_hi
             # The bound's factors besides the programme's: Pr(S | e), and the events
             # certainly inside a gap whose neighbours are matched.
             factor = attribute.copy()
             if self.certain is not None:
                 factor *= self.certain.factors(events, earliest, latest)
-            if not complete:
-                # (No completion where the unmatched items lack events of their own.)
-                factor[~self.room.feasible(events, earliest, latest, ctx.window)] = 0.0
             # A new event placed in every world of its parent keeps the parent's bound;
             # a complete tuple without negation still needs its first and last instants.
             placed = (placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
@@ -451,11 +461,6 @@ class BatchEngine:
                     # The programme narrowed the columns' instants: the gaps too.
                     factor[run] = attribute[run] * self.certain.factors(
                         events[run], earliest[run], latest[run])
-                if not complete:
-                    # (Again on the narrowed instants, where the bound still holds.)
-                    again = run & (total > 0) & (factor > 0)
-                    factor[again] *= self.room.feasible(events[again], earliest[again],
-                                                        latest[again], ctx.window)
             # A placed tuple holds its parent's states; counted as one.
             created += int(placed.sum())
             live = total > 0

@@ -66,6 +66,29 @@ class CandidateInstants:
                             self.offsets, length, bounded)
 
 
+    def tuple_window(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+                     item: int, window: float) -> tuple[np.ndarray, np.ndarray]:
+        """Item ``item``'s window in each partial tuple (rows of ``events``, -1 where
+        unmatched, with each column's ``earliest`` and ``latest`` instant), narrowed as
+        :meth:`tighten` narrows it: its start from the earliest instants, its end from
+        the latest, in one pass (either way no completion is lost).
+
+        >>> chains = CandidateInstants([np.array([0, 5]), np.array([2, 9]),
+        ...                             np.array([3, 10])])
+        >>> events = np.array([[7, -1, -1]])
+        >>> lo, hi = chains.tuple_window(events, np.array([[0, 0, 0]]),
+        ...                              np.array([[5, 0, 0]]), 1, 7.0)
+        >>> (int(lo[0]), int(hi[0]))   # after item 0, before item 2's last instant 10
+        (1, 9)
+        """
+        length, bounded = (0, False) if window == np.inf else (int(window), True)
+        with KERNEL_LOCK:
+            return _tuple_window(np.ascontiguousarray(events, dtype=np.int64),
+                                 np.ascontiguousarray(earliest, dtype=np.int64),
+                                 np.ascontiguousarray(latest, dtype=np.int64), int(item),
+                                 self.instants, self.offsets, length, bounded)
+
+
 @numba.njit(cache=True, nogil=True)
 def _next(instants: np.ndarray, offsets: np.ndarray, j: int, x: int) -> int:
     """The smallest candidate instant of item ``j`` after ``x`` (NO_TIME: none)."""
@@ -147,4 +170,53 @@ def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
         high = x - 1 if x > -NO_TIME else -NO_TIME
         out_lo[r] = max(out_lo[r], low)
         out_hi[r] = min(out_hi[r], high)
+    return out_lo, out_hi
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _tuple_window(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray, item: int,
+                  instants: np.ndarray, offsets: np.ndarray, length: int, bounded: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    n, k = events.shape
+    out_lo = np.empty(n, dtype=np.int64)
+    out_hi = np.empty(n, dtype=np.int64)
+    for r in numba.prange(n):
+        before, after, first, last = -1, -1, -1, -1
+        lo, hi = -NO_TIME, NO_TIME
+        for c in range(k):
+            if events[r, c] < 0:
+                continue
+            if first < 0:
+                first = c
+            last = c
+            if c < item:
+                before = c
+                lo = max(lo, earliest[r, c] + (item - c))
+            elif c > item:
+                if after < 0:
+                    after = c
+                hi = min(hi, latest[r, c] - (c - item))
+        if bounded and first >= 0:
+            lo = max(lo, earliest[r, last] + (k - 1 - last) - length + item)
+            hi = min(hi, latest[r, first] - first + length - (k - 1 - item))
+        # As :func:`_tighten`: the earliest instant chained from the earliest instants.
+        if before >= 0:
+            x = _forward(instants, offsets, earliest[r, before], before + 1, item)
+        elif bounded and after >= 0:
+            end = _forward(instants, offsets, earliest[r, last], last + 1, k)
+            x = (_forward(instants, offsets, end - length - 1, 0, item) if end < NO_TIME
+                 else NO_TIME)
+        else:
+            x = _forward(instants, offsets, -NO_TIME + 1, 0, item)
+        out_lo[r] = max(lo, x + 1 if x < NO_TIME else NO_TIME)
+        # ... and the latest from the latest instants.
+        if after >= 0:
+            x = _backward(instants, offsets, latest[r, after], after - 1, item)
+        elif bounded and before >= 0:
+            start = _backward(instants, offsets, latest[r, first], first - 1, -1)
+            x = (_backward(instants, offsets, start + length + 1, k - 1, item)
+                 if start > -NO_TIME else -NO_TIME)
+        else:
+            x = _backward(instants, offsets, NO_TIME - 1, k - 1, item)
+        out_hi[r] = min(hi, x - 1 if x > -NO_TIME else -NO_TIME)
     return out_lo, out_hi

@@ -85,29 +85,23 @@ def item_window(tuples: TupleBatch, item: int, window: float,
                 lookahead: CandidateInstants | None) -> tuple[np.ndarray, np.ndarray]:
     """Item ``item``'s window per tuple, narrowed by the look-ahead (the earliest
     instants give its start, the latest its end; either way no completion is lost)."""
-    matched = tuples.events >= 0
-    lo = windows_from_instants(tuples.earliest, matched, item, window)[0]
-    hi = windows_from_instants(tuples.latest, matched, item, window)[1]
     if lookahead is None:
+        matched = tuples.events >= 0
+        lo = windows_from_instants(tuples.earliest, matched, item, window)[0]
+        hi = windows_from_instants(tuples.latest, matched, item, window)[1]
         return lo, hi
-    # The look-ahead reads one instant per matched column through a nodes matrix: the
-    # earliest instants give the start, the latest the end.
-    n, k = tuples.events.shape
-    at = np.where(tuples.events >= 0, np.arange(n * k).reshape(n, k), -1)
-    lo = lookahead.tighten(at, np.ascontiguousarray(tuples.earliest.ravel()), item, lo, hi,
-                           window)[0]
-    hi = lookahead.tighten(at, np.ascontiguousarray(tuples.latest.ravel()), item, lo, hi,
-                           window)[1]
-    return lo, hi
+    return lookahead.tuple_window(tuples.events, tuples.earliest, tuples.latest, item,
+                                  window)
 
 
-def candidate_events(table: NodeTable, tuples: TupleBatch, item: int,
-                     candidates: CandidateNodes, start: np.ndarray, stop: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, int]:
+def candidate_events(table: NodeTable, tuples: TupleBatch, candidates: CandidateNodes,
+                     start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Every distinct (tuple, event) pair of an event with a candidate node in the
-    tuple's window, other than the tuple's own events: the tuples' indices, the new
-    events matrix (``item`` set), and the number of (tuple, node) pairs seen. Pairs come
-    in tuple order, each tuple's events ascending."""
+    tuple's window (``candidates.nodes[start:stop]``), other than the tuple's own events:
+    the tuples' indices, the events' archive rows, and the
+    number of (tuple, node) pairs seen. Pairs come in tuple order, each tuple's events
+    ascending; the new tuples' matrices are left to the caller, which drops most of
+    them first."""
     count = np.maximum(stop - start, 0)
     total = int(count.sum())
     offsets = np.cumsum(count) - count
@@ -118,9 +112,7 @@ def candidate_events(table: NodeTable, tuples: TupleBatch, item: int,
     owner = np.repeat(np.arange(len(tuples), dtype=np.int64), found)
     keep = np.repeat(offsets, found) + (np.arange(int(found.sum()), dtype=np.int64)
                                         - np.repeat(np.cumsum(found) - found, found))
-    events = tuples.events[owner]
-    events[:, item] = rows[keep]
-    return owner, events, total
+    return owner, rows[keep], total
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -160,12 +152,23 @@ def _distinct_fresh_rows(events: np.ndarray, node_row: np.ndarray, nodes: np.nda
 
 def event_instants(table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per archive row of ``rows`` (each with nodes), its earliest and latest instant."""
-    owner, nodes = table.nodes_of_rows(rows)
-    instants = table.instant[nodes]
-    if len(rows) == 0:
-        return instants, instants
-    starts = np.searchsorted(owner, np.arange(len(rows)))
-    return np.minimum.reduceat(instants, starts), np.maximum.reduceat(instants, starts)
+    with KERNEL_LOCK:
+        return _stretches(np.ascontiguousarray(rows, dtype=np.int64),
+                          table.row_nodes_start, table.row_nodes, table.instant)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _stretches(rows: np.ndarray, row_nodes_start: np.ndarray, row_nodes: np.ndarray,
+               instant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.empty(len(rows), dtype=np.int64)
+    hi = np.empty(len(rows), dtype=np.int64)
+    for r in numba.prange(len(rows)):
+        a, b = row_nodes_start[rows[r]], row_nodes_start[rows[r] + 1]
+        lo[r], hi[r] = NO_TIME, -NO_TIME
+        for q in range(a, b):
+            lo[r] = min(lo[r], instant[row_nodes[q]])
+            hi[r] = max(hi[r], instant[row_nodes[q]])
+    return lo, hi
 
 
 def placed_events(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,

@@ -9,6 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from uncertain_cep.query.batches import windows_from_instants
+from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.lookahead import CandidateInstants
 
 HORIZON = 14
@@ -76,3 +78,39 @@ def test_a_prefix_whose_remaining_items_cannot_fit_in_the_window_gets_no_candida
     # Without a window item 1 may take anything from 6 up to just before 20.
     lo, hi = chains.tighten(nodes, instant, 1, np.array([6]), np.array([100]), math.inf)
     assert (int(lo[0]), int(hi[0])) == (6, 19)
+
+
+@st.composite
+def _tuple_cases(draw):
+    # Partial tuples with a stretch of instants per matched column (earliest <= latest).
+    k, candidates, item, _, window = draw(_cases())
+    rows = draw(st.integers(1, 4))
+    events = np.full((rows, k), -1, dtype=np.int64)
+    earliest = np.full((rows, k), -NO_TIME, dtype=np.int64)
+    latest = np.full((rows, k), NO_TIME, dtype=np.int64)
+    for r in range(rows):
+        for c in range(k):
+            if c != item and draw(st.booleans()):
+                lo = draw(st.integers(0, HORIZON))
+                events[r, c] = c
+                earliest[r, c], latest[r, c] = lo, lo + draw(st.integers(0, 3))
+    return candidates, item, window, events, earliest, latest
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tuple_cases())
+def test_a_tuples_window_in_one_pass_equals_its_start_and_end_narrowed_apart(case):
+    # tuple_window fuses the plain window of the earliest instants (its start) and of the
+    # latest (its end) with tighten's chains from each: the same numbers.
+    candidates, item, window, events, earliest, latest = case
+    chains = CandidateInstants([np.array(c) for c in candidates])
+    matched = events >= 0
+    n, k = events.shape
+    at = np.where(matched, np.arange(n * k).reshape(n, k), -1)
+    lo = windows_from_instants(earliest, matched, item, float(window))[0]
+    hi = windows_from_instants(latest, matched, item, float(window))[1]
+    lo = chains.tighten(at, earliest.ravel(), item, lo, hi, float(window))[0]
+    hi = chains.tighten(at, latest.ravel(), item, lo, hi, float(window))[1]
+    got_lo, got_hi = chains.tuple_window(events, earliest, latest, item, float(window))
+    assert got_lo.tolist() == lo.tolist()
+    assert got_hi.tolist() == hi.tolist()

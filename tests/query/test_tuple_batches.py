@@ -316,7 +316,7 @@ def test_tuples_without_room_for_their_unmatched_items_lose_no_answer(strategy, 
     pattern = replace(pattern, within=within)
     idx = uc.build_index(df)
     cut = [0]
-    real = EventRoom.feasible
+    real = EventRoom.feasible_children
 
     def counting(self, *args, **kwargs):
         out = real(self, *args, **kwargs)
@@ -324,7 +324,7 @@ def test_tuples_without_room_for_their_unmatched_items_lose_no_answer(strategy, 
         return out
 
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
-          patch.object(EventRoom, "feasible", counting)):
+          patch.object(EventRoom, "feasible_children", counting)):
         got = idx.query(pattern, strategy=strategy)
     event(f"tuples without room: {min(cut[0], 1)}")
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
