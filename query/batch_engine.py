@@ -422,10 +422,13 @@ class BatchEngine:
             new_lo, new_hi = event_instants(table, rows)
             if not complete:
                 # (No completion where the unmatched items lack events of their own:
-                # most new tuples of long patterns, so before their matrices exist.)
+                # most new tuples of long patterns, so before their matrices exist. A
+                # tuple's events are candidates, all in the room: their stretches come
+                # straight from the node table.)
                 fit = np.flatnonzero(self.room.feasible_children(
-                    tuples.events, tuples.earliest, tuples.latest, owner, made_by, rows,
-                    new_lo, new_hi, ctx.window))
+                    tuples.events, tuples.earliest, tuples.latest,
+                    *event_instants(table, tuples.events), owner, made_by, rows, new_lo,
+                    new_hi, ctx.window))
                 owner, made_by, rows = owner[fit], made_by[fit], rows[fit]
                 attribute, new_lo, new_hi = attribute[fit], new_lo[fit], new_hi[fit]
                 if len(rows) == 0:

@@ -58,42 +58,52 @@ class EventRoom:
         events of their own where they can lie."""
         n = len(events)
         none = np.full(n, -1, dtype=np.int64)
-        return self.feasible_children(events, earliest, latest,
+        return self.feasible_children(events, earliest, latest, *self.stretches(events),
                                       np.arange(n, dtype=np.int64), none, none, none, none,
                                       window)
 
+    def stretches(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each event's earliest and latest instant (NO_TIME and -NO_TIME where -1 or
+        not one of the room's)."""
+        events = np.asarray(events, dtype=np.int64)
+        first = np.full(events.shape, NO_TIME, dtype=np.int64)
+        last = np.full(events.shape, -NO_TIME, dtype=np.int64)
+        if len(self.rows):
+            at = np.minimum(np.searchsorted(self.rows, events), len(self.rows) - 1)
+            known = (events >= 0) & (self.rows[at] == events)
+            first[known], last[known] = self.first[at[known]], self.last[at[known]]
+        return first, last
+
     def feasible_children(self, events: np.ndarray, earliest: np.ndarray,
-                          latest: np.ndarray, owner: np.ndarray, column: np.ndarray,
-                          rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, window: float
-                          ) -> np.ndarray:
+                          latest: np.ndarray, own_first: np.ndarray, own_last: np.ndarray,
+                          owner: np.ndarray, column: np.ndarray, rows: np.ndarray,
+                          lo: np.ndarray, hi: np.ndarray, window: float) -> np.ndarray:
         """:meth:`feasible` for new tuples made from the tuples ``events`` (with their
-        ``earliest`` and ``latest`` instants) without building them: new tuple ``r`` is
-        row ``owner[r]`` with event ``rows[r]`` in column ``column[r]`` (none where -1),
-        its instants ``lo[r]`` .. ``hi[r]``. Most new tuples of long patterns fail here
-        (58% at localization n = 30), so they are judged before their matrices exist.
+        ``earliest`` and ``latest`` instants, and their events' stretches ``own_first``
+        .. ``own_last``: :meth:`stretches`) without building them: new tuple ``r`` is row
+        ``owner[r]`` with event ``rows[r]`` in column ``column[r]`` (none where -1), its
+        stretch ``lo[r]`` .. ``hi[r]``. Most new tuples of long patterns fail here (58%
+        at localization n = 30), so they are judged before their matrices exist.
 
         >>> room = EventRoom(np.array([10, 11, 12, 13]), np.array([2, 4, 6, 8]),
         ...                  np.array([3, 5, 7, 9]))
         >>> events = np.array([[10, -1, -1, -1]])
         >>> earliest, latest = np.array([[2, 0, 0, 0]]), np.array([[3, 0, 0, 0]])
-        >>> room.feasible_children(events, earliest, latest, np.array([0, 0]),
-        ...                        np.array([3, 3]), np.array([13, 11]), np.array([8, 4]),
-        ...                        np.array([9, 5]), np.inf).tolist()  # 11 leaves no room
+        >>> room.feasible_children(events, earliest, latest, *room.stretches(events),
+        ...                        np.array([0, 0]), np.array([3, 3]), np.array([13, 11]),
+        ...                        np.array([8, 4]), np.array([9, 5]), np.inf).tolist()
         [True, False]
+
+        (Event 11 leaves one event, 12, for the two items between.)
         """
         bounded = window != np.inf
-        events = np.ascontiguousarray(events, dtype=np.int64)
-        # Each matched event's stretch, looked up once per tuple, not per new tuple.
-        own_first = np.full(events.shape, NO_TIME, dtype=np.int64)
-        own_last = np.full(events.shape, -NO_TIME, dtype=np.int64)
-        if len(self.rows):
-            at = np.minimum(np.searchsorted(self.rows, events), len(self.rows) - 1)
-            known = (events >= 0) & (self.rows[at] == events)
-            own_first[known], own_last[known] = self.first[at[known]], self.last[at[known]]
         with KERNEL_LOCK:
-            return _feasible(events, np.ascontiguousarray(earliest, dtype=np.int64),
-                             np.ascontiguousarray(latest, dtype=np.int64), own_first,
-                             own_last, np.ascontiguousarray(owner, dtype=np.int64),
+            return _feasible(np.ascontiguousarray(events, dtype=np.int64),
+                             np.ascontiguousarray(earliest, dtype=np.int64),
+                             np.ascontiguousarray(latest, dtype=np.int64),
+                             np.ascontiguousarray(own_first, dtype=np.int64),
+                             np.ascontiguousarray(own_last, dtype=np.int64),
+                             np.ascontiguousarray(owner, dtype=np.int64),
                              np.ascontiguousarray(column, dtype=np.int64),
                              np.ascontiguousarray(rows, dtype=np.int64),
                              np.ascontiguousarray(lo, dtype=np.int64),

@@ -151,21 +151,23 @@ def _distinct_fresh_rows(events: np.ndarray, node_row: np.ndarray, nodes: np.nda
 
 
 def event_instants(table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per archive row of ``rows`` (each with nodes), its earliest and latest instant."""
+    """Per archive row of ``rows`` (any shape), its earliest and latest instant
+    (NO_TIME and -NO_TIME where -1: no event)."""
+    flat = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
     with KERNEL_LOCK:
-        return _stretches(np.ascontiguousarray(rows, dtype=np.int64),
-                          table.row_nodes_start, table.row_nodes, table.instant)
+        lo, hi = _stretches(flat, table.row_nodes_start, table.row_nodes, table.instant)
+    return lo.reshape(np.shape(rows)), hi.reshape(np.shape(rows))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _stretches(rows: np.ndarray, row_nodes_start: np.ndarray, row_nodes: np.ndarray,
                instant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.empty(len(rows), dtype=np.int64)
-    hi = np.empty(len(rows), dtype=np.int64)
+    lo = np.full(len(rows), NO_TIME, dtype=np.int64)
+    hi = np.full(len(rows), -NO_TIME, dtype=np.int64)
     for r in numba.prange(len(rows)):
-        a, b = row_nodes_start[rows[r]], row_nodes_start[rows[r] + 1]
-        lo[r], hi[r] = NO_TIME, -NO_TIME
-        for q in range(a, b):
+        if rows[r] < 0:
+            continue
+        for q in range(row_nodes_start[rows[r]], row_nodes_start[rows[r] + 1]):
             lo[r] = min(lo[r], instant[row_nodes[q]])
             hi[r] = max(hi[r], instant[row_nodes[q]])
     return lo, hi
