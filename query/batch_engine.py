@@ -444,13 +444,19 @@ class BatchEngine:
             # The bound's factors besides the programme's: Pr(S | e), and the events
             # certainly inside a gap whose neighbours are matched.
             factor = attribute.copy()
-            if self.certain is not None:
+            settled = np.zeros(len(events), dtype=np.bool_)
+            if self.certain is not None and complete:
+                gaps_factor, settled = self.certain.settled(events, earliest, latest)
+                factor *= gaps_factor
+            elif self.certain is not None:
                 factor *= self.certain.factors(events, earliest, latest)
             # A new event placed in every world of its parent keeps the parent's bound;
             # a complete tuple without negation still needs its first and last instants.
             placed = (placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
                       if not complete or ctx.negations else np.zeros(len(events), bool))
-            run = ~placed
+            # So does a complete one whose negation factor is the same in every world:
+            # the cheap programme gives them, not the negation programme (twice the cost).
+            run = ~placed | settled
             if ctx.theta > TOLERANCE:
                 # (The parent's bound already falls short: no programme can lift it.)
                 run &= total * factor >= ctx.theta - TOLERANCE

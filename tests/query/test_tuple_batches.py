@@ -250,13 +250,18 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
                                                                         pattern, within):
     pattern = replace(pattern, within=within)
     idx = uc.build_index(df)
-    placed, certain, settled = [0], [0], [0]
+    placed, certain, settled, both = [0], [0], [0], [0]
     real_placed, real_factors = batch_engine.placed_events, CertainWeighers.factors
     real_settled = CertainWeighers.settled
+    last_settled = [np.zeros(0, dtype=bool)]
 
     def counting_placed(*args, **kwargs):
         out = real_placed(*args, **kwargs)
         placed[0] += int(out.sum())
+        # Complete tuples are settled just before they are placed: those both take the
+        # cheap programme for their first and last instants.
+        if len(last_settled[0]) == len(out):
+            both[0] += int((out & last_settled[0]).sum())
         return out
 
     def counting_factors(self, *args, **kwargs):
@@ -267,6 +272,7 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
     def counting_settled(self, *args, **kwargs):
         out = real_settled(self, *args, **kwargs)
         settled[0] += int(out[1].sum())
+        last_settled[0] = out[1]
         return out
 
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
@@ -275,7 +281,7 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
           patch.object(CertainWeighers, "settled", counting_settled)):
         got = idx.query(pattern, strategy=strategy)
     event(f"placed: {min(placed[0], 1)}, certainly weighed: {min(certain[0], 1)}, "
-          f"settled: {min(settled[0], 1)}")
+          f"settled: {min(settled[0], 1)}, placed and settled: {min(both[0], 1)}")
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
 
 
