@@ -58,6 +58,7 @@ from uncertain_cep.query.tuple_batches import (
     candidate_events,
     event_instants,
     every_tuple_window,
+    inherited_ends,
     item_window,
     placed_events,
     tuples_of,
@@ -450,17 +451,24 @@ class BatchEngine:
                 factor *= gaps_factor
             elif self.certain is not None:
                 factor *= self.certain.factors(events, earliest, latest)
-            # A new event placed in every world of its parent keeps the parent's bound;
-            # a complete tuple without negation still needs its first and last instants.
-            placed = (placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
-                      if not complete or ctx.negations else np.zeros(len(events), bool))
-            # So does a complete one whose negation factor is the same in every world:
-            # the cheap programme gives them, not the negation programme (twice the cost).
-            run = ~placed | settled
+            # A new event placed in every world of its parent keeps the parent's bound
+            # (exactly: it adds no constraint), and between the parent's first and last
+            # columns also its first and last instants.
+            placed = placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
+            first, last = inherited_ends(tuples, owner, made_by, placed)
+            if complete:
+                # An answer needs its first and last instants; with negation, where its
+                # factor is the same in every world, from the cheap programme rather
+                # than the negation programme (twice the cost).
+                known = first != NO_TIME
+                run = ~placed | ~known if not ctx.negations else ~placed | (
+                    settled & ~known)
+                exact = run | known
+            else:
+                run = ~placed
             if ctx.theta > TOLERANCE:
                 # (The parent's bound already falls short: no programme can lift it.)
                 run &= total * factor >= ctx.theta - TOLERANCE
-            first, last = np.full(len(events), NO_TIME), np.full(len(events), -NO_TIME)
             if run.any():
                 (total[run], first[run], last[run], states, earliest[run],
                  latest[run]) = tuple_probabilities(self.tuple_table, events[run],
@@ -487,7 +495,7 @@ class BatchEngine:
             if complete and ctx.negations:
                 answers, held = self._complete_negated(
                     events, total, attribute, first[live], last[live], earliest[live],
-                    latest[live], run[live])
+                    latest[live], exact[live])
                 kept += answers
                 created += held
                 continue
@@ -495,7 +503,8 @@ class BatchEngine:
                 kept += self._answer(events, total * attribute, first[live], last[live])
                 continue
             kept += len(events)
-            grown = TupleBatch(events, total, earliest[live], latest[live])
+            grown = TupleBatch(events, total, earliest[live], latest[live], first[live],
+                               last[live])
             for e in range(0, len(grown), self.limit):
                 stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
         return created, found, kept
@@ -505,8 +514,9 @@ class BatchEngine:
                           earliest: np.ndarray, latest: np.ndarray, exact: np.ndarray
                           ) -> tuple[int, int]:
         """Answers among complete tuples of a pattern with negation, given their
-        probabilities without it (``exact`` where the programme ran: else a bound), their
-        first and last instants and their columns' instants. Returns the answers and the
+        probabilities without it (``exact`` where that and their first and last instants
+        are known: else a bound), their first and last instants and their columns'
+        instants. Returns the answers and the
         states held.
 
         Where every gap's events are inside it for sure or outside for sure, the factor

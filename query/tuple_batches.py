@@ -36,26 +36,33 @@ from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.lookahead import CandidateInstants
 
 __all__ = ["TupleBatch", "candidate_events", "event_instants", "every_tuple_window",
-           "item_window", "placed_events", "tuples_of"]
+           "inherited_ends", "item_window", "placed_events", "tuples_of"]
 
 
 @dataclass(frozen=True)
 class TupleBatch:
     """Partial tuples as rows: the events matrix (``n x k``, -1 where unmatched), each
-    tuple's summed probability (its pruning bound before Pr(S | e)), and per column the
-    earliest and latest instant its event can take (+-NO_TIME where unmatched)."""
+    tuple's summed probability (its pruning bound before Pr(S | e)), per column the
+    earliest and latest instant its event can take (+-NO_TIME where unmatched), and,
+    where known (else NO_TIME and -NO_TIME; None: nowhere), the earliest instant of its
+    first matched column and the latest of its last over the worlds it sums over (an
+    answer's ``t_first`` and ``t_last``, SEMANTICS A4)."""
 
     events: np.ndarray
     prob: np.ndarray
     earliest: np.ndarray
     latest: np.ndarray
+    first: np.ndarray | None = None
+    last: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.prob)
 
     def take(self, rows: np.ndarray | slice) -> TupleBatch:
         return TupleBatch(self.events[rows], self.prob[rows], self.earliest[rows],
-                          self.latest[rows])
+                          self.latest[rows],
+                          None if self.first is None else self.first[rows],
+                          None if self.last is None else self.last[rows])
 
 
 def tuples_of(table: NodeTable, batch: Batch) -> TupleBatch:
@@ -202,6 +209,36 @@ def placed_events(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
                        np.ascontiguousarray(new_lo, dtype=np.int64),
                        np.ascontiguousarray(new_hi, dtype=np.int64),
                        float(window) if bounded else 0.0, bounded)
+
+
+def inherited_ends(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
+                   placed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per new tuple (made from the ``parents`` rows ``owner`` by matching item
+    ``items``), its first and last instants where they are its parent's: its new event is
+    ``placed`` (:func:`placed_events`: its worlds are its parent's) strictly between the
+    parent's first and last matched columns (so are its first and last columns), and the
+    parent's are known. NO_TIME and -NO_TIME elsewhere.
+
+    >>> parents = TupleBatch(np.array([[4, -1, 7]]), np.array([0.5]),
+    ...                      np.array([[3, -NO_TIME, 10]]), np.array([[5, NO_TIME, 12]]),
+    ...                      np.array([3]), np.array([11]))
+    >>> first, last = inherited_ends(parents, np.array([0, 0]), np.array([1, 1]),
+    ...                              np.array([True, False]))
+    >>> first.tolist() == [3, NO_TIME], last.tolist() == [11, -NO_TIME]
+    (True, True)
+    """
+    first = np.full(len(owner), NO_TIME, dtype=np.int64)
+    last = np.full(len(owner), -NO_TIME, dtype=np.int64)
+    if parents.first is None or parents.last is None:
+        return first, last
+    some = np.flatnonzero(placed)
+    matched = parents.events[owner[some]] >= 0
+    k = matched.shape[1]
+    inner = ((matched.argmax(axis=1) < items[some])
+             & (items[some] < k - 1 - matched[:, ::-1].argmax(axis=1)))
+    take = some[inner]
+    first[take], last[take] = parents.first[owner[take]], parents.last[owner[take]]
+    return first, last
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

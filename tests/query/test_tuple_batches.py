@@ -22,6 +22,7 @@ from uncertain_cep.query import batch_engine
 from uncertain_cep.query.batch_engine import BatchEngine
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.event_room import EventRoom
+from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.negation_bounds import CertainWeighers
 from uncertain_cep.query.negation_kernels import negation_factors
 from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
@@ -275,19 +276,31 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
         last_settled[0] = out[1]
         return out
 
+    inherited = [0]
+    real_inherited = batch_engine.inherited_ends
+
+    def counting_inherited(*args, **kwargs):
+        first, last = real_inherited(*args, **kwargs)
+        inherited[0] += int((first != NO_TIME).sum())
+        return first, last
+
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
           patch.object(batch_engine, "placed_events", counting_placed),
+          patch.object(batch_engine, "inherited_ends", counting_inherited),
           patch.object(CertainWeighers, "factors", counting_factors),
           patch.object(CertainWeighers, "settled", counting_settled)):
         got = idx.query(pattern, strategy=strategy)
     event(f"placed: {min(placed[0], 1)}, certainly weighed: {min(certain[0], 1)}, "
           f"settled: {min(settled[0], 1)}, placed and settled: {min(both[0], 1)}")
+    event(f"first and last inherited: {min(inherited[0], 1)}, "
+          f"negation: {any(item.negated for item in pattern.items)}")
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
 
 
-def test_a_gap_that_certainly_holds_a_negated_event_prunes_before_the_last_item():
+def test_a_gap_that_certainly_holds_a_negated_event_weighs_its_tuples_zero():
     # A, B and C are point events; N (certainly x > 5) lies between A and B in every
-    # world, so (A, B) is pruned as soon as both are matched, and C never looked at.
+    # world, so every tuple holding both weighs 0 as soon as both are matched (with
+    # the planner's order here, A and C first: at the last item).
     rows = [(0, "g0", 0, 1, 1.0), (1, "g1", 3, 4, 9.0), (2, "g0", 6, 7, 1.0),
             (3, "g1", 9, 9, 2.0), (4, "g0", 10, 10, 3.0), (5, "g1", 12, 13, 2.0)]
     df = pd.DataFrame(rows, columns=["event_id", "group", "t_lo", "t_hi", "x"])
@@ -295,15 +308,22 @@ def test_a_gap_that_certainly_holds_a_negated_event_prunes_before_the_last_item(
     query = ("PATTERN SEQ(A, NOT N, B, C) DEFINE A AS x < 2, N AS x > 5, B AS x < 2.5, "
              "C AS x BETWEEN 1.5 AND 2.5 WITHIN 20 CONFIDENCE 0.5")
     weighed = []
-    real_factors = CertainWeighers.factors
+    real_factors, real_settled = CertainWeighers.factors, CertainWeighers.settled
 
     def recording(self, *args, **kwargs):
         out = real_factors(self, *args, **kwargs)
         weighed.extend(out.tolist())
         return out
 
+    def recording_settled(self, *args, **kwargs):
+        # (Complete tuples take their factors with whether they are settled.)
+        out = real_settled(self, *args, **kwargs)
+        weighed.extend(out[0].tolist())
+        return out
+
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
-          patch.object(CertainWeighers, "factors", recording)):
+          patch.object(CertainWeighers, "factors", recording),
+          patch.object(CertainWeighers, "settled", recording_settled)):
         got = idx.query(query)
     assert 0.0 in weighed
     assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
@@ -371,3 +391,35 @@ def test_an_event_that_may_lie_in_a_gap_bounds_every_completion(strategy, df, pa
             assert b >= best - TOL, (row, b, best)
             lowered += int(b < t - TOL)
     event(f"bounded by an event in a gap: {min(lowered, 1)}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(df=_spread_archives(), items=st.integers(4, 6), within=st.integers(6, 40),
+       negation=st.booleans(), confidence=st.sampled_from([0.05, 0.3, 0.6]))
+def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
+        df, items, within, negation, confidence):
+    # A new event placed in every world of its parent, strictly between the parent's
+    # first and last columns, keeps the parent's first and last instants: complete
+    # tuples answer with them (and their parent's probability) without a programme.
+    # Symbols every event meets give many tuples, so many such events.
+    names = [f"S{i}" for i in range(items)]
+    if negation:
+        names.insert(2, "NOT N")
+    defs = ", ".join([f"S{i} AS x > -1000" for i in range(items)]
+                     + (["N AS x > 2"] if negation else []))
+    query = (f"PATTERN SEQ({', '.join(names)}) DEFINE {defs} WITHIN {within} "
+             f"CONFIDENCE {confidence}")
+    idx = uc.build_index(df)
+    inherited = [0]
+    real = batch_engine.inherited_ends
+
+    def counting(*args, **kwargs):
+        first, last = real(*args, **kwargs)
+        inherited[0] += int((first != NO_TIME).sum())
+        return first, last
+
+    with (patch.object(batch_engine, "TUPLE_RATIO", 0),
+          patch.object(batch_engine, "inherited_ends", counting)):
+        got = idx.query(query)
+    event(f"first and last inherited: {min(inherited[0], 1)}, negation: {negation}")
+    assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
