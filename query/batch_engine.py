@@ -397,6 +397,9 @@ class BatchEngine:
         parent_attribute = self.attribute(tuples.events)
         bounds = weight_cuts(np.maximum(stop - start, 0), self.limit).tolist()
         complete = depth + 1 == self.k
+        # (The parents' events are candidates, all in the room: their stretches come
+        # straight from the node table, once per step.)
+        parent_stretches = None if complete else event_instants(table, tuples.events)
         for a, b in itertools.pairwise(bounds):
             parts, owners, takers = [], [], []
             for c, d in itertools.pairwise(cuts):
@@ -421,15 +424,12 @@ class BatchEngine:
                 item = int(made_by[c])
                 attribute[c:d] *= ctx.pr_rows(ctx.positive[item], rows[c:d])
             new_lo, new_hi = event_instants(table, rows)
-            if not complete:
+            if parent_stretches is not None:
                 # (No completion where the unmatched items lack events of their own:
-                # most new tuples of long patterns, so before their matrices exist. A
-                # tuple's events are candidates, all in the room: their stretches come
-                # straight from the node table.)
+                # most new tuples of long patterns, so before their matrices exist.)
                 fit = np.flatnonzero(self.room.feasible_children(
-                    tuples.events, tuples.earliest, tuples.latest,
-                    *event_instants(table, tuples.events), owner, made_by, rows, new_lo,
-                    new_hi, ctx.window))
+                    tuples.events, tuples.earliest, tuples.latest, *parent_stretches,
+                    owner, made_by, rows, new_lo, new_hi, ctx.window))
                 owner, made_by, rows = owner[fit], made_by[fit], rows[fit]
                 attribute, new_lo, new_hi = attribute[fit], new_lo[fit], new_hi[fit]
                 if len(rows) == 0:
@@ -461,8 +461,8 @@ class BatchEngine:
                 # factor is the same in every world, from the cheap programme rather
                 # than the negation programme (twice the cost).
                 known = first != NO_TIME
-                run = ~placed | ~known if not ctx.negations else ~placed | (
-                    settled & ~known)
+                unknown = ~known if not ctx.negations else settled & ~known
+                run = ~placed | unknown
                 exact = run | known
             else:
                 run = ~placed
@@ -516,8 +516,7 @@ class BatchEngine:
         """Answers among complete tuples of a pattern with negation, given their
         probabilities without it (``exact`` where that and their first and last instants
         are known: else a bound), their first and last instants and their columns'
-        instants. Returns the answers and the
-        states held.
+        instants. Returns the answers and the states held.
 
         Where every gap's events are inside it for sure or outside for sure, the factor
         is the same in every world (:meth:`~uncertain_cep.query.negation_bounds.

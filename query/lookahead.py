@@ -129,6 +129,42 @@ def _backward(instants: np.ndarray, offsets: np.ndarray, x: int, last: int,
     return x
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _earliest_start(instants: np.ndarray, offsets: np.ndarray, item: int, k: int,
+                    before: int, after: int, last: int, at_before: int, at_last: int,
+                    length: int, bounded: bool) -> int:
+    """The earliest instant item ``item`` can take, chained from the matched item
+    ``before`` it (at ``at_before``) or else from the window's start as the last matched
+    item (``last``, at ``at_last``) leaves it; NO_TIME: none."""
+    if before >= 0:
+        x = _forward(instants, offsets, at_before, before + 1, item)
+    elif bounded and after >= 0:
+        end = _forward(instants, offsets, at_last, last + 1, k)
+        x = (_forward(instants, offsets, end - length - 1, 0, item) if end < NO_TIME
+             else NO_TIME)
+    else:
+        x = _forward(instants, offsets, -NO_TIME + 1, 0, item)
+    return x + 1 if x < NO_TIME else NO_TIME
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _latest_end(instants: np.ndarray, offsets: np.ndarray, item: int, k: int,
+                before: int, after: int, first: int, at_after: int, at_first: int,
+                length: int, bounded: bool) -> int:
+    """The latest instant item ``item`` can take, chained back from the matched item
+    ``after`` it (at ``at_after``) or else from the window's end as the first matched
+    item (``first``, at ``at_first``) leaves it; -NO_TIME: none."""
+    if after >= 0:
+        x = _backward(instants, offsets, at_after, after - 1, item)
+    elif bounded and before >= 0:
+        start = _backward(instants, offsets, at_first, first - 1, -1)
+        x = (_backward(instants, offsets, start + length + 1, k - 1, item)
+             if start > -NO_TIME else -NO_TIME)
+    else:
+        x = _backward(instants, offsets, NO_TIME - 1, k - 1, item)
+    return x - 1 if x > -NO_TIME else -NO_TIME
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
              hi: np.ndarray, instants: np.ndarray, offsets: np.ndarray, length: int,
@@ -148,26 +184,16 @@ def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
                 before = c
             elif c > item and after < 0:
                 after = c
-        # The earliest instant: from the matched item before (or the window's start).
-        if before >= 0:
-            x = _forward(instants, offsets, instant[nodes[r, before]], before + 1, item)
-        elif bounded and after >= 0:
-            end = _forward(instants, offsets, instant[nodes[r, last]], last + 1, k)
-            x = (_forward(instants, offsets, end - length - 1, 0, item) if end < NO_TIME
-                 else NO_TIME)
-        else:
-            x = _forward(instants, offsets, -NO_TIME + 1, 0, item)
-        low = x + 1 if x < NO_TIME else NO_TIME
-        # The latest instant: from the matched item after (or the window's end).
-        if after >= 0:
-            x = _backward(instants, offsets, instant[nodes[r, after]], after - 1, item)
-        elif bounded and before >= 0:
-            start = _backward(instants, offsets, instant[nodes[r, first]], first - 1, -1)
-            x = (_backward(instants, offsets, start + length + 1, k - 1, item)
-                 if start > -NO_TIME else -NO_TIME)
-        else:
-            x = _backward(instants, offsets, NO_TIME - 1, k - 1, item)
-        high = x - 1 if x > -NO_TIME else -NO_TIME
+        # (Where a column index is -1 its instant is not read.)
+        unused = 0
+        low = _earliest_start(instants, offsets, item, k, before, after, last,
+                              instant[nodes[r, before]] if before >= 0 else unused,
+                              instant[nodes[r, last]] if last >= 0 else unused, length,
+                              bounded)
+        high = _latest_end(instants, offsets, item, k, before, after, first,
+                           instant[nodes[r, after]] if after >= 0 else unused,
+                           instant[nodes[r, first]] if first >= 0 else unused, length,
+                           bounded)
         out_lo[r] = max(out_lo[r], low)
         out_hi[r] = min(out_hi[r], high)
     return out_lo, out_hi
@@ -199,24 +225,12 @@ def _tuple_window(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray, 
         if bounded and first >= 0:
             lo = max(lo, earliest[r, last] + (k - 1 - last) - length + item)
             hi = min(hi, latest[r, first] - first + length - (k - 1 - item))
-        # As :func:`_tighten`: the earliest instant chained from the earliest instants.
-        if before >= 0:
-            x = _forward(instants, offsets, earliest[r, before], before + 1, item)
-        elif bounded and after >= 0:
-            end = _forward(instants, offsets, earliest[r, last], last + 1, k)
-            x = (_forward(instants, offsets, end - length - 1, 0, item) if end < NO_TIME
-                 else NO_TIME)
-        else:
-            x = _forward(instants, offsets, -NO_TIME + 1, 0, item)
-        out_lo[r] = max(lo, x + 1 if x < NO_TIME else NO_TIME)
-        # ... and the latest from the latest instants.
-        if after >= 0:
-            x = _backward(instants, offsets, latest[r, after], after - 1, item)
-        elif bounded and before >= 0:
-            start = _backward(instants, offsets, latest[r, first], first - 1, -1)
-            x = (_backward(instants, offsets, start + length + 1, k - 1, item)
-                 if start > -NO_TIME else -NO_TIME)
-        else:
-            x = _backward(instants, offsets, NO_TIME - 1, k - 1, item)
-        out_hi[r] = min(hi, x - 1 if x > -NO_TIME else -NO_TIME)
+        # As :func:`_tighten`: the start chained from the earliest instants, the end
+        # from the latest.
+        out_lo[r] = max(lo, _earliest_start(instants, offsets, item, k, before, after,
+                                            last, earliest[r, max(before, 0)],
+                                            earliest[r, max(last, 0)], length, bounded))
+        out_hi[r] = min(hi, _latest_end(instants, offsets, item, k, before, after, first,
+                                        latest[r, max(after, 0)], latest[r, max(first, 0)],
+                                        length, bounded))
     return out_lo, out_hi

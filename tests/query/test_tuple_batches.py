@@ -276,24 +276,13 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
         last_settled[0] = out[1]
         return out
 
-    inherited = [0]
-    real_inherited = batch_engine.inherited_ends
-
-    def counting_inherited(*args, **kwargs):
-        first, last = real_inherited(*args, **kwargs)
-        inherited[0] += int((first != NO_TIME).sum())
-        return first, last
-
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
           patch.object(batch_engine, "placed_events", counting_placed),
-          patch.object(batch_engine, "inherited_ends", counting_inherited),
           patch.object(CertainWeighers, "factors", counting_factors),
           patch.object(CertainWeighers, "settled", counting_settled)):
         got = idx.query(pattern, strategy=strategy)
     event(f"placed: {min(placed[0], 1)}, certainly weighed: {min(certain[0], 1)}, "
           f"settled: {min(settled[0], 1)}, placed and settled: {min(both[0], 1)}")
-    event(f"first and last inherited: {min(inherited[0], 1)}, "
-          f"negation: {any(item.negated for item in pattern.items)}")
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
 
 
