@@ -63,7 +63,11 @@ from uncertain_cep.query.tuple_batches import (
     placed_events,
     tuples_of,
 )
-from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
+from uncertain_cep.query.tuple_kernels import (
+    TupleTable,
+    negated_probabilities,
+    tuple_probabilities,
+)
 
 __all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine", "ItemChooser", "estimate_candidates",
            "tuple_item_windows"]
@@ -580,22 +584,12 @@ class BatchEngine:
     def _negated(self, events: np.ndarray, floor: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Complete tuples' probabilities with every negation, their first and last
-        instants over the worlds that count, and the states they held: their programmes'
-        final states as pseudo-entries (:func:`~uncertain_cep.query.tuple_kernels.
-        tuple_states`; none for a tuple whose bound falls below its ``floor``) through
-        the negation kernel."""
-        table, negated = self.table, self.negated
-        owner, nodes, prob, firsts, lasts, gaps = tuple_states(
-            self.tuple_table, events, self.ctx.window, self.gaps, negated, floor)
-        weight = prob * negation_factors(table, events[owner], nodes, negated, gaps,
-                                         folded=True)
-        total = np.bincount(owner, weights=weight, minlength=len(events))
-        live = weight > 0
-        first = np.full(len(events), NO_TIME, dtype=np.int64)
-        np.minimum.at(first, owner[live], firsts[live])
-        last = np.full(len(events), -NO_TIME, dtype=np.int64)
-        np.maximum.at(last, owner[live], lasts[live])
-        return total, first, last, len(owner)
+        instants over the worlds that count (:func:`~uncertain_cep.query.tuple_kernels.
+        negated_probabilities`; 0 for a tuple whose probability falls below its
+        ``floor``), and the states they held."""
+        total, first, last, states = negated_probabilities(
+            self.tuple_table, events, self.ctx.window, self.gaps, self.negated, floor)
+        return total, first, last, int(states.sum())
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes

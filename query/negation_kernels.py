@@ -255,7 +255,7 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
 def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
                       gaps: np.ndarray, columns: np.ndarray, neg: tuple, t: tuple,
                       scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
-                      tree_level: np.ndarray, free: tuple, folded: bool) -> np.ndarray:
+                      tree_level: np.ndarray, free: tuple) -> np.ndarray:
     """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
     memo (:func:`_chunk_factors`)."""
     n = len(nodes)
@@ -269,7 +269,7 @@ def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
                        (weight[c], value[c], relevant[c], required[c], touched[c],
                         weighted_group[c]),
                        poi, tree_parent, tree_level, start, free_groups, free_values,
-                       product, zeros, folded, out)
+                       product, zeros, out)
     return out
 
 
@@ -279,7 +279,7 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                    t: tuple, scratch: tuple,
                    poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
                    start: np.ndarray, free_groups: np.ndarray, free_values: np.ndarray,
-                   product: np.ndarray, zeros: np.ndarray, folded: bool,
+                   product: np.ndarray, zeros: np.ndarray,
                    out: np.ndarray) -> None:
     """The factors of entries ``r_lo`` to ``r_hi`` into ``out``, given every group's
     chain-free sum per set of gaps (``start``, ``free_groups``, ``free_values``, and
@@ -290,10 +290,7 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
     the whole chain over its probability is that of these nodes alone (no weighted node
     lies between two others), and merged entries keep the earliest first and latest
     last node of their members (query/merge_keys.py), which need not lie on one OI with
-    the others. Every event of the tuple in the group is excluded from weighing. If
-    ``folded``, the entry's probability holds its groups' factors already
-    (:mod:`~uncertain_cep.query.tuple_kernels`): only their chain-free sums are divided
-    out."""
+    the others. Every event of the tuple in the group is excluded from weighing."""
     k = nodes.shape[1]
     group, group_root = t[0], t[11]
     half = gaps.shape[1] // 2
@@ -335,8 +332,6 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
                 rest_zeros -= 1
             else:
                 rest /= free_values[i]
-            if folded:
-                continue
             size, n_mine = 0, 0
             for d in range(c, k):
                 x = nodes[r, d]
@@ -397,39 +392,29 @@ def _next_to_gap(nodes: np.ndarray, r: int, d: int, g: int, group: np.ndarray,
 
 
 def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
-                     negated: NegatedNodes, gaps: np.ndarray | None = None,
-                     folded: bool = False) -> np.ndarray:
+                     negated: NegatedNodes) -> np.ndarray:
     """P(no negated event in its gap | the entry's nodes) for every complete entry.
 
     Groups outside an entry's tuple contribute a weighted sum that depends only on the
     gaps: it is computed once per distinct set of gaps and shared by every entry with
-    those gaps; only the tuple's own groups are summed per entry.
-
-    ``gaps`` (per entry and NOT item, the first instants strictly inside its gap, then
-    the last ones) replaces the gaps the entry's nodes would give: for pseudo-entries
-    whose border columns hold canonical nodes
-    (:func:`~uncertain_cep.query.tuple_kernels.tuple_states`); ``folded``: the entries'
-    probabilities hold their own groups' factors already (pseudo-entries again)."""
+    those gaps; only the tuple's own groups are summed per entry."""
     if len(events) == 0 or len(negated.columns) == 0:
         return np.ones(len(events))
-    arguments = _factor_arguments(table, events, nodes, negated, gaps, folded)
+    arguments = _factor_arguments(table, events, nodes, negated)
     with KERNEL_LOCK:
         return _negation_factors(*arguments)
 
 
 def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
-                      negated: NegatedNodes, gaps: np.ndarray | None = None,
-                      folded: bool = False) -> tuple:
+                      negated: NegatedNodes) -> tuple:
     """The arguments of :func:`_negation_factors` for entries ``events``/``nodes`` (at
     least one), the free groups' sums among them (scripts/warm_kernels.py compiles the
     kernel for their types without running it)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
-    if gaps is None:
-        instants = table.instant[nodes]
-        gaps = np.concatenate([instants[:, negated.columns] + 1,
-                               instants[:, negated.columns + 1] - 1], axis=1)
-    gaps = np.ascontiguousarray(gaps, dtype=np.int64)
+    instants = table.instant[nodes]
+    gaps = np.concatenate([instants[:, negated.columns] + 1,
+                           instants[:, negated.columns + 1] - 1], axis=1)
     gap_id, first = group_rows(gaps)
     neg, t = kernel_tables(table, negated)
     # One scratch per thread: entries are factored in that many chunks in parallel.
@@ -437,7 +422,7 @@ def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     gaps = np.ascontiguousarray(gaps[first])
     free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
     return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
-            t, scratches, table.poi, table.tree_parent, table.tree_level, free, folded)
+            t, scratches, table.poi, table.tree_parent, table.tree_level, free)
 
 
 def kernel_tables(table: NodeTable, negated: NegatedNodes) -> tuple[tuple, tuple]:

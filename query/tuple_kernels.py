@@ -28,7 +28,10 @@ instants and, per group, on its nodes nearest to each gap
 exactly where the node's unit (its isolated subsequence, or the whole group) may hold a
 weighed node or another such node of the group, and otherwise one canonical node of the
 event at its instant (a unit without weighed nodes contributes the same ratio through any
-of its nodes). Each final state becomes one *pseudo-entry* for the negation kernel.
+of its nodes). Each group's factor is folded into the classes once it is known, and
+the factor of the groups outside the tuple (which depends on the gaps alone) last; the
+gaps' bounds then leave the keys, so the layers after the last fold hold no more classes
+than without negation.
 """
 
 from __future__ import annotations
@@ -48,11 +51,12 @@ from uncertain_cep.query.negation_kernels import (
     NegatedNodes,
     _group_factor,
     _Memo,
+    _weighted_sums,
     kernel_tables,
     scratch_arrays,
 )
 
-__all__ = ["TupleTable", "tuple_probabilities", "tuple_states"]
+__all__ = ["TupleTable", "negated_probabilities", "tuple_probabilities"]
 
 
 
@@ -249,10 +253,10 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     widest = np.empty((n_gaps, 2), dtype=np.int64)
     near = np.zeros(m, dtype=np.bool_)
     fold_at = np.full(n_groups, -1, dtype=np.int64)
+    outside = False
     if n_gaps > 0:
-        n_rel, weighed, weighed_start = _exact_columns(events, cols, m, slot, n_groups,
-                                                       gap_columns, neg, t, rel, widest,
-                                                       near)
+        n_rel, weighed, weighed_start, outside = _exact_columns(
+            events, cols, m, slot, n_groups, gap_columns, neg, t, rel, widest, near)
         # A group folds once its last column nearest to a gap and every gap's right
         # column are matched.
         right = 0
@@ -447,7 +451,12 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         if n > 0 and n_gaps > 0 and (fold_at == j).any():
             _fold(j, n, d, keys, vec, events, cols, m, slot, groups, near, rel, fold_at,
                   gap_columns, neg[3], base, n_rel, fold, memo, t)
-            # Classes that differed only in the folded nodes merge.
+            if j == fold_at.max():
+                _fold_outside(n, d, keys, vec, groups[:n_groups], base + n_rel,
+                              gap_columns, neg[3], k, fold, memo, outside)
+            # Classes that differed only in the folded nodes (and, after the last
+            # fold, in the gaps' bounds) merge; a cell a factor of 0 emptied gives no
+            # first instant.
             stamp += 1
             n_new = 0
             for c in range(n):
@@ -456,13 +465,14 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                     r = slot_row[h]
                     for y in range(d):
                         new_vec[r, y] += vec[c, y]
-                        new_fst[r, y] = min(new_fst[r, y], fst[c, y])
+                        if vec[c, y] > 0.0:
+                            new_fst[r, y] = min(new_fst[r, y], fst[c, y])
                 else:
                     r = n_new
                     new_keys[r] = keys[c]
                     for y in range(d):
                         new_vec[r, y] = vec[c, y]
-                        new_fst[r, y] = fst[c, y]
+                        new_fst[r, y] = fst[c, y] if vec[c, y] > 0.0 else NO_TIME
                     slot_row[h], slot_stamp[h] = r, stamp
                     n_new += 1
             keys, new_keys = new_keys, keys
@@ -520,7 +530,7 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
           t: tuple) -> None:
     """Multiply each of the ``n`` classes by the factors of the groups folding at column
     ``j`` (their chains: the kept node where the class keeps one, else the event's first
-    node, as a pseudo-entry would hold; the gaps from the class's bounds), and clear
+    node; the gaps from the class's bounds), and clear
     those groups' kept nodes from the keys (kept nodes from key column ``base``, then
     ``n_rel`` of them, then the gaps' bounds)."""
     row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
@@ -579,10 +589,65 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
 
 
 @numba.njit(cache=True, nogil=True)
+def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.ndarray,
+                  bounds_at: int, gap_columns: np.ndarray, neg_columns: np.ndarray, k: int,
+                  fold: tuple, memo: _Memo, outside: bool) -> None:
+    """Multiply each of the ``n`` classes by the factor of the groups outside the tuple
+    (their weighted sums without a chain: their worlds are independent of the tuple's),
+    given the class's gaps, and clear the gaps' bounds from the keys (from key column
+    ``bounds_at``): once the tuple's own ``groups`` are folded, nothing else reads them,
+    and classes that differ only in them merge. Without an ``outside`` group's node
+    that the widest gaps may weigh, the factor is 1."""
+    n_gaps = len(gap_columns)
+    if not outside:
+        for c in range(n):
+            for col in range(bounds_at, bounds_at + 2 * n_gaps):
+                keys[c, col] = -1
+        return
+    neg, nt, scratch, found_groups, found_values = fold
+    n_not = len(neg_columns)
+    gap_a = np.empty(n_not, dtype=np.int64)
+    gap_b = np.empty(n_not, dtype=np.int64)
+    which = np.empty(n_not, dtype=np.int64)
+    for x in range(n_not):
+        gi = 0
+        while gap_columns[gi] != neg_columns[x]:
+            gi += 1
+        which[x] = gi
+    # Memoised with the group factors: -2 where a group goes, then the tuple's groups.
+    key = np.full(2 * k + 1 + 2 * n_not, -1, dtype=np.int64)
+    key[0] = -2
+    mine = np.sort(groups)
+    key[1:1 + len(mine)] = mine
+    none = np.empty(0, dtype=np.int64)
+    for c in range(n):
+        for x in range(n_not):
+            gap_a[x] = keys[c, bounds_at + 2 * which[x]] + 1
+            gap_b[x] = keys[c, bounds_at + 2 * which[x] + 1] - 1
+            key[1 + 2 * k + x] = gap_a[x]
+            key[1 + 2 * k + n_not + x] = gap_b[x]
+        i = memo.find(key)
+        if i < 0:
+            found = _weighted_sums(gap_a, gap_b, none, -1, none, neg, nt, scratch,
+                                   found_groups, found_values)
+            value = 1.0
+            for q in range(found):
+                p = np.searchsorted(mine, found_groups[q])
+                if p == len(mine) or mine[p] != found_groups[q]:
+                    value *= found_values[q]
+            i = memo.add(key, value)
+        if memo.values[i] != 1.0:
+            for y in range(d):
+                vec[c, y] *= memo.values[i]
+        for col in range(bounds_at, bounds_at + 2 * n_gaps):
+            keys[c, col] = -1
+
+
+@numba.njit(cache=True, nogil=True)
 def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray,
                    n_groups: int, gap_columns: np.ndarray, neg: tuple, t: tuple,
                    rel: np.ndarray, widest: np.ndarray, near: np.ndarray
-                   ) -> tuple[int, np.ndarray, np.ndarray]:
+                   ) -> tuple[int, np.ndarray, np.ndarray, bool]:
     """For a complete tuple: the columns nearest to some gap in their group (what the
     negation kernel reads of a chain; written to ``near``) that must keep their exact
     node, numbered in
@@ -592,8 +657,9 @@ def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarra
     offsets) the sorted instants of the nodes it may weigh, strictly inside the widest it
     can be (written to ``widest``: its least start and greatest end): a gap's bound may
     move to the nearest of those instants, or to the widest, and the same nodes lie
-    inside."""
-    row_nodes_start, row_nodes, instant, row = t[0], t[1], t[2], t[13]
+    inside. Last, whether any of them is of a group outside the tuple (else the outside
+    groups' factor is 1)."""
+    row_nodes_start, row_nodes, instant, group, row = t[0], t[1], t[2], t[3], t[13]
     neg_offsets, neg_nodes, neg_instants, neg_columns = neg
     for cj in gap_columns:
         for s in range(n_groups):
@@ -636,6 +702,7 @@ def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarra
     n_gaps = len(gap_columns)
     start = np.zeros(n_gaps + 1, dtype=np.int64)
     weighed = np.empty(16, dtype=np.int64)
+    outside = False
     size = 0
     for gi in range(n_gaps):
         jb = 0
@@ -664,6 +731,12 @@ def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarra
                     weighed = more
                 weighed[size] = instant[y]
                 size += 1
+                if not outside:
+                    outside = True
+                    for j in range(m):
+                        if group[row_nodes[row_nodes_start[events[cols[j]]]]] == group[y]:
+                            outside = False
+                            break
                 u = _unit(y, t)
                 for j in range(m):
                     if near[j] and units[j] == u:
@@ -675,7 +748,7 @@ def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarra
         if near[j] and exact[j]:
             rel[j] = n_rel
             n_rel += 1
-    return n_rel, weighed[:size], start
+    return n_rel, weighed[:size], start, outside
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -740,61 +813,27 @@ def _no_fold() -> tuple:
 
 
 @numba.njit(cache=True, nogil=True)
-def _all_states(events: np.ndarray, length: int, bounded: bool, gap_columns: np.ndarray,
-                neg: tuple, t: tuple, floor: np.ndarray, fold: tuple
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                           np.ndarray]:
-    """Every complete tuple's final states as pseudo-entries: the tuple's index, a nodes
-    matrix (each event's first node: its group's factor is folded in already), the
-    probability (with the factors of the tuple's groups folded in), the first and last
-    instants, and each NOT item's gap (its first instants inside, then its last)."""
+def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
+                           gap_columns: np.ndarray, neg: tuple, t: tuple,
+                           floor: np.ndarray, fold: tuple
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every complete tuple's probability with its negation (every group's factor,
+    the tuple's own and the outside ones, folded into its programme), its first and
+    last instants over the worlds that count, and its last layer's states."""
     n, k = events.shape
-    row_nodes_start, row_nodes = t[0], t[1]
-    neg_columns = neg[3]
-    n_not = len(neg_columns)
-    cap = max(16, n)
-    owner = np.empty(cap, dtype=np.int64)
-    nodes = np.empty((cap, k), dtype=np.int64)
-    probs = np.empty(cap)
-    firsts = np.empty(cap, dtype=np.int64)
-    lasts = np.empty(cap, dtype=np.int64)
-    gaps = np.empty((cap, 2 * n_not), dtype=np.int64)
+    total = np.zeros(n)
+    first = np.empty(n, dtype=np.int64)
+    last = np.empty(n, dtype=np.int64)
+    states = np.zeros(n, dtype=np.int64)
     lo = np.empty(k, dtype=np.int64)
     hi = np.empty(k, dtype=np.int64)
     # Group factors recur across tuples (same chain, events and gaps): one memo.
-    memo = _Memo(2 * k + 1 + 2 * n_not)
-    size = 0
+    memo = _Memo(2 * k + 1 + 2 * len(neg[3]))
     for r in range(n):
-        _, _, _, _, keys, p, f, last = _programme(events[r], k, length, bounded,
-                                                  gap_columns, neg, t, floor[r], lo, hi,
-                                                  fold, memo)
-        count = len(p)
-        if size + count > cap:
-            while size + count > cap:
-                cap *= 2
-            owner = _grown(owner, cap, size)
-            probs = _grown(probs, cap, size)
-            firsts = _grown(firsts, cap, size)
-            lasts = _grown(lasts, cap, size)
-            nodes = _grown(nodes, cap, size)
-            gaps = _grown(gaps, cap, size)
-        bounds_at = keys.shape[1] - 2 * len(gap_columns)
-        for i in range(count):
-            owner[size] = r
-            probs[size] = p[i]
-            firsts[size] = f[i]
-            lasts[size] = last[i]
-            for c in range(k):
-                nodes[size, c] = row_nodes[row_nodes_start[events[r, c]]]
-            for x in range(n_not):
-                gi = 0
-                while gap_columns[gi] != neg_columns[x]:
-                    gi += 1
-                gaps[size, x] = keys[i, bounds_at + 2 * gi] + 1
-                gaps[size, n_not + x] = keys[i, bounds_at + 2 * gi + 1] - 1
-            size += 1
-    return (owner[:size], nodes[:size], probs[:size], firsts[:size], lasts[:size],
-            gaps[:size])
+        total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
+            events[r], k, length, bounded, gap_columns, neg, t, floor[r], lo, hi, fold,
+            memo)
+    return total, first, last, states
 
 
 @numba.njit(cache=True, nogil=True)
@@ -804,19 +843,18 @@ def _grown(a: np.ndarray, cap: int, size: int) -> np.ndarray:
     return out
 
 
-def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
-                 gap_columns: np.ndarray, negated: NegatedNodes,
-                 floor: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray]:
-    """Complete tuples' final states as pseudo-entries for the negation kernel: per
-    state its tuple (index into ``events``), a nodes matrix (each column's event's first
-    node, which names its group), its probability with the factors of its tuple's
-    groups folded in, its first and last instants, and each NOT item's gap bounds
-    (snapped to the instants of the nodes it may weigh; for
-    ``negation_factors(gaps=..., folded=True)``: only the groups outside the tuple are
-    left to multiply in). A tuple whose
-    probability without negation falls below its ``floor`` has no states."""
+def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
+                          gap_columns: np.ndarray, negated: NegatedNodes,
+                          floor: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per complete tuple (rows of ``events``): its probability with every negation
+    (SEMANTICS A4 condition 4; 0 where the probability falls below its ``floor``), its
+    earliest first and latest last instant over the worlds that count, and its
+    programme's states. The programme keeps, besides what
+    :func:`tuple_probabilities` keeps, each gap's bounds (snapped to the instants of the
+    nodes it may weigh) and the exact nodes of the columns nearest to a gap where their
+    unit may hold a weighed node, until each group's factor can be folded in; the
+    groups outside the tuple fold in last, and the bounds then leave the keys."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
     length = int(window) if bounded else 0
@@ -838,24 +876,21 @@ def tuple_states(tables: TupleTable, events: np.ndarray, window: float,
         free.put(i)
     n_groups = len(tables.table.group_start) - 1
 
-    def states(piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                    np.ndarray, np.ndarray]:
+    def run(piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         i = free.get()
         try:
             fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
                     np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
             a, b = cuts[piece], cuts[piece + 1]
-            return _all_states(events[a:b], length, bounded, gaps, neg, tables.arrays,
-                               floor[a:b], fold)
+            return _negated_probabilities(events[a:b], length, bounded, gaps, neg,
+                                          tables.arrays, floor[a:b], fold)
         finally:
             free.put(i)
 
     with KERNEL_LOCK:
         if threads == 1:
-            return states(0)
+            return run(0)
         with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(states, range(pieces)))
-    owner = np.concatenate([p[0] + a for p, a in zip(parts, cuts[:-1])])
-    nodes, probs, firsts, lasts, gap_bounds = (
-        np.concatenate([p[i] for p in parts]) for i in range(1, 6))
-    return owner, nodes, probs, firsts, lasts, gap_bounds
+            parts = list(pool.map(run, range(pieces)))
+    total, first, last, states = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    return total, first, last, states

@@ -11,8 +11,8 @@ kernel once per argument types; an index opened from disk maps its columns copy-
 (index/node_columns.py), so it hands the kernels the same writable arrays as one built in
 memory and needs no compilation of its own.
 
-The negation kernel (a third of the compilation) and the programme giving complete
-tuples' states to it are compiled in a second process, for the types of their
+The negation kernel (a third of the compilation) and the programme folding it into
+complete tuples' probabilities are compiled in a second process, for the types of their
 arguments, while this one answers the queries without negation: the two cores share the
 work. The queries with negation then find them compiled.
 """
@@ -31,7 +31,7 @@ from uncertain_cep.datasets.synthetic import generate_synthetic
 from uncertain_cep.query import batch_engine, negation_kernels
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.language import parse_query
-from uncertain_cep.query.tuple_kernels import TupleTable, tuple_states
+from uncertain_cep.query.tuple_kernels import TupleTable, negated_probabilities
 
 QUERIES = (
     "PATTERN SEQ(A, B, C) DEFINE A AS a0 > 0, B AS a0 > 0.5, C AS a0 > 0 WITHIN 6 "
@@ -67,7 +67,7 @@ def main() -> None:
 def _compile_negation(idx: uc.UncertainIndex) -> None:
     """Compile the negation kernel for the argument types a query hands it, without
     running it (its arguments here are one made-up entry), and the programme of complete
-    tuples' states, on one made-up tuple."""
+    tuples with negation, on one made-up tuple."""
     ctx = QueryContext(idx.event_index, parse_query(NEGATION_QUERIES[0]))
     engine = batch_engine.BatchEngine(ctx)
     negated = engine.negated
@@ -75,7 +75,7 @@ def _compile_negation(idx: uc.UncertainIndex) -> None:
     arguments = negation_kernels._factor_arguments(idx.event_index.node_table, entry,
                                                    entry, negated)
     negation_kernels._negation_factors.compile(tuple(numba.typeof(a) for a in arguments))
-    tuple_states(TupleTable(idx.event_index.node_table),
+    negated_probabilities(TupleTable(idx.event_index.node_table),
                  np.arange(len(ctx.positive), dtype=np.int64)[None, :], ctx.window,
                  engine.gaps, negated)
 

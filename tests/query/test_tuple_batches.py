@@ -24,8 +24,11 @@ from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.event_room import EventRoom
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.negation_bounds import CertainWeighers
-from uncertain_cep.query.negation_kernels import negation_factors
-from uncertain_cep.query.tuple_kernels import TupleTable, tuple_probabilities, tuple_states
+from uncertain_cep.query.tuple_kernels import (
+    TupleTable,
+    negated_probabilities,
+    tuple_probabilities,
+)
 
 TOL = 1e-9
 
@@ -87,11 +90,12 @@ def test_a_tuples_programme_gives_its_possible_worlds_confidence(df, pattern, co
        pattern=st.one_of(patterns(("x",), negation=True, min_items=3, max_items=5),
                          two_negations_in_one_gap()),
        condition2=st.booleans(), layout=st.sampled_from(["multi", "multi", "single"]))
-def test_a_tuples_states_with_their_negation_factors_give_its_confidence(
+def test_a_tuples_programme_with_its_negation_folded_in_gives_its_confidence(
         df, pattern, condition2, layout):
-    # The final states as pseudo-entries: exact nodes where a unit may hold a weighed
-    # node (or two nodes of a chain share it), canonical ones elsewhere, gap bounds
-    # snapped to the instants of the nodes they may weigh.
+    # Exact nodes where a unit may hold a weighed node (or two nodes of a chain share
+    # it), canonical ones elsewhere, gap bounds snapped to the instants of the nodes
+    # they may weigh; each group's factor folded in once known, the outside groups'
+    # last.
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
     try:
         idx = uc.build_index(df, max_speed=2.0 if condition2 else None,
@@ -100,18 +104,9 @@ def test_a_tuples_states_with_their_negation_factors_give_its_confidence(
         return
     ctx, tuples, want = _every_tuple(idx, pattern)
     event(f"answer rows: {min(len(want), 5)}")
-    negated = BatchEngine(ctx).negated
-    owner, nodes, prob, firsts, lasts, gaps = tuple_states(
+    total, first, last, _ = negated_probabilities(
         TupleTable(idx.event_index.node_table), tuples, ctx.window,
-        BatchEngine(ctx).gaps, negated)
-    weight = prob * negation_factors(idx.event_index.node_table, tuples[owner], nodes,
-                                     negated, gaps, folded=True)
-    total = np.bincount(owner, weights=weight, minlength=len(tuples))
-    live = weight > 0
-    first = np.full(len(tuples), 1 << 60)
-    np.minimum.at(first, owner[live], firsts[live])
-    last = np.full(len(tuples), -(1 << 60))
-    np.maximum.at(last, owner[live], lasts[live])
+        BatchEngine(ctx).gaps, BatchEngine(ctx).negated)
     _assert_same(_by_ids(idx, ctx, tuples, total, first, last), want)
 
 
