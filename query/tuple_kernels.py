@@ -522,6 +522,29 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
             out_firsts[:n_out], out_lasts[:n_out])
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _gap_of_each(gap_columns: np.ndarray, neg_columns: np.ndarray) -> np.ndarray:
+    """Per NOT item (its column before, ``neg_columns``), its gap's index in
+    ``gap_columns``."""
+    which = np.empty(len(neg_columns), dtype=np.int64)
+    for x in range(len(neg_columns)):
+        gi = 0
+        while gap_columns[gi] != neg_columns[x]:
+            gi += 1
+        which[x] = gi
+    return which
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _class_gaps(key: np.ndarray, bounds_at: int, which: np.ndarray, gap_a: np.ndarray,
+                gap_b: np.ndarray) -> None:
+    """A class's gap per NOT item (strictly inside its gap's bounds, which its ``key``
+    holds from column ``bounds_at``, two per gap), written to ``gap_a`` and ``gap_b``."""
+    for x in range(len(which)):
+        gap_a[x] = key[bounds_at + 2 * which[x]] + 1
+        gap_b[x] = key[bounds_at + 2 * which[x] + 1] - 1
+
+
 @numba.njit(cache=True, nogil=True)
 def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.ndarray,
           cols: np.ndarray, m: int, slot: np.ndarray, groups: np.ndarray, near: np.ndarray,
@@ -542,17 +565,10 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
     gap_a = np.empty(n_not, dtype=np.int64)
     gap_b = np.empty(n_not, dtype=np.int64)
     key = np.empty(2 * k + 1 + 2 * n_not, dtype=np.int64)
-    which = np.empty(n_not, dtype=np.int64)
-    for x in range(n_not):
-        gi = 0
-        while gap_columns[gi] != neg_columns[x]:
-            gi += 1
-        which[x] = gi
+    which = _gap_of_each(gap_columns, neg_columns)
     for c in range(n):
         factor = 1.0
-        for x in range(n_not):
-            gap_a[x] = keys[c, bounds_at + 2 * which[x]] + 1
-            gap_b[x] = keys[c, bounds_at + 2 * which[x] + 1] - 1
+        _class_gaps(keys[c], bounds_at, which, gap_a, gap_b)
         for s in range(len(fold_at)):
             if fold_at[s] != j:
                 continue
@@ -608,12 +624,7 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
     n_not = len(neg_columns)
     gap_a = np.empty(n_not, dtype=np.int64)
     gap_b = np.empty(n_not, dtype=np.int64)
-    which = np.empty(n_not, dtype=np.int64)
-    for x in range(n_not):
-        gi = 0
-        while gap_columns[gi] != neg_columns[x]:
-            gi += 1
-        which[x] = gi
+    which = _gap_of_each(gap_columns, neg_columns)
     # Memoised with the group factors: -2 where a group goes, then the tuple's groups.
     key = np.full(2 * k + 1 + 2 * n_not, -1, dtype=np.int64)
     key[0] = -2
@@ -621,11 +632,9 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
     key[1:1 + len(mine)] = mine
     none = np.empty(0, dtype=np.int64)
     for c in range(n):
-        for x in range(n_not):
-            gap_a[x] = keys[c, bounds_at + 2 * which[x]] + 1
-            gap_b[x] = keys[c, bounds_at + 2 * which[x] + 1] - 1
-            key[1 + 2 * k + x] = gap_a[x]
-            key[1 + 2 * k + n_not + x] = gap_b[x]
+        _class_gaps(keys[c], bounds_at, which, gap_a, gap_b)
+        key[1 + 2 * k:1 + 2 * k + n_not] = gap_a
+        key[1 + 2 * k + n_not:] = gap_b
         i = memo.find(key)
         if i < 0:
             found = _weighted_sums(gap_a, gap_b, none, -1, none, neg, nt, scratch,
