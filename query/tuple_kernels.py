@@ -14,7 +14,7 @@ next matched event depends on is
 * per group with a *later* matched event, the group's last node so far, and of that only
   what the group's next matched event can see: the node's context node in the deepest
   tree that also holds a node of that event (a tree the next event has no node in is seen
-  from outside as its virtual node; :func:`_context_for`). A group without a later
+  from outside as its virtual node; :func:`_tree_context`). A group without a later
   matched event drops out.
 
 States are keyed on exactly that and merged, so each layer holds the distinct futures,
@@ -44,7 +44,7 @@ import numpy as np
 
 from uncertain_cep.index.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.chain_kernels import _descends, _extension
+from uncertain_cep.query.chain_kernels import _extension
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_kernels import (
@@ -56,7 +56,12 @@ from uncertain_cep.query.negation_kernels import (
     scratch_arrays,
 )
 
-__all__ = ["TupleTable", "negated_probabilities", "tuple_probabilities"]
+__all__ = ["ROOM", "TupleTable", "negated_probabilities", "tuple_probabilities"]
+
+# Classes a programme's layer has room for at first; a tuple that may need more runs
+# again with what it asks for. Measured on localization n = 20 query 2's tuples: 2.4%
+# run again with room for 64 (13% with 16), and 64 was the fastest of 16 to 256.
+ROOM = 64
 
 
 
@@ -78,10 +83,16 @@ class TupleTable:
         roots = table.tree_root
         self.root_code = np.where(roots >= 0, table.code[np.maximum(roots, 0)], -1).astype(
             np.int64)
+        # Each row's nodes by code: the nodes that may follow a node are then a few
+        # runs of them (its descendant code ranges), found by bisection.
+        starts = table.row_nodes_start
+        owner = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+        by_code = table.row_nodes[np.lexsort((table.code[table.row_nodes], owner))]
         self.arrays = (table.row_nodes_start, table.row_nodes, table.instant, table.group,
                        table.tree, table.tree_level, table.tree_parent, table.tree_virtual,
                        table.poi, table.code, table.code_end, table.tree_last_code,
-                       self.root_code, table.row, self.top_chain)
+                       self.root_code, table.row, self.top_chain,
+                       np.ascontiguousarray(by_code, dtype=np.int64))
         # What the negation kernel reads (its own layout), for folding a group's factor.
         self.node_arrays = kernel_tables(table, NegatedNodes([], [], [], []))[1]
 
@@ -89,8 +100,6 @@ class TupleTable:
 # A compiled call that passes arrays costs about 90 ns in reference counting unless it is
 # inlined: the chain tests and the state table run once per transition, so inline.
 # (With NUMBA_DISABLE_JIT the kernels are plain functions, without ``py_func``.)
-_descends_inline = numba.njit(cache=True, nogil=True, inline="always")(
-    getattr(_descends, "py_func", _descends))
 _extension_inline = numba.njit(cache=True, nogil=True, inline="always")(
     getattr(_extension, "py_func", _extension))
 
@@ -109,11 +118,11 @@ def _hash(row: np.ndarray) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _find(keys: np.ndarray, slot_row: np.ndarray, slot_stamp: np.ndarray, stamp: int,
-          key: np.ndarray) -> np.int64:
-    """The slot of ``key`` in a table of rows of ``keys`` (open addressing; a slot is
-    taken when its stamp is the table's current ``stamp``): where it is, or the free
-    slot where it goes."""
+def _find(keys: np.ndarray, layer: int, slot_row: np.ndarray, slot_stamp: np.ndarray,
+          stamp: int, key: np.ndarray) -> np.int64:
+    """The slot of ``key`` in a table of the rows of ``keys[layer]`` (open addressing; a
+    slot is taken when its stamp is the table's current ``stamp``): where it is, or the
+    free slot where it goes."""
     mask = len(slot_row) - 1
     s = np.int64(_hash(key) & np.uint64(mask))
     w = len(key)
@@ -121,7 +130,7 @@ def _find(keys: np.ndarray, slot_row: np.ndarray, slot_stamp: np.ndarray, stamp:
         i = slot_row[s]
         same = True
         for c in range(w):
-            if keys[i, c] != key[c]:
+            if keys[layer, i, c] != key[c]:
                 same = False
                 break
         if same:
@@ -132,19 +141,21 @@ def _find(keys: np.ndarray, slot_row: np.ndarray, slot_stamp: np.ndarray, stamp:
 
 # ---------------------------------------------------------------- the programme
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _context_for(v: int, later: int, t: tuple) -> int:
-    """What of node ``v`` a later event ``later`` of its group can see: ``v`` itself, or
-    the virtual node of the outermost tree around ``v`` that holds no node of ``later``
-    (seen from outside a tree, any node in it is its virtual node: the same descendants
-    outside it and the same context node in every tree enclosing it). -1 (no context)
-    for a virtual node of a group's top chain of isolated subsequences: every OI passes
-    it (``poi`` 1), and a later node in a later subsequence descends from it."""
-    row_nodes_start, row_nodes, group, tree, tree_level = t[0], t[1], t[3], t[4], t[5]
-    tree_virtual, poi, code, tree_last_code, root_code = t[7], t[8], t[9], t[11], t[12]
-    top_chain = t[14]
-    x = v
-    tr = tree[v]
+@numba.njit(cache=True, nogil=True)
+def _tree_context(tr: int, later: int, row_nodes_start: np.ndarray, row_nodes: np.ndarray,
+                  group: np.ndarray, tree: np.ndarray, tree_level: np.ndarray,
+                  tree_virtual: np.ndarray, poi: np.ndarray, code: np.ndarray,
+                  tree_last_code: np.ndarray, root_code: np.ndarray, top_chain: np.ndarray
+                  ) -> int:
+    """What a later event ``later`` of its group can see of a node in tree ``tr``: -2
+    where ``tr`` holds a node of ``later`` (the node itself), else the virtual node of
+    the outermost tree around ``tr`` that holds none (seen from outside a tree, any node
+    in it is its virtual node: the same descendants outside it and the same context node
+    in every tree enclosing it). -1 (no context) for a virtual node of a group's top
+    chain of isolated subsequences: every OI passes it (``poi`` 1), and a later node in
+    a later subsequence descends from it. The same for every node of the tree, so the
+    programme asks once per tree and event."""
+    x = -2
     while tree_level[tr] >= 1:
         lo, hi = root_code[tr], tree_last_code[tr]
         inside = False
@@ -157,7 +168,7 @@ def _context_for(v: int, later: int, t: tuple) -> int:
             break
         x = tree_virtual[tr]
         tr = tree[x]
-    if x != v and tree_level[tr] == 0 and top_chain[group[v]] and poi[x] == 1.0:
+    if x >= 0 and tree_level[tr] == 0 and top_chain[group[x]] and poi[x] == 1.0:
         return -1
     return x
 
@@ -175,6 +186,19 @@ def _unit(v: int, t: tuple) -> int:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _bisect_right(values: np.ndarray, lo: int, hi: int, value: int) -> int:
+    """The first index in ``lo..hi`` of the sorted ``values`` above ``value``
+    (written out: a slice passed to np.searchsorted costs more than the search)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid] <= value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
     """The nearest of the sorted ``instants`` at or below ``value`` (at or above it when
     ``up``), or ``limit`` where there is none."""
@@ -188,7 +212,7 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
-               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: _Memo
+               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: _Memo, cap: int
                ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray,
                           np.ndarray]:
     """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
@@ -198,7 +222,9 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     states merged on what the negation kernel reads (with ``gap_columns``, for a
     complete tuple; else one state): their keys (kept nodes, all cleared by then, and gap
     bounds), probabilities, first and last instants. Writes each column's reachable
-    instants to ``lo_out`` and ``hi_out`` (+-NO_TIME where unmatched).
+    instants to ``lo_out`` and ``hi_out`` (+-NO_TIME where unmatched). A probability of
+    -1 says that a layer may hold more than ``cap`` classes, and how many (in place of
+    the states): run it again with that room (:func:`_run`).
 
     With negation, each group's factor (:func:`~uncertain_cep.query.negation_kernels.
     _group_factor`; ``fold``: the NOT items' weights and the negation kernel's tables
@@ -209,6 +235,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     row_nodes_start, row_nodes, instant, group = t[0], t[1], t[2], t[3]
     tree, tree_level, tree_parent, tree_virtual = t[4], t[5], t[6], t[7]
     poi, code, code_end, tree_last_code = t[8], t[9], t[10], t[11]
+    root_code, top_chain, by_code = t[12], t[14], t[15]
     cols = np.empty(k, dtype=np.int64)
     m = 0
     for c in range(k):
@@ -282,6 +309,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         e = events[cols[j]]
         at[j + 1] = at[j] + row_nodes_start[e + 1] - row_nodes_start[e]
     seen = np.empty(at[m], dtype=np.int64)
+    node_code = np.empty(at[m], dtype=np.int64)
     bound = np.full((at[m], 2), -1, dtype=np.int64)
     sig = np.empty(at[m], dtype=np.int64)
     n_sigs = np.zeros(m, dtype=np.int64)
@@ -298,12 +326,22 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                 side[j, 1] = gi
         left, right = side[j, 0], side[j, 1]
         lo_t, hi_t = NO_TIME, -NO_TIME
+        seen_tree, seen_of_tree = -1, -1
         for f in range(at[j], at[j + 1]):
-            v = row_nodes[a0 + f - at[j]]
+            v = by_code[a0 + f - at[j]]
+            node_code[f] = code[v]
             lo_t = min(lo_t, instant[v])
             hi_t = max(hi_t, instant[v])
-            seen[f] = (_context_for(v, events[cols[next_same[j]]], t)
-                       if next_same[j] >= 0 else -1)
+            if next_same[j] < 0:
+                seen[f] = -1
+            else:
+                if tree[v] != seen_tree:
+                    seen_tree = tree[v]
+                    seen_of_tree = _tree_context(
+                        seen_tree, events[cols[next_same[j]]], row_nodes_start, row_nodes,
+                        group, tree, tree_level, tree_virtual, poi, code, tree_last_code,
+                        root_code, top_chain)
+                seen[f] = v if seen_of_tree == -2 else seen_of_tree
             if left >= 0:
                 bound[f, 0] = _snap(weighed[weighed_start[left]:weighed_start[left + 1]],
                                     instant[v], False, widest[left, 0])
@@ -322,17 +360,18 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                 sig[f] = n_sigs[j]
                 n_sigs[j] += 1
         first_at[j], span_at[j] = lo_t, hi_t - lo_t + 1
-    # Two layers of classes (the one read, the one built; each class's row is set when
-    # it is made) and one hash table of class keys, whose stamp moves on with every
-    # layer instead of being cleared.
-    cap = 16
+    # Two layers of classes, room for ``cap`` each (the one read, ``cur``, and the one
+    # built; each class's row is set when it is made), and one hash table of class keys,
+    # whose stamp moves on with every layer instead of being cleared. No array is
+    # swapped or regrown in the loops below: numba counts references to an array
+    # variable reassigned in a loop, atomically, on every pass (measured: two thirds of
+    # the programme's time). A layer that may need more room returns instead, and the
+    # caller runs the tuple again with room enough (:func:`_run`).
     d_max = span_at[:m].max()
-    keys = np.empty((cap, width), dtype=np.int64)
-    vec = np.empty((cap, d_max))
-    fst = np.empty((cap, d_max), dtype=np.int64)
-    new_keys = np.empty((cap, width), dtype=np.int64)
-    new_vec = np.empty((cap, d_max))
-    new_fst = np.empty((cap, d_max), dtype=np.int64)
+    keys = np.empty((2, cap, width), dtype=np.int64)
+    vec = np.empty((2, cap, d_max))
+    fst = np.empty((2, cap, d_max), dtype=np.int64)
+    cur = 0
     slot_row = np.empty(4 * cap, dtype=np.int64)
     slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
     cum = np.empty(d_max)
@@ -349,148 +388,152 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         s = slot[j]
         d, first_j = span_at[j], first_at[j]
         n_new = 0
+        nxt = 1 - cur
         t_lo, t_hi = NO_TIME, -NO_TIME
         if j > 0:
             gap = cols[j] - cols[j - 1]
             d_prev, first_prev = span_at[j - 1], first_at[j - 1]
+        # Each class reaches at most one class per distinct target of the column's nodes.
+        most = n * n_sigs[j] if j > 0 else at[1] - at[0]
+        if most > cap:
+            return -1.0, NO_TIME, -NO_TIME, most, keys[0, :0, base:], vec[0, :0, 0], \
+                fst[0, :0, 0], fst[0, :0, 0]
         for c in range(n if j > 0 else 1):
             if j > 0:
                 # Per instant of the previous column, the class's mass at or before it.
                 acc, low = 0.0, NO_TIME
                 for x in range(d_prev):
-                    acc += vec[c, x]
-                    if vec[c, x] > 0.0:
-                        low = min(low, fst[c, x])
+                    acc += vec[cur, c, x]
+                    if vec[cur, c, x] > 0.0:
+                        low = min(low, fst[cur, c, x])
                     cum[x] = acc
                     earliest[x] = low
                 if acc <= 0.0:
                     continue
-                tf, a = keys[c, 0], keys[c, 1 + s]
+                tf, a = keys[cur, c, 0], keys[cur, c, 1 + s]
             for g in range(n_sigs[j]):
                 target[g] = -1
-            for f in range(at[j], at[j + 1]):
-                v = row_nodes[a0 + f - at[j]]
-                tv = instant[v]
-                if j == 0:
-                    p = poi[v]
-                    low = tv
-                else:
-                    x = tv - gap - first_prev
-                    if x < 0:
-                        continue
-                    if x >= d_prev:
-                        x = d_prev - 1
-                    if cum[x] <= 0.0 or tv - tf > span:
-                        continue
-                    if a >= 0:
-                        if not _descends_inline(a, v, code, code_end, tree, tree_virtual,
-                                                tree_last_code):
-                            continue
-                        p = cum[x] * _extension_inline(a, v, poi, tree, tree_parent,
-                                                       tree_level, tree_virtual)
-                    else:
-                        p = cum[x] * poi[v]
-                    low = earliest[x]
-                if p <= 0.0:
-                    continue
-                # (The first column's class holds its own instant, clipped: no sharing.)
-                r = target[sig[f]] if j > 0 else -1
-                if r < 0:
+            # The nodes that may follow the group's context ``a``: those in its
+            # descendant code ranges, one in its tree and one past each tree around it
+            # (:func:`~uncertain_cep.query.chain_kernels._descends`).
+            code_lo, code_hi, around = -NO_TIME, NO_TIME, -1
+            if j > 0 and a >= 0:
+                code_lo, code_hi, around = code[a], code_end[a], tree[a]
+            f_end = at[j + 1]
+            while True:
+                f0 = _bisect_right(node_code, at[j], f_end, code_lo)
+                f1 = _bisect_right(node_code, f0, f_end, code_hi)
+                for f in range(f0, f1):
+                    v = by_code[a0 + f - at[j]]
+                    tv = instant[v]
                     if j == 0:
-                        key[0] = min(tv, clip) if bounded else tv
-                        for col in range(1, width):
-                            key[col] = -1
+                        p = poi[v]
+                        low = tv
                     else:
-                        for col in range(width):
-                            key[col] = keys[c, col]
-                    key[1 + s] = seen[f]
-                    if rel[j] >= 0:
-                        key[base + rel[j]] = v
-                    if left >= 0:
-                        key[base + n_rel + 2 * left] = bound[f, 0]
-                    if right >= 0:
-                        key[base + n_rel + 2 * right + 1] = bound[f, 1]
-                    h = _find(new_keys, slot_row, slot_stamp, stamp, key)
-                    if slot_stamp[h] == stamp:
-                        r = slot_row[h]
-                    else:
-                        if n_new == cap:
-                            # Twice the room: both layers, and the table rebuilt.
-                            cap *= 2
-                            keys, vec, fst = (_grown(keys, cap, n), _grown(vec, cap, n),
-                                              _grown(fst, cap, n))
-                            new_keys = _grown(new_keys, cap, n_new)
-                            new_vec = _grown(new_vec, cap, n_new)
-                            new_fst = _grown(new_fst, cap, n_new)
-                            slot_row = np.empty(4 * cap, dtype=np.int64)
-                            slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
-                            for r2 in range(n_new):
-                                h2 = _find(new_keys, slot_row, slot_stamp, stamp,
-                                           new_keys[r2])
-                                slot_row[h2], slot_stamp[h2] = r2, stamp
-                            h = _find(new_keys, slot_row, slot_stamp, stamp, key)
-                        r = n_new
-                        new_keys[r] = key
-                        for y in range(d):
-                            new_vec[r, y] = 0.0
-                            new_fst[r, y] = NO_TIME
-                        slot_row[h], slot_stamp[h] = r, stamp
-                        n_new += 1
-                    if j > 0:
-                        target[sig[f]] = r
-                y = tv - first_j
-                new_vec[r, y] += p
-                new_fst[r, y] = min(new_fst[r, y], low)
-                t_lo = min(t_lo, tv)
-                t_hi = max(t_hi, tv)
-        keys, new_keys = new_keys, keys
-        vec, new_vec = new_vec, vec
-        fst, new_fst = new_fst, fst
+                        x = tv - gap - first_prev
+                        if x < 0:
+                            continue
+                        if x >= d_prev:
+                            x = d_prev - 1
+                        if cum[x] <= 0.0 or tv - tf > span:
+                            continue
+                        if a >= 0:
+                            p = cum[x] * _extension_inline(a, v, poi, tree, tree_parent,
+                                                           tree_level, tree_virtual)
+                        else:
+                            p = cum[x] * poi[v]
+                        low = earliest[x]
+                    if p <= 0.0:
+                        continue
+                    # (The first column's class holds its own instant, clipped: no sharing.)
+                    r = target[sig[f]] if j > 0 else -1
+                    if r < 0:
+                        if j == 0:
+                            key[0] = min(tv, clip) if bounded else tv
+                            for col in range(1, width):
+                                key[col] = -1
+                        else:
+                            for col in range(width):
+                                key[col] = keys[cur, c, col]
+                        key[1 + s] = seen[f]
+                        if rel[j] >= 0:
+                            key[base + rel[j]] = v
+                        if left >= 0:
+                            key[base + n_rel + 2 * left] = bound[f, 0]
+                        if right >= 0:
+                            key[base + n_rel + 2 * right + 1] = bound[f, 1]
+                        h = _find(keys, nxt, slot_row, slot_stamp, stamp, key)
+                        if slot_stamp[h] == stamp:
+                            r = slot_row[h]
+                        else:
+                            r = n_new
+                            for col in range(width):
+                                keys[nxt, r, col] = key[col]
+                            for y in range(d):
+                                vec[nxt, r, y] = 0.0
+                                fst[nxt, r, y] = NO_TIME
+                            slot_row[h], slot_stamp[h] = r, stamp
+                            n_new += 1
+                        if j > 0:
+                            target[sig[f]] = r
+                    y = tv - first_j
+                    vec[nxt, r, y] += p
+                    fst[nxt, r, y] = min(fst[nxt, r, y], low)
+                    t_lo = min(t_lo, tv)
+                    t_hi = max(t_hi, tv)
+                if around < 0 or tree_virtual[around] < 0:
+                    break
+                outer = tree_virtual[around]
+                code_lo, code_hi, around = tree_last_code[around], code_end[outer], tree[outer]
+        cur = nxt
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
         if n > 0 and n_gaps > 0 and (fold_at == j).any():
-            _fold(j, n, d, keys, vec, events, cols, m, slot, groups, near, rel, fold_at,
+            _fold(j, n, d, keys[cur], vec[cur], events, cols, m, slot, groups, near, rel, fold_at,
                   gap_columns, neg[3], base, n_rel, fold, memo, t)
             if j == fold_at.max():
-                _fold_outside(n, d, keys, vec, groups[:n_groups], base + n_rel,
+                _fold_outside(n, d, keys[cur], vec[cur], groups[:n_groups], base + n_rel,
                               gap_columns, neg[3], k, fold, memo, outside)
             # Classes that differed only in the folded nodes (and, after the last
             # fold, in the gaps' bounds) merge; a cell a factor of 0 emptied gives no
             # first instant.
             stamp += 1
             n_new = 0
+            nxt = 1 - cur
             for c in range(n):
-                h = _find(new_keys, slot_row, slot_stamp, stamp, keys[c])
+                for col in range(width):
+                    key[col] = keys[cur, c, col]
+                h = _find(keys, nxt, slot_row, slot_stamp, stamp, key)
                 if slot_stamp[h] == stamp:
                     r = slot_row[h]
                     for y in range(d):
-                        new_vec[r, y] += vec[c, y]
-                        if vec[c, y] > 0.0:
-                            new_fst[r, y] = min(new_fst[r, y], fst[c, y])
+                        vec[nxt, r, y] += vec[cur, c, y]
+                        if vec[cur, c, y] > 0.0:
+                            fst[nxt, r, y] = min(fst[nxt, r, y], fst[cur, c, y])
                 else:
                     r = n_new
-                    new_keys[r] = keys[c]
+                    for col in range(width):
+                        keys[nxt, r, col] = key[col]
                     for y in range(d):
-                        new_vec[r, y] = vec[c, y]
-                        new_fst[r, y] = fst[c, y] if vec[c, y] > 0.0 else NO_TIME
+                        vec[nxt, r, y] = vec[cur, c, y]
+                        fst[nxt, r, y] = fst[cur, c, y] if vec[cur, c, y] > 0.0 else NO_TIME
                     slot_row[h], slot_stamp[h] = r, stamp
                     n_new += 1
-            keys, new_keys = new_keys, keys
-            vec, new_vec = new_vec, vec
-            fst, new_fst = new_fst, fst
+            cur = nxt
             n = n_new
-        if n > 0 and floor > 0.0 and vec[:n, :d].sum() < floor:
+        if n > 0 and floor > 0.0 and vec[cur, :n, :d].sum() < floor:
             n = 0
         if n == 0:
-            return 0.0, NO_TIME, -NO_TIME, 0, keys[:0, base:], vec[:0, 0], \
-                fst[:0, 0], fst[:0, 0]
+            return 0.0, NO_TIME, -NO_TIME, 0, keys[0, :0, base:], vec[0, :0, 0], \
+                fst[0, :0, 0], fst[0, :0, 0]
     # Each column's reachable instants, narrowed by the ones after it.
     for j in range(m - 2, -1, -1):
         hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
     # The final classes merged on what the negation kernel reads (the contexts are all
     # -1 now: no group has a later event), with their first and last instants.
     first_m = first_at[m - 1]
-    out_keys = np.empty((n, width - base), dtype=np.int64)
+    out_keys = np.empty((1, n, width - base), dtype=np.int64)
+    tail = np.empty(width - base, dtype=np.int64)
     out_probs = np.zeros(n)
     out_firsts = np.full(n, NO_TIME, dtype=np.int64)
     out_lasts = np.full(n, -NO_TIME, dtype=np.int64)
@@ -499,27 +542,47 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     cells = 0
     total = 0.0
     for c in range(n):
-        h = _find(out_keys, slot_row, slot_stamp, stamp, keys[c, base:])
+        for col in range(width - base):
+            tail[col] = keys[cur, c, base + col]
+        h = _find(out_keys, 0, slot_row, slot_stamp, stamp, tail)
         if slot_stamp[h] == stamp:
             r = slot_row[h]
         else:
             r = n_out
-            out_keys[r] = keys[c, base:]
+            for col in range(width - base):
+                out_keys[0, r, col] = tail[col]
             slot_row[h], slot_stamp[h] = r, stamp
             n_out += 1
         for y in range(span_at[m - 1]):
-            if vec[c, y] > 0.0:
+            if vec[cur, c, y] > 0.0:
                 cells += 1
-                total += vec[c, y]
-                out_probs[r] += vec[c, y]
-                out_firsts[r] = min(out_firsts[r], fst[c, y])
+                total += vec[cur, c, y]
+                out_probs[r] += vec[cur, c, y]
+                out_firsts[r] = min(out_firsts[r], fst[cur, c, y])
                 out_lasts[r] = max(out_lasts[r], first_m + y)
     first, last = NO_TIME, -NO_TIME
     for r in range(n_out):
         first = min(first, out_firsts[r])
         last = max(last, out_lasts[r])
-    return (total, first, last, cells, out_keys[:n_out], out_probs[:n_out],
+    return (total, first, last, cells, out_keys[0, :n_out], out_probs[:n_out],
             out_firsts[:n_out], out_lasts[:n_out])
+
+
+@numba.njit(cache=True, nogil=True)
+def _run(events: np.ndarray, k: int, length: int, bounded: bool, gap_columns: np.ndarray,
+         neg: tuple, t: tuple, floor: float, lo_out: np.ndarray, hi_out: np.ndarray,
+         fold: tuple, memo: _Memo, room: int
+         ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_programme` with room for its classes, ``room`` at first: most tuples
+    need little, and a few are run again with the room their programme asked for."""
+    cap = room
+    while True:
+        out = _programme(events, k, length, bounded, gap_columns, neg, t, floor, lo_out,
+                         hi_out, fold, memo, cap)
+        if out[0] >= 0.0:
+            return out
+        while cap < out[3]:
+            cap *= 2
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -762,7 +825,7 @@ def _exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarra
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
-                   floor: np.ndarray, chunks: int
+                   floor: np.ndarray, chunks: int, room: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                               np.ndarray]:
     n, k = events.shape
@@ -782,14 +845,14 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
         # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
         # one parent's children) even out.
         for r in range(c, n, chunks):
-            total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
+            total[r], first[r], last[r], states[r], _, _, _, _ = _run(
                 events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
-                fold, memo)
+                fold, memo, room)
     return total, first, last, states, lo, hi
 
 
 def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
-                        floor: np.ndarray | None = None
+                        floor: np.ndarray | None = None, room: int = ROOM
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                    np.ndarray, np.ndarray]:
     """Per tuple (rows of ``events``, -1 where unmatched): its summed probability over
@@ -797,7 +860,8 @@ def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     bound; the probability once complete; 0 where it falls below the tuple's ``floor``),
     its earliest first and latest last instant, the number of states of its programme's
     last layer, and each column's reachable instants (``lo``, ``hi``; +-NO_TIME where
-    unmatched)."""
+    unmatched). ``room``: the classes a layer has room for before a programme runs
+    again with more (the same answer whatever it is)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
     length = int(window) if bounded else 0
@@ -805,7 +869,7 @@ def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
              else np.ascontiguousarray(floor, dtype=np.float64))
     chunks = max(1, min(4 * numba.get_num_threads(), len(events)))
     with KERNEL_LOCK:
-        return _probabilities(events, length, bounded, tables.arrays, floor, chunks)
+        return _probabilities(events, length, bounded, tables.arrays, floor, chunks, room)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -824,7 +888,7 @@ def _no_fold() -> tuple:
 @numba.njit(cache=True, nogil=True)
 def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
                            gap_columns: np.ndarray, neg: tuple, t: tuple,
-                           floor: np.ndarray, fold: tuple
+                           floor: np.ndarray, fold: tuple, room: int
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every complete tuple's probability with its negation (every group's factor,
     the tuple's own and the outside ones, folded into its programme), its first and
@@ -839,22 +903,15 @@ def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
     # Group factors recur across tuples (same chain, events and gaps): one memo.
     memo = _Memo(2 * k + 1 + 2 * len(neg[3]))
     for r in range(n):
-        total[r], first[r], last[r], states[r], _, _, _, _ = _programme(
+        total[r], first[r], last[r], states[r], _, _, _, _ = _run(
             events[r], k, length, bounded, gap_columns, neg, t, floor[r], lo, hi, fold,
-            memo)
+            memo, room)
     return total, first, last, states
-
-
-@numba.njit(cache=True, nogil=True)
-def _grown(a: np.ndarray, cap: int, size: int) -> np.ndarray:
-    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
-    out[:size] = a[:size]
-    return out
 
 
 def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
                           gap_columns: np.ndarray, negated: NegatedNodes,
-                          floor: np.ndarray | None = None
+                          floor: np.ndarray | None = None, room: int = ROOM
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per complete tuple (rows of ``events``): its probability with every negation
     (SEMANTICS A4 condition 4; 0 where the probability falls below its ``floor``), its
@@ -892,7 +949,7 @@ def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
                     np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
             a, b = cuts[piece], cuts[piece + 1]
             return _negated_probabilities(events[a:b], length, bounded, gaps, neg,
-                                          tables.arrays, floor[a:b], fold)
+                                          tables.arrays, floor[a:b], fold, room)
         finally:
             free.put(i)
 
