@@ -152,7 +152,9 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
 @numba.experimental.jitclass([("keys", numba.int64[:, :]), ("values", numba.float64[:]),
                                ("slots", numba.int64[:]), ("count", numba.int64)])
 class _Memo:
-    """An open-addressing map from int64 key rows to floats that grows as it fills."""
+    """An open-addressing map from int64 key rows to factors (floats in [0, 1]) that
+    grows as it fills. (Each read of an array attribute costs an atomic reference count:
+    :meth:`get`, once per class and group, reads each once.)"""
 
     def __init__(self, width: int) -> None:
         self.keys = np.empty((64, width), dtype=np.int64)
@@ -160,30 +162,22 @@ class _Memo:
         self.slots = np.full(128, -1, dtype=np.int64)
         self.count = 0
 
-    def _home(self, key: np.ndarray) -> np.int64:
-        h = np.uint64(0x9E3779B97F4A7C15)
-        for v in key:
-            h ^= np.uint64(v) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
-                + (h >> np.uint64(2))
-            h *= np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(31)
-        return np.int64(h & np.uint64(len(self.slots) - 1))
-
-    def find(self, key: np.ndarray) -> int:
-        """The key's index, or -1."""
-        mask = len(self.slots) - 1
-        s = self._home(key)
+    def get(self, key: np.ndarray) -> float:
+        """The key's factor, or -1.0 where it has none."""
+        slots, keys = self.slots, self.keys
+        mask = len(slots) - 1
+        s = _home(key, mask)
         while True:
-            i = self.slots[s]
+            i = slots[s]
             if i < 0:
-                return -1
+                return -1.0
             same = True
             for c in range(len(key)):
-                if self.keys[i, c] != key[c]:
+                if keys[i, c] != key[c]:
                     same = False
                     break
             if same:
-                return i
+                return self.values[i]
             s = (s + 1) & mask
 
     def add(self, key: np.ndarray, value: float) -> int:
@@ -205,11 +199,23 @@ class _Memo:
         return i
 
     def _place(self, key: np.ndarray, i: int) -> None:
-        mask = len(self.slots) - 1
-        s = self._home(key)
-        while self.slots[s] >= 0:
+        slots = self.slots
+        mask = len(slots) - 1
+        s = _home(key, mask)
+        while slots[s] >= 0:
             s = (s + 1) & mask
-        self.slots[s] = i
+        slots[s] = i
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _home(key: np.ndarray, mask: int) -> np.int64:
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for c in range(len(key)):
+        h ^= np.uint64(key[c]) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
+            + (h >> np.uint64(2))
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    return np.int64(h & np.uint64(mask))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -346,12 +352,13 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
             for d in range(k):
                 key[d + 1] = chain[d] if d < size else -1
                 key[k + d + 1] = mine[d] if d < n_mine else -1
-            slot = memo.find(key)
-            if slot < 0:
-                slot = memo.add(key, _group_factor(
+            value = memo.get(key)
+            if value < 0.0:
+                value = _group_factor(
                     g, chain[:size], mine[:n_mine], gaps[u, :half], gaps[u, half:], neg, t,
-                    scratch, poi, tree_parent, tree_level, found_groups, found_values))
-            factor *= memo.values[slot]
+                    scratch, poi, tree_parent, tree_level, found_groups, found_values)
+                memo.add(key, value)
+            factor *= value
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
 
 

@@ -14,7 +14,7 @@ next matched event depends on is
 * per group with a *later* matched event, the group's last node so far, and of that only
   what the group's next matched event can see: the node's context node in the deepest
   tree that also holds a node of that event (a tree the next event has no node in is seen
-  from outside as its virtual node; :func:`_tree_context`). A group without a later
+  from outside as its virtual node). A group without a later
   matched event drops out.
 
 States are keyed on exactly that and merged, so each layer holds the distinct futures,
@@ -140,38 +140,6 @@ def _find(keys: np.ndarray, layer: int, slot_row: np.ndarray, slot_stamp: np.nda
 
 
 # ---------------------------------------------------------------- the programme
-
-@numba.njit(cache=True, nogil=True)
-def _tree_context(tr: int, later: int, row_nodes_start: np.ndarray, row_nodes: np.ndarray,
-                  group: np.ndarray, tree: np.ndarray, tree_level: np.ndarray,
-                  tree_virtual: np.ndarray, poi: np.ndarray, code: np.ndarray,
-                  tree_last_code: np.ndarray, root_code: np.ndarray, top_chain: np.ndarray
-                  ) -> int:
-    """What a later event ``later`` of its group can see of a node in tree ``tr``: -2
-    where ``tr`` holds a node of ``later`` (the node itself), else the virtual node of
-    the outermost tree around ``tr`` that holds none (seen from outside a tree, any node
-    in it is its virtual node: the same descendants outside it and the same context node
-    in every tree enclosing it). -1 (no context) for a virtual node of a group's top
-    chain of isolated subsequences: every OI passes it (``poi`` 1), and a later node in
-    a later subsequence descends from it. The same for every node of the tree, so the
-    programme asks once per tree and event."""
-    x = -2
-    while tree_level[tr] >= 1:
-        lo, hi = root_code[tr], tree_last_code[tr]
-        inside = False
-        for q in range(row_nodes_start[later], row_nodes_start[later + 1]):
-            c = code[row_nodes[q]]
-            if lo <= c <= hi:
-                inside = True
-                break
-        if inside:
-            break
-        x = tree_virtual[tr]
-        tr = tree[x]
-    if x >= 0 and tree_level[tr] == 0 and top_chain[group[x]] and poi[x] == 1.0:
-        return -1
-    return x
-
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _unit(v: int, t: tuple) -> int:
@@ -336,11 +304,32 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                 seen[f] = -1
             else:
                 if tree[v] != seen_tree:
-                    seen_tree = tree[v]
-                    seen_of_tree = _tree_context(
-                        seen_tree, events[cols[next_same[j]]], row_nodes_start, row_nodes,
-                        group, tree, tree_level, tree_virtual, poi, code, tree_last_code,
-                        root_code, top_chain)
+                    # What the group's next event ``later`` sees of a node in this tree
+                    # (the same for all its nodes): the node itself (-2) where the tree
+                    # holds a node of ``later``, else the virtual node of the outermost
+                    # tree around it that holds none (seen from outside a tree, any node
+                    # in it is its virtual node: the same descendants outside it and the
+                    # same context node in every tree enclosing it); -1 (none) for a
+                    # virtual node of a group's top chain of isolated subsequences, which
+                    # every OI passes (``poi`` 1) and every later subsequence's nodes
+                    # descend from. (Written out: a call passing the arrays costs an
+                    # atomic reference count per array.)
+                    seen_tree = tr = tree[v]
+                    later = events[cols[next_same[j]]]
+                    seen_of_tree = -2
+                    while tree_level[tr] >= 1:
+                        inside = False
+                        for q in range(row_nodes_start[later], row_nodes_start[later + 1]):
+                            if root_code[tr] <= code[row_nodes[q]] <= tree_last_code[tr]:
+                                inside = True
+                                break
+                        if inside:
+                            break
+                        seen_of_tree = tree_virtual[tr]
+                        tr = tree[seen_of_tree]
+                    if (seen_of_tree >= 0 and tree_level[tr] == 0
+                            and top_chain[group[seen_of_tree]] and poi[seen_of_tree] == 1.0):
+                        seen_of_tree = -1
                 seen[f] = v if seen_of_tree == -2 else seen_of_tree
             if left >= 0:
                 bound[f, 0] = _snap(weighed[weighed_start[left]:weighed_start[left + 1]],
@@ -599,16 +588,16 @@ def _gap_of_each(gap_columns: np.ndarray, neg_columns: np.ndarray) -> np.ndarray
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _class_gaps(key: np.ndarray, bounds_at: int, which: np.ndarray, gap_a: np.ndarray,
-                gap_b: np.ndarray) -> None:
-    """A class's gap per NOT item (strictly inside its gap's bounds, which its ``key``
+def _class_gaps(keys: np.ndarray, c: int, bounds_at: int, which: np.ndarray,
+                gap_a: np.ndarray, gap_b: np.ndarray) -> None:
+    """Class ``c``'s gap per NOT item (strictly inside its gap's bounds, which its key
     holds from column ``bounds_at``, two per gap), written to ``gap_a`` and ``gap_b``."""
     for x in range(len(which)):
-        gap_a[x] = key[bounds_at + 2 * which[x]] + 1
-        gap_b[x] = key[bounds_at + 2 * which[x] + 1] - 1
+        gap_a[x] = keys[c, bounds_at + 2 * which[x]] + 1
+        gap_b[x] = keys[c, bounds_at + 2 * which[x] + 1] - 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.ndarray,
           cols: np.ndarray, m: int, slot: np.ndarray, groups: np.ndarray, near: np.ndarray,
           rel: np.ndarray, fold_at: np.ndarray, gap_columns: np.ndarray,
@@ -631,7 +620,7 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
     which = _gap_of_each(gap_columns, neg_columns)
     for c in range(n):
         factor = 1.0
-        _class_gaps(keys[c], bounds_at, which, gap_a, gap_b)
+        _class_gaps(keys, c, bounds_at, which, gap_a, gap_b)
         for s in range(len(fold_at)):
             if fold_at[s] != j:
                 continue
@@ -653,12 +642,13 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
             for x in range(n_not):
                 key[1 + 2 * k + x] = gap_a[x]
                 key[1 + 2 * k + n_not + x] = gap_b[x]
-            i = memo.find(key)
-            if i < 0:
-                i = memo.add(key, _group_factor(
+            value = memo.get(key)
+            if value < 0.0:
+                value = _group_factor(
                     groups[s], chain[:size], mine[:n_mine], gap_a, gap_b, neg, nt, scratch,
-                    poi, tree_parent, tree_level, found_groups, found_values))
-            factor *= memo.values[i]
+                    poi, tree_parent, tree_level, found_groups, found_values)
+                memo.add(key, value)
+            factor *= value
         if factor != 1.0:
             for y in range(d):
                 vec[c, y] *= factor
@@ -667,7 +657,7 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
                 keys[c, base + rel[j2]] = -1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.ndarray,
                   bounds_at: int, gap_columns: np.ndarray, neg_columns: np.ndarray, k: int,
                   fold: tuple, memo: _Memo, outside: bool) -> None:
@@ -695,11 +685,11 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
     key[1:1 + len(mine)] = mine
     none = np.empty(0, dtype=np.int64)
     for c in range(n):
-        _class_gaps(keys[c], bounds_at, which, gap_a, gap_b)
+        _class_gaps(keys, c, bounds_at, which, gap_a, gap_b)
         key[1 + 2 * k:1 + 2 * k + n_not] = gap_a
         key[1 + 2 * k + n_not:] = gap_b
-        i = memo.find(key)
-        if i < 0:
+        value = memo.get(key)
+        if value < 0.0:
             found = _weighted_sums(gap_a, gap_b, none, -1, none, neg, nt, scratch,
                                    found_groups, found_values)
             value = 1.0
@@ -707,10 +697,10 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
                 p = np.searchsorted(mine, found_groups[q])
                 if p == len(mine) or mine[p] != found_groups[q]:
                     value *= found_values[q]
-            i = memo.add(key, value)
-        if memo.values[i] != 1.0:
+            memo.add(key, value)
+        if value != 1.0:
             for y in range(d):
-                vec[c, y] *= memo.values[i]
+                vec[c, y] *= value
         for col in range(bounds_at, bounds_at + 2 * n_gaps):
             keys[c, col] = -1
 
