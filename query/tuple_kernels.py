@@ -618,6 +618,11 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
     gap_b = np.empty(n_not, dtype=np.int64)
     key = np.empty(2 * k + 1 + 2 * n_not, dtype=np.int64)
     which = _gap_of_each(gap_columns, neg_columns)
+    # Each group's last key and factor: classes that differ in other groups' kept nodes
+    # come in runs with the same key for this group (a compare instead of the memo's
+    # hash of the whole key).
+    last_key = np.full((len(fold_at), len(key)), -2, dtype=np.int64)
+    last_value = np.empty(len(fold_at))
     for c in range(n):
         factor = 1.0
         _class_gaps(keys, c, bounds_at, which, gap_a, gap_b)
@@ -642,12 +647,23 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
             for x in range(n_not):
                 key[1 + 2 * k + x] = gap_a[x]
                 key[1 + 2 * k + n_not + x] = gap_b[x]
+            same = True
+            for y in range(len(key)):
+                if last_key[s, y] != key[y]:
+                    same = False
+                    break
+            if same:
+                factor *= last_value[s]
+                continue
             value = memo.get(key)
             if value < 0.0:
                 value = _group_factor(
                     groups[s], chain[:size], mine[:n_mine], gap_a, gap_b, neg, nt, scratch,
                     poi, tree_parent, tree_level, found_groups, found_values)
                 memo.add(key, value)
+            for y in range(len(key)):
+                last_key[s, y] = key[y]
+            last_value[s] = value
             factor *= value
         if factor != 1.0:
             for y in range(d):
