@@ -557,13 +557,16 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
             out_firsts[:n_out], out_lasts[:n_out])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _run(events: np.ndarray, k: int, length: int, bounded: bool, gap_columns: np.ndarray,
          neg: tuple, t: tuple, floor: float, lo_out: np.ndarray, hi_out: np.ndarray,
          fold: tuple, memo: _Memo, room: int
          ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_programme` with room for its classes, ``room`` at first: most tuples
-    need little, and a few are run again with the room their programme asked for."""
+    need little, and a few are run again with the room their programme asked for.
+    (Inlined: a call counts each array it passes, and this one passes some fifty;
+    5.1 -> 4.5 us a tuple. Inlining the programme itself into the parallel loop changed
+    10 of 743,161 tuples' probabilities, so it is not.)"""
     cap = room
     while True:
         out = _programme(events, k, length, bounded, gap_columns, neg, t, floor, lo_out,
