@@ -171,12 +171,7 @@ class _Memo:
             i = slots[s]
             if i < 0:
                 return -1.0
-            same = True
-            for c in range(len(key)):
-                if keys[i, c] != key[c]:
-                    same = False
-                    break
-            if same:
+            if _same_row(keys, i, key):
                 return self.values[i]
             s = (s + 1) & mask
 
@@ -205,6 +200,15 @@ class _Memo:
         while slots[s] >= 0:
             s = (s + 1) & mask
         slots[s] = i
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_row(rows: np.ndarray, i: int, key: np.ndarray) -> bool:
+    """Whether row ``i`` of ``rows`` holds ``key``."""
+    for c in range(len(key)):  # noqa: SIM110 (numba compiles no generator in all())
+        if rows[i, c] != key[c]:
+            return False
+    return True
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -44,13 +44,14 @@ import numpy as np
 
 from uncertain_cep.index.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.chain_kernels import _extension
+from uncertain_cep.query.chain_kernels import _bisect, _extension
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_kernels import (
     NegatedNodes,
     _group_factor,
     _Memo,
+    _same_row,
     _weighted_sums,
     kernel_tables,
     scratch_arrays,
@@ -98,7 +99,7 @@ class TupleTable:
 
 
 # A compiled call that passes arrays costs about 90 ns in reference counting unless it is
-# inlined: the chain tests and the state table run once per transition, so inline.
+# inlined: the chain factor runs once per transition, so inline.
 # (With NUMBA_DISABLE_JIT the kernels are plain functions, without ``py_func``.)
 _extension_inline = numba.njit(cache=True, nogil=True, inline="always")(
     getattr(_extension, "py_func", _extension))
@@ -151,19 +152,6 @@ def _unit(v: int, t: tuple) -> int:
     while tree_level[tr] > floor:
         tr = tree_parent[tr]
     return tr
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _bisect_right(values: np.ndarray, lo: int, hi: int, value: int) -> int:
-    """The first index in ``lo..hi`` of the sorted ``values`` above ``value``
-    (written out: a slice passed to np.searchsorted costs more than the search)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if values[mid] <= value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -410,8 +398,8 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                 code_lo, code_hi, around = code[a], code_end[a], tree[a]
             f_end = at[j + 1]
             while True:
-                f0 = _bisect_right(node_code, at[j], f_end, code_lo)
-                f1 = _bisect_right(node_code, f0, f_end, code_hi)
+                f0 = _bisect(node_code, at[j], f_end, code_lo)
+                f1 = _bisect(node_code, f0, f_end, code_hi)
                 for f in range(f0, f1):
                     v = by_code[a0 + f - at[j]]
                     tv = instant[v]
@@ -650,12 +638,7 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
             for x in range(n_not):
                 key[1 + 2 * k + x] = gap_a[x]
                 key[1 + 2 * k + n_not + x] = gap_b[x]
-            same = True
-            for y in range(len(key)):
-                if last_key[s, y] != key[y]:
-                    same = False
-                    break
-            if same:
+            if _same_row(last_key, s, key):
                 factor *= last_value[s]
                 continue
             value = memo.get(key)
