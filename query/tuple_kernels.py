@@ -169,18 +169,15 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
                lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: _Memo, cap: int
-               ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray,
-                          np.ndarray]:
+               ) -> tuple[float, int, int, int]:
     """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
     where unmatched). Returns its summed probability (0 once a layer's falls below
     ``floor``: every layer's sum bounds the next), the earliest first and latest last
-    instant over its final states, the number of states of its last layer, and its final
-    states merged on what the negation kernel reads (with ``gap_columns``, for a
-    complete tuple; else one state): their keys (kept nodes, all cleared by then, and gap
-    bounds), probabilities, first and last instants. Writes each column's reachable
-    instants to ``lo_out`` and ``hi_out`` (+-NO_TIME where unmatched). A probability of
-    -1 says that a layer may hold more than ``cap`` classes, and how many (in place of
-    the states): run it again with that room (:func:`_run`).
+    instant over its final states, and the number of states of its last layer. Writes
+    each column's reachable instants to ``lo_out`` and ``hi_out`` (+-NO_TIME where
+    unmatched). A probability of -1 says that a layer may hold more than ``cap``
+    classes, and how many (in place of the states): run it again with that room
+    (:func:`_run`).
 
     With negation, each group's factor (:func:`~uncertain_cep.query.negation_kernels.
     _group_factor`; ``fold``: the NOT items' weights and the negation kernel's tables
@@ -373,8 +370,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         # Each class reaches at most one class per distinct target of the column's nodes.
         most = n * n_sigs[j] if j > 0 else at[1] - at[0]
         if most > cap:
-            return -1.0, NO_TIME, -NO_TIME, most, keys[0, :0, base:], vec[0, :0, 0], \
-                fst[0, :0, 0], fst[0, :0, 0]
+            return -1.0, NO_TIME, -NO_TIME, most
         for c in range(n if j > 0 else 1):
             if j > 0:
                 # Per instant of the previous column, the class's mass at or before it.
@@ -501,55 +497,29 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         if n > 0 and floor > 0.0 and vec[cur, :n, :d].sum() < floor:
             n = 0
         if n == 0:
-            return 0.0, NO_TIME, -NO_TIME, 0, keys[0, :0, base:], vec[0, :0, 0], \
-                fst[0, :0, 0], fst[0, :0, 0]
+            return 0.0, NO_TIME, -NO_TIME, 0
     # Each column's reachable instants, narrowed by the ones after it.
     for j in range(m - 2, -1, -1):
         hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
-    # The final classes merged on what the negation kernel reads (the contexts are all
-    # -1 now: no group has a later event), with their first and last instants.
+    # The final cells, with their first and last instants.
     first_m = first_at[m - 1]
-    out_keys = np.empty((1, n, width - base), dtype=np.int64)
-    tail = np.empty(width - base, dtype=np.int64)
-    out_probs = np.zeros(n)
-    out_firsts = np.full(n, NO_TIME, dtype=np.int64)
-    out_lasts = np.full(n, -NO_TIME, dtype=np.int64)
-    stamp += 1
-    n_out = 0
     cells = 0
     total = 0.0
+    first, last = NO_TIME, -NO_TIME
     for c in range(n):
-        for col in range(width - base):
-            tail[col] = keys[cur, c, base + col]
-        h = _find(out_keys, 0, slot_row, slot_stamp, stamp, tail)
-        if slot_stamp[h] == stamp:
-            r = slot_row[h]
-        else:
-            r = n_out
-            for col in range(width - base):
-                out_keys[0, r, col] = tail[col]
-            slot_row[h], slot_stamp[h] = r, stamp
-            n_out += 1
         for y in range(span_at[m - 1]):
             if vec[cur, c, y] > 0.0:
                 cells += 1
                 total += vec[cur, c, y]
-                out_probs[r] += vec[cur, c, y]
-                out_firsts[r] = min(out_firsts[r], fst[cur, c, y])
-                out_lasts[r] = max(out_lasts[r], first_m + y)
-    first, last = NO_TIME, -NO_TIME
-    for r in range(n_out):
-        first = min(first, out_firsts[r])
-        last = max(last, out_lasts[r])
-    return (total, first, last, cells, out_keys[0, :n_out], out_probs[:n_out],
-            out_firsts[:n_out], out_lasts[:n_out])
+                first = min(first, fst[cur, c, y])
+                last = max(last, first_m + y)
+    return total, first, last, cells
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _run(events: np.ndarray, k: int, length: int, bounded: bool, gap_columns: np.ndarray,
          neg: tuple, t: tuple, floor: float, lo_out: np.ndarray, hi_out: np.ndarray,
-         fold: tuple, memo: _Memo, room: int
-         ) -> tuple[float, int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+         fold: tuple, memo: _Memo, room: int) -> tuple[float, int, int, int]:
     """:func:`_programme` with room for its classes, ``room`` at first: most tuples
     need little, and a few are run again with the room their programme asked for.
     (Inlined: a call counts each array it passes, and this one passes some fifty;
@@ -837,7 +807,7 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
         # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
         # one parent's children) even out.
         for r in range(c, n, chunks):
-            total[r], first[r], last[r], states[r], _, _, _, _ = _run(
+            total[r], first[r], last[r], states[r] = _run(
                 events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
                 fold, memo, room)
     return total, first, last, states, lo, hi
@@ -895,7 +865,7 @@ def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
     # Group factors recur across tuples (same chain, events and gaps): one memo.
     memo = _Memo(2 * k + 1 + 2 * len(neg[3]))
     for r in range(n):
-        total[r], first[r], last[r], states[r], _, _, _, _ = _run(
+        total[r], first[r], last[r], states[r] = _run(
             events[r], k, length, bounded, gap_columns, neg, t, floor[r], lo, hi, fold,
             memo, room)
     return total, first, last, states
