@@ -131,7 +131,7 @@ class BatchEngine:
 
     @cached_property
     def tuple_table(self) -> TupleTable:
-        return TupleTable(self.table)
+        return TupleTable(self.table, self.classes)
 
     @cached_property
     def negated(self) -> NegatedNodes:

@@ -67,11 +67,13 @@ ROOM = 64
 
 
 class TupleTable:
-    """What the kernels read of a :class:`NodeTable`, with two derived arrays: per group
+    """What the kernels read of a :class:`NodeTable`, with derived arrays: per group
     whether its top tree is only a chain of isolated subsequences (so each subsequence's
-    tree is one unit, independent of the others), and per tree its root's code."""
+    tree is one unit, independent of the others), per tree its root's code, and per
+    node one that stands for it where only its future counts (:func:`future_nodes`;
+    itself unless ``classes``: the index was built without Condition 2)."""
 
-    def __init__(self, table: NodeTable) -> None:
+    def __init__(self, table: NodeTable, classes: bool = False) -> None:
         self.table = table
         n_groups = len(table.group_start) - 1
         # A group's top tree is a chain when none of its nodes is an event's.
@@ -93,9 +95,85 @@ class TupleTable:
                        table.tree, table.tree_level, table.tree_parent, table.tree_virtual,
                        table.poi, table.code, table.code_end, table.tree_last_code,
                        self.root_code, table.row, self.top_chain,
-                       np.ascontiguousarray(by_code, dtype=np.int64))
+                       np.ascontiguousarray(by_code, dtype=np.int64),
+                       future_nodes(table) if classes
+                       else np.arange(len(table.group), dtype=np.int64))
         # What the negation kernel reads (its own layout), for folding a group's factor.
         self.node_arrays = kernel_tables(table, NegatedNodes([], [], [], []))[1]
+
+
+def future_nodes(table: NodeTable) -> np.ndarray:
+    """Per node, the first node of its class: the nodes of its event at its instant in
+    its tree with the same set of events above them there (the node itself in a tree
+    that other trees hang below). Without Condition 2 every OI of a group is equally
+    likely, so what follows a node depends only on the events still to come and its
+    instant: the subtrees of a class are alike, node for node, with the same factors
+    and the same weights in a gap (as :mod:`~uncertain_cep.query.merge_keys` merges
+    entries)."""
+    n = len(table.group)
+    kind = np.asarray(table.kind)
+    parent = np.asarray(table.parent, dtype=np.int64)
+    row = np.asarray(table.row, dtype=np.int64)
+    tree = np.asarray(table.tree, dtype=np.int64)
+    above = _above_hashes(parent, kind, row, REAL)
+    real = (kind == REAL) & ~table.nests_trees[tree]
+    future = np.arange(n, dtype=np.int64)
+    nodes = np.flatnonzero(real)
+    order = nodes[np.lexsort((nodes, above[nodes], table.instant[nodes], row[nodes],
+                              tree[nodes]))]
+    if len(order) == 0:
+        return future
+    keys = np.stack([tree[order], row[order], table.instant[order],
+                     above[order].view(np.int64)])
+    start = np.concatenate([[True], (keys[:, 1:] != keys[:, :-1]).any(axis=0)])
+    first = order[np.flatnonzero(start)][np.cumsum(start) - 1]
+    # (Equal sums of hashes of sets that differ: the node keeps its own identity.)
+    same = _same_events_above(order, first, parent, kind, row, REAL)
+    future[order[same]] = first[same]
+    return future
+
+
+@numba.njit(cache=True, nogil=True)
+def _above_hashes(parent: np.ndarray, kind: np.ndarray, row: np.ndarray, real: int
+                  ) -> np.ndarray:
+    """Per node, the sum of a 64-bit hash of each event above it in its tree."""
+    out = np.zeros(len(parent), dtype=np.uint64)
+    for m in range(len(parent)):
+        h = np.uint64(0)
+        p = parent[m]
+        while p >= 0 and kind[p] == real:
+            z = np.uint64(row[p]) + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            h += z ^ (z >> np.uint64(31))
+            p = parent[p]
+        out[m] = h
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _same_events_above(nodes: np.ndarray, firsts: np.ndarray, parent: np.ndarray,
+                       kind: np.ndarray, row: np.ndarray, real: int) -> np.ndarray:
+    """Whether each of ``nodes`` has the same set of events above it in its tree as
+    the node in ``firsts`` beside it."""
+    out = np.ones(len(nodes), dtype=np.bool_)
+    for i in range(len(nodes)):
+        a, b = nodes[i], firsts[i]
+        if a == b:
+            continue
+        rows_a = np.empty(0, dtype=np.int64)
+        p = parent[a]
+        while p >= 0 and kind[p] == real:
+            rows_a = np.append(rows_a, row[p])
+            p = parent[p]
+        rows_b = np.empty(0, dtype=np.int64)
+        p = parent[b]
+        while p >= 0 and kind[p] == real:
+            rows_b = np.append(rows_b, row[p])
+            p = parent[p]
+        out[i] = (len(rows_a) == len(rows_b)
+                  and (np.sort(rows_a) == np.sort(rows_b)).all())
+    return out
 
 
 # A compiled call that passes arrays costs about 90 ns in reference counting unless it is
@@ -179,16 +257,19 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     classes, and how many (in place of the states): run it again with that room
     (:func:`_run`).
 
-    With negation, each group's factor (:func:`~uncertain_cep.query.negation_kernels.
-    _group_factor`; ``fold``: the NOT items' weights and the negation kernel's tables
-    and scratch, ``memo`` its values) is multiplied into the classes as soon as the
-    group's nodes nearest to the gaps and every gap's bounds are known, and the group's
-    kept nodes leave the key: a kept node would otherwise split every later layer. Every
-    group has a column nearest to some gap, so with a gap every group is folded."""
+    With negation, each group's factor is a product over its segments (:func:`_segments`:
+    the stretch between its columns around some gaps), and each segment's factor
+    (:func:`~uncertain_cep.query.negation_kernels._group_factor` of its two ends;
+    ``fold``: the NOT items' weights and the negation kernel's tables and scratch,
+    ``memo`` its values) is multiplied into the classes as soon as its ends and its
+    gaps' bounds are matched; a kept node leaves the key after its last segment, a
+    gap's bounds after theirs: either would otherwise split every later layer (measured
+    on localization n = 20 query 2: folding whole groups, once every gap was matched,
+    kept three exact nodes at once and 100-2,000 classes a layer)."""
     row_nodes_start, row_nodes, instant, group = t[0], t[1], t[2], t[3]
     tree, tree_level, tree_parent, tree_virtual = t[4], t[5], t[6], t[7]
     poi, code, code_end, tree_last_code = t[8], t[9], t[10], t[11]
-    root_code, top_chain, by_code = t[12], t[14], t[15]
+    root_code, top_chain, by_code, future = t[12], t[14], t[15], t[16]
     cols = np.empty(k, dtype=np.int64)
     m = 0
     for c in range(k):
@@ -232,21 +313,25 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     weighed_start = np.zeros(n_gaps + 1, dtype=np.int64)
     widest = np.empty((n_gaps, 2), dtype=np.int64)
     near = np.zeros(m, dtype=np.bool_)
-    fold_at = np.full(n_groups, -1, dtype=np.int64)
+    # Negation folds per segment: a group's stretch between its columns before and
+    # after some gaps (-1 where the group has none: before its first or after its last
+    # column), folded in once both ends and those gaps' bounds are matched; a kept node
+    # and a gap's bounds leave the key after their last segment's fold.
+    n_segs = 0
+    seg_group = np.empty(max(1, n_gaps * n_groups), dtype=np.int64)
+    seg_ends = np.empty((max(1, n_gaps * n_groups), 2), dtype=np.int64)
+    seg_fold = np.full(max(1, n_gaps * n_groups), -1, dtype=np.int64)
+    seg_gaps = np.zeros((max(1, n_gaps * n_groups), max(1, n_gaps)), dtype=np.bool_)
+    keep_until = np.full(m, -1, dtype=np.int64)
+    bounds_until = np.full(n_gaps, -1, dtype=np.int64)
+    outside_at = -1
     outside = False
     if n_gaps > 0:
         n_rel, weighed, weighed_start, outside = _exact_columns(
             events, cols, m, slot, n_groups, gap_columns, neg, t, rel, widest, near)
-        # A group folds once its last column nearest to a gap and every gap's right
-        # column are matched.
-        right = 0
-        for gi in range(n_gaps):
-            for j in range(m):
-                if cols[j] == gap_columns[gi] + 1:
-                    right = max(right, j)
-        for j in range(m):
-            if near[j]:
-                fold_at[slot[j]] = max(fold_at[slot[j]], j, right)
+        n_segs, outside_at = _segments(cols, m, slot, n_groups, gap_columns, outside,
+                                       seg_group, seg_ends, seg_fold, seg_gaps, keep_until,
+                                       bounds_until)
     # A class of states: the clipped first instant, per group the context its next
     # matched event sees (-1: none), the exact nodes kept and the gaps' snapped bounds;
     # within a class, one probability (and earliest true first instant) per instant of
@@ -461,14 +546,26 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         cur = nxt
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
-        if n > 0 and n_gaps > 0 and (fold_at == j).any():
-            _fold(j, n, d, keys[cur], vec[cur], events, cols, m, slot, groups, near, rel, fold_at,
-                  gap_columns, neg[3], base, n_rel, fold, memo, t)
-            if j == fold_at.max():
+        alike = rel[j] >= 0 and keep_until[j] > j
+        if n > 0 and n_gaps > 0 and ((seg_fold[:n_segs] == j).any() or outside_at == j
+                                     or alike):
+            _fold(j, n, d, keys[cur], vec[cur], events, cols, m, slot, groups, rel,
+                  n_segs, seg_group, seg_ends, seg_fold, seg_gaps, keep_until,
+                  bounds_until, gap_columns, neg[3], base, n_rel, fold, memo, t)
+            if j == outside_at:
                 _fold_outside(n, d, keys[cur], vec[cur], groups[:n_groups], base + n_rel,
-                              gap_columns, neg[3], k, fold, memo, outside)
-            # Classes that differed only in the folded nodes (and, after the last
-            # fold, in the gaps' bounds) merge; a cell a factor of 0 emptied gives no
+                              gap_columns, neg[3], k, fold, memo)
+            _clear_folded(j, n, keys[cur], rel, keep_until, bounds_until, base, n_rel)
+            if alike:
+                # The node just kept is the earlier end of a segment still open: only
+                # what follows it counts now, so it stands for its class (where its
+                # group's next event has no node in its tree; else its context is the
+                # node itself, and the segment's ends must lie on one OI).
+                for c in range(n):
+                    v = keys[cur, c, base + rel[j]]
+                    if keys[cur, c, 1 + s] != v:
+                        keys[cur, c, base + rel[j]] = future[v]
+            # Classes that differed only in what left the key merge; a cell a factor of 0 emptied gives no
             # first instant.
             stamp += 1
             n_new = 0
@@ -559,37 +656,98 @@ def _class_gaps(keys: np.ndarray, c: int, bounds_at: int, which: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _segments(cols: np.ndarray, m: int, slot: np.ndarray, n_groups: int,
+              gap_columns: np.ndarray, outside: bool, seg_group: np.ndarray,
+              seg_ends: np.ndarray, seg_fold: np.ndarray, seg_gaps: np.ndarray,
+              keep_until: np.ndarray, bounds_until: np.ndarray) -> tuple[int, int]:
+    """A complete tuple's negation segments: per group and gap, the group's last column
+    at or before the gap and its first after it (``seg_ends``, -1 where none; gaps with
+    the same ends share a segment, ``seg_gaps``), and the column where the segment's
+    factor folds in (``seg_fold``: its later end, or without one the last of its gaps'
+    right columns). OIs are Markov in their nodes, so a group's weighted sum through
+    its columns over their probability is the product of its segments' (each weighs
+    only the nodes between its ends, and only its gaps lie there: the columns are in
+    time order). Writes, per column, the fold after which its kept node leaves the key
+    (``keep_until``) and per gap the one after which its bounds do (``bounds_until``).
+    Returns the number of segments and the column where the groups outside the tuple
+    fold in (every gap's bounds known; -1 without ``outside``)."""
+    n_gaps = len(gap_columns)
+    n_segs = 0
+    right = 0
+    for gi in range(n_gaps):
+        jl = 0
+        while cols[jl] != gap_columns[gi]:
+            jl += 1
+        right = max(right, jl + 1)
+        for s in range(n_groups):
+            before, after = -1, -1
+            for j in range(m):
+                if slot[j] != s:
+                    continue
+                if j <= jl:
+                    before = j
+                elif after < 0:
+                    after = j
+            q = 0
+            while q < n_segs and not (seg_group[q] == s and seg_ends[q, 0] == before
+                                      and seg_ends[q, 1] == after):
+                q += 1
+            if q == n_segs:
+                seg_group[q], seg_ends[q, 0], seg_ends[q, 1] = s, before, after
+                n_segs += 1
+            seg_gaps[q, gi] = True
+            seg_fold[q] = max(seg_fold[q], after if after >= 0 else jl + 1)
+    for q in range(n_segs):
+        before, after = seg_ends[q, 0], seg_ends[q, 1]
+        if before >= 0:
+            keep_until[before] = max(keep_until[before], seg_fold[q])
+        if after >= 0:
+            keep_until[after] = max(keep_until[after], seg_fold[q])
+        for gi in range(n_gaps):
+            if seg_gaps[q, gi]:
+                bounds_until[gi] = max(bounds_until[gi], seg_fold[q])
+    outside_at = right if outside else -1
+    for gi in range(n_gaps):
+        bounds_until[gi] = max(bounds_until[gi], outside_at)
+    return n_segs, outside_at
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.ndarray,
-          cols: np.ndarray, m: int, slot: np.ndarray, groups: np.ndarray, near: np.ndarray,
-          rel: np.ndarray, fold_at: np.ndarray, gap_columns: np.ndarray,
-          neg_columns: np.ndarray, base: int, n_rel: int, fold: tuple, memo: _Memo,
-          t: tuple) -> None:
-    """Multiply each of the ``n`` classes by the factors of the groups folding at column
-    ``j`` (their chains: the kept node where the class keeps one, else the event's first
-    node; the gaps from the class's bounds), and clear
-    those groups' kept nodes from the keys (kept nodes from key column ``base``, then
-    ``n_rel`` of them, then the gaps' bounds)."""
+          cols: np.ndarray, m: int, slot: np.ndarray, groups: np.ndarray, rel: np.ndarray,
+          n_segs: int, seg_group: np.ndarray, seg_ends: np.ndarray, seg_fold: np.ndarray,
+          seg_gaps: np.ndarray, keep_until: np.ndarray, bounds_until: np.ndarray,
+          gap_columns: np.ndarray, neg_columns: np.ndarray, base: int, n_rel: int,
+          fold: tuple, memo: _Memo, t: tuple) -> None:
+    """Multiply each of the ``n`` classes by the factors of the segments folding at
+    column ``j`` (:func:`_segments`; a segment's chain: the kept node of each end where
+    the class keeps one, else the end's event's first node; its gaps from the class's
+    bounds, the other NOT items weighing nothing). Kept nodes from key column ``base``,
+    then ``n_rel`` of them, then the gaps' bounds."""
     row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
     neg, nt, scratch, found_groups, found_values = fold
     bounds_at = base + n_rel
     k, n_not = len(events), len(neg_columns)
-    chain = np.empty(k, dtype=np.int64)
+    chain = np.empty(2, dtype=np.int64)
     mine = np.empty(k, dtype=np.int64)
     gap_a = np.empty(n_not, dtype=np.int64)
     gap_b = np.empty(n_not, dtype=np.int64)
+    seg_a = np.empty(n_not, dtype=np.int64)
+    seg_b = np.empty(n_not, dtype=np.int64)
     key = np.empty(2 * k + 1 + 2 * n_not, dtype=np.int64)
     which = _gap_of_each(gap_columns, neg_columns)
-    # Each group's last key and factor: classes that differ in other groups' kept nodes
-    # come in runs with the same key for this group (a compare instead of the memo's
-    # hash of the whole key).
-    last_key = np.full((len(fold_at), len(key)), -2, dtype=np.int64)
-    last_value = np.empty(len(fold_at))
+    # Each segment's last key and factor: classes that differ in other kept nodes come
+    # in runs with the same key for this segment (a compare instead of the memo's hash
+    # of the whole key).
+    last_key = np.full((n_segs, len(key)), -2, dtype=np.int64)
+    last_value = np.empty(n_segs)
     for c in range(n):
         factor = 1.0
         _class_gaps(keys, c, bounds_at, which, gap_a, gap_b)
-        for s in range(len(fold_at)):
-            if fold_at[s] != j:
+        for q in range(n_segs):
+            if seg_fold[q] != j:
                 continue
+            s = seg_group[q]
             size, n_mine = 0, 0
             for j2 in range(m):
                 if slot[j2] != s:
@@ -597,54 +755,66 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
                 e = events[cols[j2]]
                 mine[n_mine] = e
                 n_mine += 1
-                if near[j2]:
+                if j2 == seg_ends[q, 0] or j2 == seg_ends[q, 1]:
                     chain[size] = (keys[c, base + rel[j2]] if rel[j2] >= 0
                                    else row_nodes[row_nodes_start[e]])
                     size += 1
+            # (An empty gap, a > b, weighs nothing.)
+            for x in range(n_not):
+                inside = seg_gaps[q, which[x]]
+                seg_a[x] = gap_a[x] if inside else 1
+                seg_b[x] = gap_b[x] if inside else 0
             key[0] = groups[s]
             for y in range(k):
                 key[1 + y] = chain[y] if y < size else -1
                 key[1 + k + y] = mine[y] if y < n_mine else -1
             for x in range(n_not):
-                key[1 + 2 * k + x] = gap_a[x]
-                key[1 + 2 * k + n_not + x] = gap_b[x]
-            if _same_row(last_key, s, key):
-                factor *= last_value[s]
+                key[1 + 2 * k + x] = seg_a[x]
+                key[1 + 2 * k + n_not + x] = seg_b[x]
+            if _same_row(last_key, q, key):
+                factor *= last_value[q]
                 continue
             value = memo.get(key)
             if value < 0.0:
                 value = _group_factor(
-                    groups[s], chain[:size], mine[:n_mine], gap_a, gap_b, neg, nt, scratch,
+                    groups[s], chain[:size], mine[:n_mine], seg_a, seg_b, neg, nt, scratch,
                     poi, tree_parent, tree_level, found_groups, found_values)
                 memo.add(key, value)
             for y in range(len(key)):
-                last_key[s, y] = key[y]
-            last_value[s] = value
+                last_key[q, y] = key[y]
+            last_value[q] = value
             factor *= value
         if factor != 1.0:
             for y in range(d):
                 vec[c, y] *= factor
-        for j2 in range(m):
-            if rel[j2] >= 0 and fold_at[slot[j2]] == j:
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _clear_folded(j: int, n: int, keys: np.ndarray, rel: np.ndarray,
+                  keep_until: np.ndarray, bounds_until: np.ndarray, base: int,
+                  n_rel: int) -> None:
+    """Clear from the ``n`` classes' keys the kept nodes and the gaps' bounds whose last
+    fold was at column ``j``: nothing reads them any more, and classes that differ only
+    in them merge."""
+    bounds_at = base + n_rel
+    for c in range(n):
+        for j2 in range(len(rel)):
+            if rel[j2] >= 0 and keep_until[j2] == j:
                 keys[c, base + rel[j2]] = -1
+        for gi in range(len(bounds_until)):
+            if bounds_until[gi] == j:
+                keys[c, bounds_at + 2 * gi] = -1
+                keys[c, bounds_at + 2 * gi + 1] = -1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.ndarray,
                   bounds_at: int, gap_columns: np.ndarray, neg_columns: np.ndarray, k: int,
-                  fold: tuple, memo: _Memo, outside: bool) -> None:
+                  fold: tuple, memo: _Memo) -> None:
     """Multiply each of the ``n`` classes by the factor of the groups outside the tuple
     (their weighted sums without a chain: their worlds are independent of the tuple's),
-    given the class's gaps, and clear the gaps' bounds from the keys (from key column
-    ``bounds_at``): once the tuple's own ``groups`` are folded, nothing else reads them,
-    and classes that differ only in them merge. Without an ``outside`` group's node
-    that the widest gaps may weigh, the factor is 1."""
-    n_gaps = len(gap_columns)
-    if not outside:
-        for c in range(n):
-            for col in range(bounds_at, bounds_at + 2 * n_gaps):
-                keys[c, col] = -1
-        return
+    given the class's gaps (their bounds from key column ``bounds_at``). Only where some
+    group outside the tuple has a node that the widest gaps may weigh: else it is 1."""
     neg, nt, scratch, found_groups, found_values = fold
     n_not = len(neg_columns)
     gap_a = np.empty(n_not, dtype=np.int64)
@@ -673,8 +843,6 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
         if value != 1.0:
             for y in range(d):
                 vec[c, y] *= value
-        for col in range(bounds_at, bounds_at + 2 * n_gaps):
-            keys[c, col] = -1
 
 
 @numba.njit(cache=True, nogil=True)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
-from random_archives import archives, patterns
+from random_archives import archives, patterns, symbols
 from test_batch_engine import two_negations_in_one_gap
 from test_strategies_match_possible_worlds import assert_same_answer, cases
 
@@ -24,6 +24,7 @@ from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.event_room import EventRoom
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.negation_bounds import CertainWeighers
+from uncertain_cep.query.patterns import PatternItem, SequencePattern
 from uncertain_cep.query.tuple_kernels import (
     ROOM,
     TupleTable,
@@ -110,8 +111,46 @@ def test_a_tuples_programme_with_its_negation_folded_in_gives_its_confidence(
     ctx, tuples, want = _every_tuple(idx, pattern)
     event(f"answer rows: {min(len(want), 5)}")
     total, first, last, _ = negated_probabilities(
-        TupleTable(idx.event_index.node_table), tuples, ctx.window,
+        TupleTable(idx.event_index.node_table, classes=not condition2), tuples, ctx.window,
         BatchEngine(ctx).gaps, BatchEngine(ctx).negated, room=room)
+    _assert_same(_by_ids(idx, ctx, tuples, total, first, last), want)
+
+
+@st.composite
+def negations_in_two_gaps(draw: st.DrawFn) -> SequencePattern:
+    """SEQ(S0, NOT N0, S1, NOT N1, S2) or with a fourth positive item somewhere: NOT
+    items in two different gaps, so that a group with columns around both has a segment
+    per gap (and a group with none between them one segment holding both)."""
+    names = ["S0", "N0", "S1", "N1", "S2"]
+    if draw(st.booleans()):
+        names.insert(draw(st.sampled_from([1, 3, 5])), "S3")
+    if draw(st.booleans()):
+        names[names.index("N1")] = "N0"   # the same symbol negated in both gaps
+    items = tuple(PatternItem(n, n.startswith("N")) for n in names)
+    defined = tuple(draw(symbols(n, ("x",))) for n in dict.fromkeys(names))
+    return SequencePattern(items, defined, draw(st.one_of(st.none(), st.integers(0, 12))),
+                           None)
+
+
+@settings(deadline=None, max_examples=60)
+@given(df=archives(max_groups=3, max_events=9), pattern=negations_in_two_gaps(),
+       condition2=st.booleans(), layout=st.sampled_from(["multi", "multi", "single"]))
+def test_negations_in_two_gaps_fold_per_segment_to_the_possible_worlds_confidence(
+        df, pattern, condition2, layout):
+    # A group's factor is the product of its segments' (each weighs only its own
+    # gaps), and a node past its segment's fold stands for its class without
+    # Condition 2: both must give the possible-worlds confidence.
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    try:
+        idx = uc.build_index(df, max_speed=2.0 if condition2 else None,
+                             coordinates=("x",), multi_tree=layout == "multi")
+    except uc.InputError:
+        return
+    ctx, tuples, want = _every_tuple(idx, pattern)
+    event(f"answer rows: {min(len(want), 5)}")
+    total, first, last, _ = negated_probabilities(
+        TupleTable(idx.event_index.node_table, classes=not condition2), tuples,
+        ctx.window, BatchEngine(ctx).gaps, BatchEngine(ctx).negated)
     _assert_same(_by_ids(idx, ctx, tuples, total, first, last), want)
 
 
