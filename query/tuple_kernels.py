@@ -50,7 +50,11 @@ from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_kernels import (
     NegatedNodes,
     _group_factor,
-    _Memo,
+    MemoArrays,
+    grown_memo,
+    memo_add,
+    memo_lookup,
+    new_memo,
     _same_row,
     _weighted_sums,
     kernel_tables,
@@ -246,7 +250,7 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
-               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: _Memo, cap: int
+               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: MemoArrays, cap: int
                ) -> tuple[float, int, int, int]:
     """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
     where unmatched). Returns its summed probability (0 once a layer's falls below
@@ -309,21 +313,39 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     rel = np.full(m, -1, dtype=np.int64)
     n_rel = 0
     n_gaps = len(gap_columns)
-    weighed = np.empty(0, dtype=np.int64)
-    weighed_start = np.zeros(n_gaps + 1, dtype=np.int64)
-    widest = np.empty((n_gaps, 2), dtype=np.int64)
-    near = np.zeros(m, dtype=np.bool_)
     # Negation folds per segment: a group's stretch between its columns before and
     # after some gaps (-1 where the group has none: before its first or after its last
     # column), folded in once both ends and those gaps' bounds are matched; a kept node
-    # and a gap's bounds leave the key after their last segment's fold.
+    # and a gap's bounds leave the key after their last segment's fold. (Pieces of one
+    # allocation, empty without a gap: a programme's allocations are much of its cost.)
+    most_segs = n_gaps * n_groups
+    pieces = np.empty(0 if n_gaps == 0 else (4 * n_gaps + 1 + 2 * m
+                                             + most_segs * (4 + n_gaps)), dtype=np.int64)
+    at_piece = 0
+    weighed = pieces[:0]
+    weighed_start = pieces[at_piece:at_piece + n_gaps + 1]
+    at_piece += n_gaps + 1
+    widest = pieces[at_piece:at_piece + 2 * n_gaps].reshape((n_gaps, 2))
+    at_piece += 2 * n_gaps
+    near = pieces[at_piece:at_piece + m if n_gaps > 0 else at_piece]
+    at_piece += len(near)
+    keep_until = pieces[at_piece:at_piece + len(near)]
+    at_piece += len(near)
+    bounds_until = pieces[at_piece:at_piece + n_gaps]
+    at_piece += n_gaps
+    seg_group = pieces[at_piece:at_piece + most_segs]
+    at_piece += most_segs
+    seg_fold = pieces[at_piece:at_piece + most_segs]
+    at_piece += most_segs
+    seg_ends = pieces[at_piece:at_piece + 2 * most_segs].reshape((most_segs, 2))
+    at_piece += 2 * most_segs
+    seg_gaps = pieces[at_piece:at_piece + most_segs * n_gaps].reshape((most_segs, n_gaps))
+    pieces[:] = 0
+    near[:] = 0
+    keep_until[:] = -1
+    bounds_until[:] = -1
+    seg_fold[:] = -1
     n_segs = 0
-    seg_group = np.empty(max(1, n_gaps * n_groups), dtype=np.int64)
-    seg_ends = np.empty((max(1, n_gaps * n_groups), 2), dtype=np.int64)
-    seg_fold = np.full(max(1, n_gaps * n_groups), -1, dtype=np.int64)
-    seg_gaps = np.zeros((max(1, n_gaps * n_groups), max(1, n_gaps)), dtype=np.bool_)
-    keep_until = np.full(m, -1, dtype=np.int64)
-    bounds_until = np.full(n_gaps, -1, dtype=np.int64)
     outside_at = -1
     outside = False
     if n_gaps > 0:
@@ -546,7 +568,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         cur = nxt
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
-        alike = rel[j] >= 0 and keep_until[j] > j
+        alike = n_gaps > 0 and rel[j] >= 0 and keep_until[j] > j
         if n > 0 and n_gaps > 0 and ((seg_fold[:n_segs] == j).any() or outside_at == j
                                      or alike):
             _fold(j, n, d, keys[cur], vec[cur], events, cols, m, slot, groups, rel,
@@ -616,7 +638,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
 @numba.njit(cache=True, nogil=True, inline="always")
 def _run(events: np.ndarray, k: int, length: int, bounded: bool, gap_columns: np.ndarray,
          neg: tuple, t: tuple, floor: float, lo_out: np.ndarray, hi_out: np.ndarray,
-         fold: tuple, memo: _Memo, room: int) -> tuple[float, int, int, int]:
+         fold: tuple, memo: MemoArrays, room: int) -> tuple[float, int, int, int]:
     """:func:`_programme` with room for its classes, ``room`` at first: most tuples
     need little, and a few are run again with the room their programme asked for.
     (Inlined: a call counts each array it passes, and this one passes some fifty;
@@ -630,6 +652,12 @@ def _run(events: np.ndarray, k: int, length: int, bounded: bool, gap_columns: np
             return out
         while cap < out[3]:
             cap *= 2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _key_width(k: int, n_not: int) -> int:
+    """The width of the negation memo's keys (:func:`_fold`, :func:`_fold_outside`)."""
+    return 3 + 2 * n_not + k
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -718,29 +746,30 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
           n_segs: int, seg_group: np.ndarray, seg_ends: np.ndarray, seg_fold: np.ndarray,
           seg_gaps: np.ndarray, keep_until: np.ndarray, bounds_until: np.ndarray,
           gap_columns: np.ndarray, neg_columns: np.ndarray, base: int, n_rel: int,
-          fold: tuple, memo: _Memo, t: tuple) -> None:
+          fold: tuple, memo: MemoArrays, t: tuple) -> None:
     """Multiply each of the ``n`` classes by the factors of the segments folding at
     column ``j`` (:func:`_segments`; a segment's chain: the kept node of each end where
     the class keeps one, else the end's event's first node; its gaps from the class's
     bounds, the other NOT items weighing nothing). Kept nodes from key column ``base``,
     then ``n_rel`` of them, then the gaps' bounds."""
     row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
-    neg, nt, scratch, found_groups, found_values = fold
+    neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
+    rows, key, last_key, last_value, candidate_row = fold[5], fold[6], fold[7], fold[8], \
+        fold[9]
     bounds_at = base + n_rel
     k, n_not = len(events), len(neg_columns)
-    chain = np.empty(2, dtype=np.int64)
-    mine = np.empty(k, dtype=np.int64)
-    gap_a = np.empty(n_not, dtype=np.int64)
-    gap_b = np.empty(n_not, dtype=np.int64)
-    seg_a = np.empty(n_not, dtype=np.int64)
-    seg_b = np.empty(n_not, dtype=np.int64)
-    key = np.empty(2 * k + 1 + 2 * n_not, dtype=np.int64)
-    which = _gap_of_each(gap_columns, neg_columns)
+    chain, mine, gap_a, gap_b = rows[0], rows[1], rows[2], rows[3]
+    seg_a, seg_b, which = rows[4, :n_not], rows[5, :n_not], rows[6, :n_not]
+    for x in range(n_not):
+        gi = 0
+        while gap_columns[gi] != neg_columns[x]:
+            gi += 1
+        which[x] = gi
     # Each segment's last key and factor: classes that differ in other kept nodes come
     # in runs with the same key for this segment (a compare instead of the memo's hash
     # of the whole key).
-    last_key = np.full((n_segs, len(key)), -2, dtype=np.int64)
-    last_value = np.empty(n_segs)
+    last_key[:n_segs] = -2
+    m_slots, m_keys, m_values = memo[0], memo[1], memo[2]
     for c in range(n):
         factor = 1.0
         _class_gaps(keys, c, bounds_at, which, gap_a, gap_b)
@@ -753,8 +782,11 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
                 if slot[j2] != s:
                     continue
                 e = events[cols[j2]]
-                mine[n_mine] = e
-                n_mine += 1
+                # (Only the group's events that a NOT item may weigh are excluded from
+                # weighing: the others are not weighed anyway.)
+                if candidate_row[e]:
+                    mine[n_mine] = e
+                    n_mine += 1
                 if j2 == seg_ends[q, 0] or j2 == seg_ends[q, 1]:
                     chain[size] = (keys[c, base + rel[j2]] if rel[j2] >= 0
                                    else row_nodes[row_nodes_start[e]])
@@ -764,22 +796,24 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
                 inside = seg_gaps[q, which[x]]
                 seg_a[x] = gap_a[x] if inside else 1
                 seg_b[x] = gap_b[x] if inside else 0
+            # The memo's key: the group, the chain, the gaps, the excluded events.
             key[0] = groups[s]
-            for y in range(k):
-                key[1 + y] = chain[y] if y < size else -1
-                key[1 + k + y] = mine[y] if y < n_mine else -1
+            key[1] = chain[0] if size > 0 else -1
+            key[2] = chain[1] if size > 1 else -1
             for x in range(n_not):
-                key[1 + 2 * k + x] = seg_a[x]
-                key[1 + 2 * k + n_not + x] = seg_b[x]
+                key[3 + x] = seg_a[x]
+                key[3 + n_not + x] = seg_b[x]
+            for y in range(k):
+                key[3 + 2 * n_not + y] = mine[y] if y < n_mine else -1
             if _same_row(last_key, q, key):
                 factor *= last_value[q]
                 continue
-            value = memo.get(key)
+            value = memo_lookup(m_slots, m_keys, m_values, key)
             if value < 0.0:
                 value = _group_factor(
                     groups[s], chain[:size], mine[:n_mine], seg_a, seg_b, neg, nt, scratch,
                     poi, tree_parent, tree_level, found_groups, found_values)
-                memo.add(key, value)
+                memo_add(memo, key, value)
             for y in range(len(key)):
                 last_key[q, y] = key[y]
             last_value[q] = value
@@ -810,27 +844,28 @@ def _clear_folded(j: int, n: int, keys: np.ndarray, rel: np.ndarray,
 @numba.njit(cache=True, nogil=True, inline="always")
 def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.ndarray,
                   bounds_at: int, gap_columns: np.ndarray, neg_columns: np.ndarray, k: int,
-                  fold: tuple, memo: _Memo) -> None:
+                  fold: tuple, memo: MemoArrays) -> None:
     """Multiply each of the ``n`` classes by the factor of the groups outside the tuple
     (their weighted sums without a chain: their worlds are independent of the tuple's),
     given the class's gaps (their bounds from key column ``bounds_at``). Only where some
     group outside the tuple has a node that the widest gaps may weigh: else it is 1."""
-    neg, nt, scratch, found_groups, found_values = fold
+    neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
     n_not = len(neg_columns)
     gap_a = np.empty(n_not, dtype=np.int64)
     gap_b = np.empty(n_not, dtype=np.int64)
     which = _gap_of_each(gap_columns, neg_columns)
-    # Memoised with the group factors: -2 where a group goes, then the tuple's groups.
-    key = np.full(2 * k + 1 + 2 * n_not, -1, dtype=np.int64)
+    # Memoised with the segments' factors: -2 where a group goes, the gaps, then the
+    # tuple's groups.
+    key = np.full(3 + 2 * n_not + k, -1, dtype=np.int64)
     key[0] = -2
     mine = np.sort(groups)
-    key[1:1 + len(mine)] = mine
+    key[1 + 2 * n_not:1 + 2 * n_not + len(mine)] = mine
     none = np.empty(0, dtype=np.int64)
     for c in range(n):
         _class_gaps(keys, c, bounds_at, which, gap_a, gap_b)
-        key[1 + 2 * k:1 + 2 * k + n_not] = gap_a
-        key[1 + 2 * k + n_not:] = gap_b
-        value = memo.get(key)
+        key[1:1 + n_not] = gap_a
+        key[1 + n_not:1 + 2 * n_not] = gap_b
+        value = memo_lookup(memo[0], memo[1], memo[2], key)
         if value < 0.0:
             found = _weighted_sums(gap_a, gap_b, none, -1, none, neg, nt, scratch,
                                    found_groups, found_values)
@@ -839,7 +874,7 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
                 p = np.searchsorted(mine, found_groups[q])
                 if p == len(mine) or mine[p] != found_groups[q]:
                     value *= found_values[q]
-            memo.add(key, value)
+            memo_add(memo, key, value)
         if value != 1.0:
             for y in range(d):
                 vec[c, y] *= value
@@ -969,7 +1004,7 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
     no_neg = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
               np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
     for c in numba.prange(chunks):
-        memo = _Memo(1)
+        memo = new_memo(1, 1)
         # (Made here: a parallel loop cannot take nested tuples as arguments.)
         fold = _no_fold()
         # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
@@ -1012,7 +1047,9 @@ def _no_fold() -> tuple:
     scratch = (np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
                np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
                np.zeros(1, dtype=np.bool_))
-    return (weights, tables, scratch, np.zeros(1, dtype=np.int64), np.zeros(1))
+    return (weights, tables, scratch, np.zeros(1, dtype=np.int64), np.zeros(1),
+            np.zeros((7, 1), dtype=np.int64), none, np.zeros((1, 1), dtype=np.int64),
+            np.zeros(1), np.zeros(1, dtype=np.bool_))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1031,11 +1068,13 @@ def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
     lo = np.empty(k, dtype=np.int64)
     hi = np.empty(k, dtype=np.int64)
     # Group factors recur across tuples (same chain, events and gaps): one memo.
-    memo = _Memo(2 * k + 1 + 2 * len(neg[3]))
+    memo = new_memo(_key_width(k, len(neg[3])), 1024)
     for r in range(n):
         total[r], first[r], last[r], states[r] = _run(
             events[r], k, length, bounded, gap_columns, neg, t, floor[r], lo, hi, fold,
             memo, room)
+        if memo[3][1]:
+            memo = grown_memo(memo)
     return total, first, last, states
 
 
@@ -1071,12 +1110,22 @@ def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     for i in range(threads):
         free.put(i)
     n_groups = len(tables.table.group_start) - 1
+    k, n_not = events.shape[1], len(negated.columns)
+    # The events a NOT item may weigh (a tuple's own are excluded from weighing).
+    candidate_row = np.zeros(len(tables.table.row_nodes_start) - 1, dtype=np.bool_)
+    candidate_row[tables.table.row[negated.nodes]] = True
 
     def run(piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         i = free.get()
         try:
+            # The folds' scratch: their rows of small numbers, the memo's key, each
+            # segment's last key and factor.
             fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
-                    np.empty(n_groups, dtype=np.int64), np.empty(n_groups))
+                    np.empty(n_groups, dtype=np.int64), np.empty(n_groups),
+                    np.empty((7, max(k, n_not, 2)), dtype=np.int64),
+                    np.empty(_key_width(k, n_not), dtype=np.int64),
+                    np.empty((max(1, len(gaps)) * k, _key_width(k, n_not)), dtype=np.int64),
+                    np.empty(max(1, len(gaps)) * k), candidate_row)
             a, b = cuts[piece], cuts[piece + 1]
             return _negated_probabilities(events[a:b], length, bounded, gaps, neg,
                                           tables.arrays, floor[a:b], fold, room)
