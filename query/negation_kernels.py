@@ -205,7 +205,7 @@ def new_memo(width: int, capacity: int) -> MemoArrays:
 @numba.njit(cache=True, nogil=True)
 def grown_memo(memo: MemoArrays) -> MemoArrays:
     """The map with twice the room, holding the same keys."""
-    slots, keys, values, state = memo
+    _, keys, values, state = memo
     out = new_memo(keys.shape[1], 2 * len(values))
     for i in range(state[0]):
         memo_store(out[0], out[1], out[2], i, keys[i], values[i])

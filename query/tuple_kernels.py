@@ -48,16 +48,16 @@ from uncertain_cep.query.chain_kernels import _bisect, _extension
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_kernels import (
+    MemoArrays,
     NegatedNodes,
     _group_factor,
-    MemoArrays,
+    _same_row,
+    _weighted_sums,
     grown_memo,
+    kernel_tables,
     memo_add,
     memo_lookup,
     new_memo,
-    _same_row,
-    _weighted_sums,
-    kernel_tables,
     scratch_arrays,
 )
 
@@ -587,8 +587,8 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                     v = keys[cur, c, base + rel[j]]
                     if keys[cur, c, 1 + s] != v:
                         keys[cur, c, base + rel[j]] = future[v]
-            # Classes that differed only in what left the key merge; a cell a factor of 0 emptied gives no
-            # first instant.
+            # Classes that differed only in what left the key merge; a cell a factor of 0
+            # emptied gives no first instant.
             stamp += 1
             n_new = 0
             nxt = 1 - cur
