@@ -249,9 +249,9 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
 
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
-               gap_columns: np.ndarray, neg: tuple, t: tuple, floor: float,
-               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple, memo: MemoArrays, cap: int
-               ) -> tuple[float, int, int, int]:
+               gap_columns: np.ndarray | None, neg: tuple | None, t: tuple, floor: float,
+               lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple | None,
+               memo: MemoArrays | None, cap: int) -> tuple[float, int, int, int]:
     """The dynamic programme for one tuple (``events``: a row of ``k`` archive rows, -1
     where unmatched). Returns its summed probability (0 once a layer's falls below
     ``floor``: every layer's sum bounds the next), the earliest first and latest last
@@ -312,15 +312,17 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     # gaps' bounds, snapped to the instants of the NOT items' nodes.
     rel = np.full(m, -1, dtype=np.int64)
     n_rel = 0
-    n_gaps = len(gap_columns)
+    # (Without negation the caller passes None for its arguments, and numba compiles the
+    # programme without the code that reads them: ``gap_columns is None`` is pruned.)
+    n_gaps = 0 if gap_columns is None else len(gap_columns)
     # Negation folds per segment: a group's stretch between its columns before and
     # after some gaps (-1 where the group has none: before its first or after its last
     # column), folded in once both ends and those gaps' bounds are matched; a kept node
     # and a gap's bounds leave the key after their last segment's fold. (Pieces of one
     # allocation, empty without a gap: a programme's allocations are much of its cost.)
     most_segs = n_gaps * n_groups
-    pieces = np.empty(0 if n_gaps == 0 else (4 * n_gaps + 1 + 2 * m
-                                             + most_segs * (4 + n_gaps)), dtype=np.int64)
+    pieces = rel[:0] if gap_columns is None else np.empty(
+        4 * n_gaps + 1 + 2 * m + most_segs * (4 + n_gaps), dtype=np.int64)
     at_piece = 0
     weighed = pieces[:0]
     weighed_start = pieces[at_piece:at_piece + n_gaps + 1]
@@ -348,7 +350,8 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     n_segs = 0
     outside_at = -1
     outside = False
-    if n_gaps > 0:
+    if gap_columns is not None and n_gaps > 0:
+        assert neg is not None
         n_rel, weighed, weighed_start, outside = _exact_columns(
             events, cols, m, slot, n_groups, gap_columns, neg, t, rel, widest, near)
         n_segs, outside_at = _segments(cols, m, slot, n_groups, gap_columns, outside,
@@ -379,11 +382,12 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     for j in range(m):
         e = events[cols[j]]
         a0 = row_nodes_start[e]
-        for gi in range(n_gaps):
-            if gap_columns[gi] == cols[j]:
-                side[j, 0] = gi
-            if gap_columns[gi] + 1 == cols[j]:
-                side[j, 1] = gi
+        if gap_columns is not None:
+            for gi in range(n_gaps):
+                if gap_columns[gi] == cols[j]:
+                    side[j, 0] = gi
+                if gap_columns[gi] + 1 == cols[j]:
+                    side[j, 1] = gi
         left, right = side[j, 0], side[j, 1]
         lo_t, hi_t = NO_TIME, -NO_TIME
         seen_tree, seen_of_tree = -1, -1
@@ -569,8 +573,9 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi
         alike = n_gaps > 0 and rel[j] >= 0 and keep_until[j] > j
-        if n > 0 and n_gaps > 0 and ((seg_fold[:n_segs] == j).any() or outside_at == j
-                                     or alike):
+        if gap_columns is not None and n > 0 and n_gaps > 0 and (
+                (seg_fold[:n_segs] == j).any() or outside_at == j or alike):
+            assert neg is not None and fold is not None and memo is not None
             _fold(j, n, d, keys[cur], vec[cur], events, cols, m, slot, groups, rel,
                   n_segs, seg_group, seg_ends, seg_fold, seg_gaps, keep_until,
                   bounds_until, gap_columns, neg[3], base, n_rel, fold, memo, t)
@@ -636,9 +641,10 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _run(events: np.ndarray, k: int, length: int, bounded: bool, gap_columns: np.ndarray,
-         neg: tuple, t: tuple, floor: float, lo_out: np.ndarray, hi_out: np.ndarray,
-         fold: tuple, memo: MemoArrays, room: int) -> tuple[float, int, int, int]:
+def _run(events: np.ndarray, k: int, length: int, bounded: bool,
+         gap_columns: np.ndarray | None, neg: tuple | None, t: tuple, floor: float,
+         lo_out: np.ndarray, hi_out: np.ndarray, fold: tuple | None,
+         memo: MemoArrays | None, room: int) -> tuple[float, int, int, int]:
     """:func:`_programme` with room for its classes, ``room`` at first: most tuples
     need little, and a few are run again with the room their programme asked for.
     (Inlined: a call counts each array it passes, and this one passes some fifty;
@@ -1000,19 +1006,13 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
     states = np.zeros(n, dtype=np.int64)
     lo = np.empty((n, k), dtype=np.int64)
     hi = np.empty((n, k), dtype=np.int64)
-    no_gaps = np.empty(0, dtype=np.int64)
-    no_neg = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
-              np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
     for c in numba.prange(chunks):
-        memo = new_memo(1, 1)
-        # (Made here: a parallel loop cannot take nested tuples as arguments.)
-        fold = _no_fold()
         # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
-        # one parent's children) even out.
+        # one parent's children) even out. (No negation: None for its arguments.)
         for r in range(c, n, chunks):
             total[r], first[r], last[r], states[r] = _run(
-                events[r], k, length, bounded, no_gaps, no_neg, t, floor[r], lo[r], hi[r],
-                fold, memo, room)
+                events[r], k, length, bounded, None, None, t, floor[r], lo[r], hi[r],
+                None, None, room)
     return total, first, last, states, lo, hi
 
 
@@ -1035,21 +1035,6 @@ def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     chunks = max(1, min(4 * numba.get_num_threads(), len(events)))
     with KERNEL_LOCK:
         return _probabilities(events, length, bounded, tables.arrays, floor, chunks, room)
-
-
-@numba.njit(cache=True, nogil=True)
-def _no_fold() -> tuple:
-    """The folding arguments of a programme without negation (typed, never read)."""
-    none = np.empty(0, dtype=np.int64)
-    weights = (np.zeros(1, dtype=np.int64), none, none, np.empty(0))
-    tables = (none, none, none, none, np.empty(0), none, none, none, none, none, none,
-              none)
-    scratch = (np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
-               np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64),
-               np.zeros(1, dtype=np.bool_))
-    return (weights, tables, scratch, np.zeros(1, dtype=np.int64), np.zeros(1),
-            np.zeros((7, 1), dtype=np.int64), none, np.zeros((1, 1), dtype=np.int64),
-            np.zeros(1), np.zeros(1, dtype=np.bool_))
 
 
 @numba.njit(cache=True, nogil=True)
