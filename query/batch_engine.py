@@ -131,7 +131,8 @@ class BatchEngine:
 
     @cached_property
     def tuple_table(self) -> TupleTable:
-        return TupleTable(self.table, self.classes)
+        # (Classes of nodes with alike futures serve only the negation programme.)
+        return TupleTable(self.table, self.classes and bool(self.ctx.negations))
 
     @cached_property
     def negated(self) -> NegatedNodes:

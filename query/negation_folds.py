@@ -15,6 +15,8 @@ it passes, atomically).
 
 from __future__ import annotations
 
+import weakref
+
 import numba
 import numpy as np
 
@@ -31,6 +33,10 @@ from uncertain_cep.query.negation_kernels import (
 )
 
 __all__ = ["future_nodes"]
+
+
+# Per node table, its nodes' classes (computed once per index, not once per query).
+_FUTURES: weakref.WeakKeyDictionary[NodeTable, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def future_nodes(table: NodeTable) -> np.ndarray:
@@ -56,6 +62,8 @@ def future_nodes(table: NodeTable) -> np.ndarray:
     >>> [(int(table.row[v]), int(table.instant[v])) for v in (12, 10)]
     [(2, 2), (2, 2)]
     """
+    if table in _FUTURES:
+        return _FUTURES[table]
     n = len(table.group)
     kind = np.asarray(table.kind)
     parent = np.asarray(table.parent, dtype=np.int64)
@@ -76,6 +84,7 @@ def future_nodes(table: NodeTable) -> np.ndarray:
     # (Equal sums of hashes of sets that differ: the node keeps its own identity.)
     same = _same_events_above(order, first, parent, kind, row, REAL)
     future[order[same]] = first[same]
+    _FUTURES[table] = future
     return future
 
 
