@@ -112,22 +112,32 @@ def _same_events_above(nodes: np.ndarray, firsts: np.ndarray, parent: np.ndarray
     """Whether each of ``nodes`` has the same set of events above it in its tree as
     the node in ``firsts`` beside it."""
     out = np.ones(len(nodes), dtype=np.bool_)
+    # (Room for the deepest node's events, made once: no allocation per node.)
+    deepest = 0
+    for a in nodes:
+        depth = 0
+        p = parent[a]
+        while p >= 0 and kind[p] == real:
+            depth += 1
+            p = parent[p]
+        deepest = max(deepest, depth)
+    rows_a = np.empty(deepest, dtype=np.int64)
+    rows_b = np.empty(deepest, dtype=np.int64)
     for i in range(len(nodes)):
         a, b = nodes[i], firsts[i]
         if a == b:
             continue
-        rows_a = np.empty(0, dtype=np.int64)
-        p = parent[a]
+        n_a, p = 0, parent[a]
         while p >= 0 and kind[p] == real:
-            rows_a = np.append(rows_a, row[p])
+            rows_a[n_a] = row[p]
+            n_a += 1
             p = parent[p]
-        rows_b = np.empty(0, dtype=np.int64)
-        p = parent[b]
+        n_b, p = 0, parent[b]
         while p >= 0 and kind[p] == real:
-            rows_b = np.append(rows_b, row[p])
+            rows_b[n_b] = row[p]
+            n_b += 1
             p = parent[p]
-        out[i] = (len(rows_a) == len(rows_b)
-                  and (np.sort(rows_a) == np.sort(rows_b)).all())
+        out[i] = n_a == n_b and (np.sort(rows_a[:n_a]) == np.sort(rows_b[:n_b])).all()
     return out
 
 
