@@ -160,10 +160,10 @@ def _key_width(k: int, n_not: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _gap_of_each(gap_columns: np.ndarray, neg_columns: np.ndarray) -> np.ndarray:
+def _gap_of_each(gap_columns: np.ndarray, neg_columns: np.ndarray, which: np.ndarray
+                 ) -> np.ndarray:
     """Per NOT item (its column before, ``neg_columns``), its gap's index in
-    ``gap_columns``."""
-    which = np.empty(len(neg_columns), dtype=np.int64)
+    ``gap_columns``, written to ``which``."""
     for x in range(len(neg_columns)):
         gi = 0
         while gap_columns[gi] != neg_columns[x]:
@@ -258,12 +258,8 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
     bounds_at = base + n_rel
     k, n_not = len(events), len(neg_columns)
     chain, mine, gap_a, gap_b = rows[0], rows[1], rows[2], rows[3]
-    seg_a, seg_b, which = rows[4, :n_not], rows[5, :n_not], rows[6, :n_not]
-    for x in range(n_not):
-        gi = 0
-        while gap_columns[gi] != neg_columns[x]:
-            gi += 1
-        which[x] = gi
+    seg_a, seg_b = rows[4, :n_not], rows[5, :n_not]
+    which = _gap_of_each(gap_columns, neg_columns, rows[6, :n_not])
     # Each segment's last key and factor: classes that differ in other kept nodes come
     # in runs with the same key for this segment (a compare instead of the memo's hash
     # of the whole key).
@@ -352,7 +348,7 @@ def _fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.
     n_not = len(neg_columns)
     gap_a = np.empty(n_not, dtype=np.int64)
     gap_b = np.empty(n_not, dtype=np.int64)
-    which = _gap_of_each(gap_columns, neg_columns)
+    which = _gap_of_each(gap_columns, neg_columns, np.empty(n_not, dtype=np.int64))
     # Memoised with the segments' factors: -2 where a group goes, the gaps, then the
     # tuple's groups.
     key = np.full(3 + 2 * n_not + k, -1, dtype=np.int64)
