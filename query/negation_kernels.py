@@ -16,7 +16,6 @@ compiled code per entry; no Python runs per entry.
 from __future__ import annotations
 
 import numba
-import numba.experimental
 import numpy as np
 
 from uncertain_cep.index.forest import VIRTUAL
@@ -149,48 +148,12 @@ def _weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
     return n_groups
 
 
-@numba.experimental.jitclass([("keys", numba.int64[:, :]), ("values", numba.float64[:]),
-                               ("slots", numba.int64[:]), ("count", numba.int64)])
-class _Memo:
-    """An open-addressing map from int64 key rows to factors (floats in [0, 1]) that
-    grows as it fills. (Each read of an array attribute costs an atomic reference count:
-    :meth:`get`, once per class and group, reads each once.)"""
-
-    def __init__(self, width: int) -> None:
-        self.keys = np.empty((64, width), dtype=np.int64)
-        self.values = np.empty(64)
-        self.slots = np.full(128, -1, dtype=np.int64)
-        self.count = 0
-
-    def get(self, key: np.ndarray) -> float:
-        """The key's factor, or -1.0 where it has none."""
-        return memo_lookup(self.slots, self.keys, self.values, key)
-
-    def add(self, key: np.ndarray, value: float) -> int:
-        """Store a key not present yet; its index."""
-        if self.count == len(self.values):
-            keys = np.empty((2 * self.count, self.keys.shape[1]), dtype=np.int64)
-            keys[:self.count] = self.keys
-            values = np.empty(2 * self.count)
-            values[:self.count] = self.values
-            self.keys, self.values = keys, values
-            self.slots = np.full(4 * self.count, -1, dtype=np.int64)
-            for i in range(self.count):
-                self._place(self.keys[i], i)
-        i = self.count
-        memo_store(self.slots, self.keys, self.values, i, key, value)
-        self.count += 1
-        return i
-
-    def _place(self, key: np.ndarray, i: int) -> None:
-        _place(self.slots, key, i)
-
-
-# The same map as plain arrays (slots, key rows, values, and [count, full]) for
-# compiled loops that look up often: each read of a jitclass's array attribute is
-# counted atomically (three counts a look-up; measured: two thirds of the negation
-# programme's counts). It does not grow: a full map stores no more and says so
-# (``full``), and its owner grows it between calls (:func:`grown_memo`).
+# A memo: an open-addressing map from int64 key rows to factors (floats in [0, 1]), as
+# plain arrays (slots, key rows, values, and [count, full]) looked up inline: a
+# jitclass counts each read of its array attributes atomically (three counts a
+# look-up; measured: two thirds of the negation programme's counts). It does not grow
+# inside a look-up: a full map stores no more and says so (``full``), and its owner
+# grows it between entries or tuples (:func:`grown_memo`).
 MemoArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -366,7 +329,7 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
     mine = np.empty(k, dtype=np.int64)
     # A group's sum depends only on the gaps, the entry's chain in that group and its
     # excluded events: memoised on them, since many entries of a batch share all three.
-    memo = _Memo(2 * k + 1)
+    memo = new_memo(2 * k + 1, 64)
     key = np.empty(2 * k + 1, dtype=np.int64)
     for r in range(r_lo, r_hi):
         u = gap_id[r]
@@ -412,14 +375,16 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
             for d in range(k):
                 key[d + 1] = chain[d] if d < size else -1
                 key[k + d + 1] = mine[d] if d < n_mine else -1
-            value = memo.get(key)
+            value = memo_lookup(memo[0], memo[1], memo[2], key)
             if value < 0.0:
                 value = _group_factor(
                     g, chain[:size], mine[:n_mine], gaps[u, :half], gaps[u, half:], neg, t,
                     scratch, poi, tree_parent, tree_level, found_groups, found_values)
-                memo.add(key, value)
+                memo_add(memo, key, value)
             factor *= value
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
+        if memo[3][1]:
+            memo = grown_memo(memo)
 
 
 @numba.njit(cache=True, nogil=True)
