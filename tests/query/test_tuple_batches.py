@@ -102,6 +102,14 @@ def test_a_tuples_programme_with_its_negation_folded_in_gives_its_confidence(
     # it), canonical ones elsewhere, gap bounds snapped to the instants of the nodes
     # they may weigh; each group's factor folded in once known, the outside groups'
     # last.
+    _assert_negated_programme_matches(df, pattern, condition2, layout, room)
+
+
+def _assert_negated_programme_matches(df: pd.DataFrame, pattern: SequencePattern,
+                                      condition2: bool, layout: str, room: int = ROOM
+                                      ) -> None:
+    """The negation programme on every tuple of ``df``'s index (with Condition 2 or
+    not, one tree or many) gives the possible-worlds confidence and instants."""
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
     try:
         idx = uc.build_index(df, max_speed=2.0 if condition2 else None,
@@ -140,18 +148,7 @@ def test_negations_in_two_gaps_fold_per_segment_to_the_possible_worlds_confidenc
     # A group's factor is the product of its segments' (each weighs only its own
     # gaps), and a node past its segment's fold stands for its class without
     # Condition 2: both must give the possible-worlds confidence.
-    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
-    try:
-        idx = uc.build_index(df, max_speed=2.0 if condition2 else None,
-                             coordinates=("x",), multi_tree=layout == "multi")
-    except uc.InputError:
-        return
-    ctx, tuples, want = _every_tuple(idx, pattern)
-    event(f"answer rows: {min(len(want), 5)}")
-    total, first, last, _ = negated_probabilities(
-        TupleTable(idx.event_index.node_table, classes=not condition2), tuples,
-        ctx.window, BatchEngine(ctx).gaps, BatchEngine(ctx).negated)
-    _assert_same(_by_ids(idx, ctx, tuples, total, first, last), want)
+    _assert_negated_programme_matches(df, pattern, condition2, layout)
 
 
 @settings(deadline=None)
