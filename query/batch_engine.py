@@ -22,13 +22,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 from tqdm import tqdm
 
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.answer import Answer
+from uncertain_cep.query.background import Background, spare_threads
 from uncertain_cep.query.batches import (
     Batch,
     CandidateNodes,
@@ -121,6 +122,8 @@ class BatchEngine:
         self._tuple_entries: dict[int, int] = {}
         self._answers: list[Answer] = []
         self._progress = tqdm(disable=True)   # run() shows one while it searches
+        # Complete tuples' negation programmes, on spare cores (query/background.py).
+        self._background = Background(0)
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
         # futures may stand for one another when entries are merged.
         self.classes = not ctx.index.built_with_condition2
@@ -213,9 +216,12 @@ class BatchEngine:
         # Entries created so far, on a terminal or in a notebook, once a query runs long.
         self._progress = tqdm(desc="query", unit=" entries", unit_scale=True, delay=3,
                               disable=None, leave=False)
+        self._background = Background(spare_threads())
         try:
             self._search(stack, choose)
+            self._collect(self._background.finish())
         finally:
+            self._background.close()
             self._progress.close()
         return self._matches()
 
@@ -223,6 +229,7 @@ class BatchEngine:
                 ) -> None:
         k = self.k
         while stack:
+            self._collect(self._background.finished())
             batch, depth = stack.pop()
             if depth == k:
                 assert isinstance(batch, Batch)   # tuples are finished when completed
@@ -500,7 +507,7 @@ class BatchEngine:
             if complete and ctx.negations:
                 answers, held = self._complete_negated(
                     events, total, attribute, first[live], last[live], earliest[live],
-                    latest[live], exact[live])
+                    latest[live], exact[live], depth)
                 kept += answers
                 created += held
                 continue
@@ -516,12 +523,13 @@ class BatchEngine:
 
     def _complete_negated(self, events: np.ndarray, total: np.ndarray,
                           attribute: np.ndarray, first: np.ndarray, last: np.ndarray,
-                          earliest: np.ndarray, latest: np.ndarray, exact: np.ndarray
-                          ) -> tuple[int, int]:
+                          earliest: np.ndarray, latest: np.ndarray, exact: np.ndarray,
+                          depth: int) -> tuple[int, int]:
         """Answers among complete tuples of a pattern with negation, given their
         probabilities without it (``exact`` where that and their first and last instants
         are known: else a bound), their first and last instants and their columns'
-        instants. Returns the answers and the states held.
+        instants. Returns the answers and the states held so far: the negation
+        programmes run in the background and count when collected (:meth:`_collect`).
 
         Where every gap's events are inside it for sure or outside for sure, the factor
         is the same in every world (:meth:`~uncertain_cep.query.negation_bounds.
@@ -544,8 +552,26 @@ class BatchEngine:
             keep = self._passing(bound * attribute * factor[rest])
             self.ctx.stats.tuples_pruned += int((~keep).sum())
             events, attribute = events[keep], attribute[keep]
-        total, first, last, states = self._negated(events, self._floor(attribute))
-        return answers + self._answer(events, total * attribute, first, last), held + states
+        if len(events):
+            self._background.submit(
+                partial(negated_probabilities, self.tuple_table, events, self.ctx.window,
+                        self.gaps, self.negated, self._floor(attribute), threads=1),
+                (depth, events, attribute))
+        return answers, held
+
+    def _collect(self, done: list[tuple[tuple[int, np.ndarray, np.ndarray],
+                                        tuple[np.ndarray, ...], float]]) -> None:
+        """The answers of negation programmes done in the background, counted with the
+        step that made their tuples."""
+        for (depth, events, attribute), (total, first, last, states), seconds in done:
+            kept = self._answer(events, total * attribute, first, last)
+            created = int(states.sum())
+            self.ctx.stats.entries_created += created
+            self._progress.update(created)
+            step = self._steps[depth]
+            step.created += created
+            step.kept += kept
+            step.seconds += seconds
 
     def _likeliest_outside(self, events: np.ndarray, earliest: np.ndarray,
                            latest: np.ndarray, total: np.ndarray, floor: np.ndarray
@@ -581,16 +607,6 @@ class BatchEngine:
             return np.zeros(len(factor))
         with np.errstate(divide="ignore"):
             return np.where(factor > 0, (theta - TOLERANCE) / factor, np.inf)
-
-    def _negated(self, events: np.ndarray, floor: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Complete tuples' probabilities with every negation, their first and last
-        instants over the worlds that count (:func:`~uncertain_cep.query.tuple_kernels.
-        negated_probabilities`; 0 for a tuple whose probability falls below its
-        ``floor``), and the states they held."""
-        total, first, last, states = negated_probabilities(
-            self.tuple_table, events, self.ctx.window, self.gaps, self.negated, floor)
-        return total, first, last, int(states.sum())
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes

@@ -649,7 +649,8 @@ def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
 
 def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
                           gap_columns: np.ndarray, negated: NegatedNodes,
-                          floor: np.ndarray | None = None, room: int = ROOM
+                          floor: np.ndarray | None = None, room: int = ROOM,
+                          threads: int | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per complete tuple (rows of ``events``): its probability with every negation
     (SEMANTICS A4 condition 4; 0 where the probability falls below its ``floor``), its
@@ -658,7 +659,8 @@ def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     :func:`tuple_probabilities` keeps, each gap's bounds (snapped to the instants of the
     nodes it may weigh) and the exact nodes of the columns nearest to a gap where their
     unit may hold a weighed node, until each group's factor can be folded in; the
-    groups outside the tuple fold in last, and the bounds then leave the keys."""
+    groups outside the tuple fold in last, and the bounds then leave the keys.
+    ``threads``: how many run the programmes (default: numba's)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
     length = int(window) if bounded else 0
@@ -671,7 +673,7 @@ def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     # they come free (a few tuples may take most of the time: measured on localization
     # n = 15, one slice per thread left one thread idle for a third of the run), each
     # thread with its own scratch for the groups' factors.
-    threads = max(1, min(numba.get_num_threads(), len(events) // 64))
+    threads = max(1, min(threads or numba.get_num_threads(), len(events) // 64))
     pieces = threads if threads == 1 else min(8 * threads, len(events) // 32)
     cuts = np.linspace(0, len(events), pieces + 1).astype(np.int64)
     scratches = scratch_arrays(tables.table, threads)
@@ -701,10 +703,11 @@ def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
         finally:
             free.put(i)
 
-    with KERNEL_LOCK:
-        if threads == 1:
-            return run(0)
-        with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(run, range(pieces)))
+    if threads == 1:
+        # (A kernel without numba's threads needs no lock: the spare threads of
+        # query/background.py run it beside the search's kernels.)
+        return run(0)
+    with KERNEL_LOCK, ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(run, range(pieces)))
     total, first, last, states = (np.concatenate([p[i] for p in parts]) for i in range(4))
     return total, first, last, states
