@@ -92,7 +92,9 @@ def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray
     objects[:] = event_ids[distinct].tolist()
     position = np.zeros(len(event_ids), dtype=np.int64)
     position[distinct] = np.arange(len(distinct))
-    return lambda order: [objects[position[rows[order, c]]] for c in range(rows.shape[1])]
+    # (One gather of whole rows, then per column: gathering a column of a row-major
+    # matrix reads every row's cache line once per column.)
+    return lambda order: list(objects[position[rows[order]].T.copy()])
 
 
 def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],

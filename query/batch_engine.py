@@ -406,7 +406,8 @@ class BatchEngine:
             lo, hi = item_window(some, int(items[a]), ctx.window, self.lookahead)
             start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
         created = found = kept = 0
-        parent_attribute = self.attribute(tuples.events)
+        parent_attribute = (self.attribute(tuples.events) if tuples.attribute is None
+                            else tuples.attribute)
         bounds = weight_cuts(np.maximum(stop - start, 0), self.limit).tolist()
         complete = depth + 1 == self.k
         # (The parents' events are candidates, all in the room: their stretches come
@@ -516,7 +517,7 @@ class BatchEngine:
                 continue
             kept += len(events)
             grown = TupleBatch(events, total, earliest[live], latest[live], first[live],
-                               last[live])
+                               last[live], attribute)
             for e in range(0, len(grown), self.limit):
                 stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
         return created, found, kept

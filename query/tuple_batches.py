@@ -46,7 +46,8 @@ class TupleBatch:
     earliest and latest instant its event can take (+-NO_TIME where unmatched), and,
     where known (else NO_TIME and -NO_TIME; None: nowhere), the earliest instant of its
     first matched column and the latest of its last over the worlds it sums over (an
-    answer's ``t_first`` and ``t_last``, SEMANTICS A4)."""
+    answer's ``t_first`` and ``t_last``, SEMANTICS A4); and where known (None: not
+    yet), the product of its events' Pr(S | e)."""
 
     events: np.ndarray
     prob: np.ndarray
@@ -54,15 +55,18 @@ class TupleBatch:
     latest: np.ndarray
     first: np.ndarray | None = None
     last: np.ndarray | None = None
+    attribute: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.prob)
 
     def take(self, rows: np.ndarray | slice) -> TupleBatch:
+        def part(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[rows]
+
         return TupleBatch(self.events[rows], self.prob[rows], self.earliest[rows],
-                          self.latest[rows],
-                          None if self.first is None else self.first[rows],
-                          None if self.last is None else self.last[rows])
+                          self.latest[rows], part(self.first), part(self.last),
+                          part(self.attribute))
 
 
 def tuples_of(table: NodeTable, batch: Batch) -> TupleBatch:
@@ -138,7 +142,7 @@ def _distinct_fresh_rows(events: np.ndarray, node_row: np.ndarray, nodes: np.nda
             continue
         for i in range(c):
             out[a + i] = node_row[nodes[start[r] + i]]
-        out[a:a + c] = np.sort(out[a:a + c])
+        out[a:a + c].sort()
         size = 0
         for i in range(c):
             v = out[a + i]
