@@ -74,6 +74,11 @@ class Background:
         for thread in self._threads:
             thread.start()
 
+    @property
+    def threads(self) -> int:
+        """How many spare threads run the work (0: the submitter, at once)."""
+        return len(self._threads)
+
     def submit(self, work: Callable[[], Any], tag: Any) -> None:
         """Queue ``work`` (no arguments, no side effects); its result comes back with
         ``tag``."""

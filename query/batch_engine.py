@@ -46,6 +46,7 @@ from uncertain_cep.query.batches import (
     window_bounds,
 )
 from uncertain_cep.query.chain_kernels import extended_sums
+from uncertain_cep.query.completion import Completed, Completion
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
 from uncertain_cep.query.event_room import EventRoom
@@ -66,7 +67,6 @@ from uncertain_cep.query.tuple_batches import (
 )
 from uncertain_cep.query.tuple_kernels import (
     TupleTable,
-    negated_probabilities,
     tuple_probabilities,
 )
 
@@ -149,6 +149,15 @@ class BatchEngine:
             instants.append(found.instants)
             weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
         return NegatedNodes(columns, nodes, instants, weights)
+
+    @cached_property
+    def completion(self) -> Completion:
+        """What completing tuples needs (:mod:`~uncertain_cep.query.completion`)."""
+        ctx = self.ctx
+        if not ctx.negations:
+            return Completion(self.tuple_table, ctx.window, ctx.theta)
+        return Completion(self.tuple_table, ctx.window, ctx.theta, self.certain, self.gaps,
+                          self.negated)
 
     @cached_property
     def room(self) -> EventRoom:
@@ -482,39 +491,38 @@ class BatchEngine:
             if ctx.theta > TOLERANCE:
                 # (The parent's bound already falls short: no programme can lift it.)
                 run &= total * factor >= ctx.theta - TOLERANCE
+            # A placed tuple holds its parent's states; counted as one.
+            created += int(placed.sum())
+            if complete:
+                # The rest feeds only the answer: on a spare core, while the search goes
+                # on (its kernels in that thread; in line where there is none).
+                self._background.submit(
+                    partial(self.completion.answers, events, total, attribute, factor,
+                            first, last, earliest, latest, run, exact,
+                            threads=1 if self._background.threads else None), depth)
+                continue
             if run.any():
                 (total[run], first[run], last[run], states, earliest[run],
                  latest[run]) = tuple_probabilities(self.tuple_table, events[run],
-                                                    ctx.window, self._floor(factor[run]))
+                                                    ctx.window,
+                                                    self.completion.floor(factor[run]))
                 created += int(states.sum())
                 if self.certain is not None:
                     # The programme narrowed the columns' instants: the gaps too.
                     factor[run] = attribute[run] * self.certain.factors(
                         events[run], earliest[run], latest[run])
-            # A placed tuple holds its parent's states; counted as one.
-            created += int(placed.sum())
             live = total > 0
             if ctx.theta > TOLERANCE:
                 live &= self._passing(total * factor)
             if not complete and self.certain is not None and ctx.theta > TOLERANCE:
                 # An event that may lie in a closed gap: its share of the worlds.
                 alive = np.flatnonzero(live)
-                bound, held = self._likeliest_outside(
+                bound, held = self.completion.likeliest_outside(
                     events[alive], earliest[alive], latest[alive], total[alive],
-                    self._floor(factor[alive]))
+                    self.completion.floor(factor[alive]))
                 created += held
                 live[alive] = self._passing(bound * factor[alive])
             events, total, attribute = events[live], total[live], attribute[live]
-            if complete and ctx.negations:
-                answers, held = self._complete_negated(
-                    events, total, attribute, first[live], last[live], earliest[live],
-                    latest[live], exact[live], depth)
-                kept += answers
-                created += held
-                continue
-            if complete:
-                kept += self._answer(events, total * attribute, first[live], last[live])
-                continue
             kept += len(events)
             grown = TupleBatch(events, total, earliest[live], latest[live], first[live],
                                last[live], attribute)
@@ -522,92 +530,19 @@ class BatchEngine:
                 stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
         return created, found, kept
 
-    def _complete_negated(self, events: np.ndarray, total: np.ndarray,
-                          attribute: np.ndarray, first: np.ndarray, last: np.ndarray,
-                          earliest: np.ndarray, latest: np.ndarray, exact: np.ndarray,
-                          depth: int) -> tuple[int, int]:
-        """Answers among complete tuples of a pattern with negation, given their
-        probabilities without it (``exact`` where that and their first and last instants
-        are known: else a bound), their first and last instants and their columns'
-        instants. Returns the answers and the states held so far: the negation
-        programmes run in the background and count when collected (:meth:`_collect`).
-
-        Where every gap's events are inside it for sure or outside for sure, the factor
-        is the same in every world (:meth:`~uncertain_cep.query.negation_bounds.
-        CertainWeighers.settled`); the others run their programmes again, keeping what
-        the negation kernel reads (a tuple's classes multiply by its kept nodes, so the
-        cheap programme goes first: measured 2x on localization n = 15)."""
-        assert self.certain is not None
-        factor, settled = self.certain.settled(events, earliest, latest)
-        settled &= exact
-        answers = self._answer(events[settled], total[settled] * attribute[settled]
-                               * factor[settled], first[settled], last[settled])
-        rest = ~settled
-        events, attribute = events[rest], attribute[rest]
-        held = 0
-        if self.ctx.theta > TOLERANCE and len(events):
-            # (An event likely inside a gap prunes many before their programme, cheaply.)
-            bound, held = self._likeliest_outside(
-                events, earliest[rest], latest[rest], total[rest],
-                self._floor(attribute * factor[rest]))
-            keep = self._passing(bound * attribute * factor[rest])
-            self.ctx.stats.tuples_pruned += int((~keep).sum())
-            events, attribute = events[keep], attribute[keep]
-        if len(events):
-            self._background.submit(
-                partial(negated_probabilities, self.tuple_table, events, self.ctx.window,
-                        self.gaps, self.negated, self._floor(attribute), threads=1),
-                (depth, events, attribute))
-        return answers, held
-
-    def _collect(self, done: list[tuple[tuple[int, np.ndarray, np.ndarray],
-                                        tuple[np.ndarray, ...], float]]) -> None:
-        """The answers of negation programmes done in the background, counted with the
-        step that made their tuples."""
-        for (depth, events, attribute), (total, first, last, states), seconds in done:
-            kept = self._answer(events, total * attribute, first, last)
-            created = int(states.sum())
-            self.ctx.stats.entries_created += created
-            self._progress.update(created)
+    def _collect(self, done: list[tuple[int, Completed, float]]) -> None:
+        """Complete tuples' answers, done in the background (:mod:`~uncertain_cep.query.
+        completion`), counted with the step that made the tuples."""
+        for depth, completed, seconds in done:
+            self._answers.extend(completed.answers)
+            ctx = self.ctx
+            ctx.stats.entries_created += completed.created
+            ctx.stats.tuples_pruned += completed.pruned
+            self._progress.update(completed.created)
             step = self._steps[depth]
-            step.created += created
-            step.kept += kept
+            step.created += completed.created
+            step.kept += completed.kept
             step.seconds += seconds
-
-    def _likeliest_outside(self, events: np.ndarray, earliest: np.ndarray,
-                           latest: np.ndarray, total: np.ndarray, floor: np.ndarray
-                           ) -> tuple[np.ndarray, int]:
-        """Per tuple, an upper bound of its probability with negation (``total``: its
-        probability without, or a bound of it): for one event ``x`` that may lie in a
-        gap (:meth:`~uncertain_cep.query.negation_bounds.CertainWeighers.likeliest`),
-        ``total - Pr(C | x) P(tuple, x inside the gap)``, the second term by the cheap
-        programme over the tuple with ``x`` as a column of its own between the gap's
-        neighbours. Every world of the tuple with ``x`` in the gap and ``C(x)`` holds no
-        match; the bound's factors are at most 1 (SEMANTICS A4, condition 4). Where the
-        bound could not fall below ``floor`` the programme may stop early (the bound is
-        then ``total``). Returns the bounds and the programmes' states."""
-        assert self.certain is not None
-        gap, row, pr = self.certain.likeliest(events, earliest, latest)
-        bound = total.copy()
-        states = 0
-        for c in np.unique(gap[gap >= 0]).tolist():
-            some = np.flatnonzero(gap == c)
-            widened = np.insert(events[some], c + 1, row[some], axis=1)
-            inside, _, _, held, _, _ = tuple_probabilities(
-                self.tuple_table, widened, self.ctx.window,
-                np.maximum((total[some] - floor[some]) / pr[some], 0.0))
-            bound[some] -= pr[some] * inside
-            states += int(held.sum())
-        return bound, states
-
-    def _floor(self, factor: np.ndarray) -> np.ndarray:
-        """Per tuple, the mass below which its programme can stop: the threshold over
-        the bound's other ``factor``s (none without a threshold)."""
-        theta = self.ctx.theta
-        if theta <= TOLERANCE:
-            return np.zeros(len(factor))
-        with np.errstate(divide="ignore"):
-            return np.where(factor > 0, (theta - TOLERANCE) / factor, np.inf)
 
     def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                stop: np.ndarray, candidates: CandidateNodes

@@ -43,7 +43,6 @@ import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_kernels import NegatedNodes
 from uncertain_cep.query.tuple_batches import event_instants
 
@@ -112,21 +111,20 @@ class CertainWeighers:
         event's archive row and ``Pr(C | x)``: a tuple's confidence is at most its
         probability less ``Pr(C | x)`` times its probability with ``x`` inside the gap
         (:func:`likely_inside_bound`)."""
-        with KERNEL_LOCK:
-            return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
-                              np.ascontiguousarray(earliest, dtype=np.int64),
-                              np.ascontiguousarray(latest, dtype=np.int64), self.columns,
-                              self.offsets, self.rows, self.first, self.last,
-                              self.weights, self.longest)
+        # (Its kernels run in the calling thread: no lock, also from a spare thread.)
+        return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
+                          np.ascontiguousarray(earliest, dtype=np.int64),
+                          np.ascontiguousarray(latest, dtype=np.int64), self.columns,
+                          self.offsets, self.rows, self.first, self.last,
+                          self.weights, self.longest)
 
     def _run(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
              settle: bool) -> tuple[np.ndarray, np.ndarray]:
         events = np.ascontiguousarray(events, dtype=np.int64)
-        with KERNEL_LOCK:
-            return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
-                            np.ascontiguousarray(latest, dtype=np.int64), self.columns,
-                            self.offsets, self.rows, self.first, self.last, self.weights,
-                            self.longest, settle)
+        return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
+                        np.ascontiguousarray(latest, dtype=np.int64), self.columns,
+                        self.offsets, self.rows, self.first, self.last, self.weights,
+                        self.longest, settle)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -600,8 +600,30 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
     return total, first, last, states, lo, hi
 
 
+@numba.njit(cache=True, nogil=True)
+def _probabilities_in_line(events: np.ndarray, length: int, bounded: bool, t: tuple,
+                           floor: np.ndarray, room: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                      np.ndarray, np.ndarray]:
+    """:func:`_probabilities` in the calling thread alone (without numba's threads,
+    whose layer admits one caller at a time)."""
+    n, k = events.shape
+    total = np.zeros(n)
+    first = np.empty(n, dtype=np.int64)
+    last = np.empty(n, dtype=np.int64)
+    states = np.zeros(n, dtype=np.int64)
+    lo = np.empty((n, k), dtype=np.int64)
+    hi = np.empty((n, k), dtype=np.int64)
+    for r in range(n):
+        total[r], first[r], last[r], states[r] = _run(
+            events[r], k, length, bounded, None, None, t, floor[r], lo[r], hi[r],
+            None, None, room)
+    return total, first, last, states, lo, hi
+
+
 def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
-                        floor: np.ndarray | None = None, room: int = ROOM
+                        floor: np.ndarray | None = None, room: int = ROOM,
+                        threads: int | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                    np.ndarray, np.ndarray]:
     """Per tuple (rows of ``events``, -1 where unmatched): its summed probability over
@@ -610,12 +632,15 @@ def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     its earliest first and latest last instant, the number of states of its programme's
     last layer, and each column's reachable instants (``lo``, ``hi``; +-NO_TIME where
     unmatched). ``room``: the classes a layer has room for before a programme runs
-    again with more (the same answer whatever it is)."""
+    again with more (the same answer whatever it is). ``threads=1``: in the calling
+    thread alone (else on numba's threads)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     bounded = window != np.inf
     length = int(window) if bounded else 0
     floor = (np.zeros(len(events)) if floor is None
              else np.ascontiguousarray(floor, dtype=np.float64))
+    if threads == 1:
+        return _probabilities_in_line(events, length, bounded, tables.arrays, floor, room)
     chunks = max(1, min(4 * numba.get_num_threads(), len(events)))
     with KERNEL_LOCK:
         return _probabilities(events, length, bounded, tables.arrays, floor, chunks, room)

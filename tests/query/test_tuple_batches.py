@@ -20,6 +20,7 @@ import uncertain_cep as uc
 from uncertain_cep.datasets import generate_synthetic
 from uncertain_cep.query import batch_engine
 from uncertain_cep.query.batch_engine import BatchEngine
+from uncertain_cep.query.completion import Completion
 from uncertain_cep.query.evaluation import QueryContext
 from uncertain_cep.query.event_room import EventRoom
 from uncertain_cep.query.instants import NO_TIME
@@ -394,15 +395,15 @@ def test_an_event_that_may_lie_in_a_gap_bounds_every_completion(strategy, df, pa
     pattern = replace(pattern, within=within, confidence=confidence)
     idx = uc.build_index(df)
     seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    real = BatchEngine._likeliest_outside
+    real = Completion.likeliest_outside
 
-    def recording(self, events, earliest, latest, total, floor):
-        bound, held = real(self, events, earliest, latest, total, floor)
+    def recording(self, events, earliest, latest, total, floor, threads=None):
+        bound, held = real(self, events, earliest, latest, total, floor, threads)
         seen.append((events.copy(), bound.copy(), total.copy()))
         return bound, held
 
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
-          patch.object(BatchEngine, "_likeliest_outside", recording)):
+          patch.object(Completion, "likeliest_outside", recording)):
         got = idx.query(pattern, strategy=strategy)
     assert_same_answer(got, idx.query(pattern, strategy="possible_worlds"))
     every = idx.query(replace(pattern, confidence=None), strategy="possible_worlds")
