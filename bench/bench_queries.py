@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -376,6 +377,11 @@ def main() -> None:
                         help="report from the saved per-data-set runs without measuring")
     args = parser.parse_args()
     started = time.time()
+    if not args.from_runs:
+        # Times are of compiled kernels: numba compiles each on its first call (about a
+        # minute on a fresh checkout), which would land in the first queries' times.
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "warm_kernels.py")],
+                       check=True)
     if args.from_runs:
         rows = [r for d in args.datasets
                 for r in json.loads((PLOTS / f"queries_runs_{d}.json").read_text())]
