@@ -154,19 +154,33 @@ def significant(values: np.ndarray, digits: int = 15) -> np.ndarray:
 
 
 def _id_keys(ids: list[np.ndarray]) -> list[np.ndarray]:
-    """Sort keys of the id columns for ``np.lexsort`` (last column first), packed into
-    one int64 when their ranks fit: one stable sort instead of one per column."""
+    """Sort keys of the id columns for ``np.lexsort`` (last key first): their sort ranks
+    packed, in column order, into as few int64 keys as hold them (62 bits each), so that
+    the stable sorts are one per key rather than one per column (a pattern of 18 items
+    over 5,000 events: 4 keys instead of 18).
+
+    >>> keys = _id_keys([np.array([3, 1, 3]), np.array([0, 5, 2])])
+    >>> len(keys), np.lexsort(keys).tolist()
+    (1, [1, 0, 2])
+    """
     ranks = [_ranks(col) for col in ids]
     if not ranks or not len(ranks[0]) or any(r.dtype.kind not in "iu" for r in ranks):
         return list(reversed(ranks))
-    spans = [(int(r.min()), int(r.max())) for r in ranks]
-    bits = [max(hi - lo, 1).bit_length() for lo, hi in spans]
-    if sum(bits) > 62:
-        return list(reversed(ranks))
-    packed = np.zeros(len(ranks[0]), dtype=np.int64)
-    for r, (lo, _), b in zip(ranks, spans, bits):
-        packed = (packed << b) | (r.astype(np.int64) - lo)
-    return [packed]
+    keys: list[np.ndarray] = []
+    used = 62                                   # bits of the key being filled
+    for r in ranks:
+        lo, hi = int(r.min()), int(r.max())
+        bits = max(hi - lo, 1).bit_length()
+        if bits > 62:                           # (too wide to pack: a key of its own)
+            keys.append(r)
+            used = 62
+            continue
+        if used + bits > 62:
+            keys.append(np.zeros(len(r), dtype=np.int64))
+            used = 0
+        keys[-1] = (keys[-1] << bits) | (r.astype(np.int64) - lo)
+        used += bits
+    return list(reversed(keys))
 
 
 def _ranks(ids: np.ndarray) -> np.ndarray:
