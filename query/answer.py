@@ -18,7 +18,7 @@ start of the instant (:meth:`TimeAxis.datetimes
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,8 @@ import pandas as pd
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.query.evaluation import Match
 
-__all__ = ["RESULT_COLUMNS", "Answer", "answer_table", "significant", "table_from_rows"]
+__all__ = ["RESULT_COLUMNS", "Answer", "answer_table", "significant", "table_from_rows",
+           "with_ids"]
 
 RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
 
@@ -35,12 +36,14 @@ RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
 @dataclass(frozen=True)
 class Answer:
     """Answer rows as columns: ``events`` (n x k archive rows), ``confidence``,
-    ``t_first``, ``t_last``; in no particular order."""
+    ``t_first``, ``t_last``; in no particular order. ``ids``: each row's tuple of event
+    ids, where made already (:func:`with_ids`), else None."""
 
     events: np.ndarray
     confidence: np.ndarray
     t_first: np.ndarray
     t_last: np.ndarray
+    ids: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.confidence)
@@ -58,14 +61,33 @@ class Answer:
         if not parts:
             return cls(np.zeros((0, k), np.int64), np.zeros(0), np.zeros(0, np.int64),
                        np.zeros(0, np.int64))
+        ids = [p.ids for p in parts if p.ids is not None]
         return cls(np.concatenate([p.events for p in parts]),
                    np.concatenate([p.confidence for p in parts]),
                    np.concatenate([p.t_first for p in parts]),
-                   np.concatenate([p.t_last for p in parts]))
+                   np.concatenate([p.t_last for p in parts]),
+                   np.concatenate(ids) if len(ids) == len(parts) else None)
 
     def take(self, rows: np.ndarray) -> Answer:
         return Answer(self.events[rows], self.confidence[rows], self.t_first[rows],
-                      self.t_last[rows])
+                      self.t_last[rows], None if self.ids is None else self.ids[rows])
+
+
+def with_ids(answer: Answer, event_ids: np.ndarray) -> Answer:
+    """The answer with each row's tuple of event ids made (``answer.ids``), which the
+    answer table then only puts in order: the one part of it that needs no other row,
+    so the batch engine makes it while its spare thread finishes.
+
+    >>> a = with_ids(Answer.from_matches([Match((0, 2), 0.25, 1, 4)], 2),
+    ...              np.array(["x", "y", "z"], dtype=object))
+    >>> a.ids.tolist()
+    [('x', 'z')]
+    """
+    if answer.ids is not None:
+        return answer
+    order = np.arange(len(answer))
+    return replace(answer, ids=_tuples(_shared_id_objects(answer.events, event_ids)(order),
+                                       len(answer)))
 
 
 def answer_table(answer: Answer, event_ids: np.ndarray,
@@ -74,9 +96,16 @@ def answer_table(answer: Answer, event_ids: np.ndarray,
     ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then by
     the event ids. ``t_first``/``t_last`` are instants, or with a datetime
     ``time_axis`` (the archive's) the start of those instants as datetimes."""
-    ids = [event_ids[answer.events[:, c]] for c in range(answer.events.shape[1])]
+    # (One gather of whole rows: a column of a row-major matrix is read cache line by
+    # cache line once per column.)
+    ids = list(event_ids[answer.events].T)
+    made = answer.ids
+    if made is not None:
+        return _table(ids, answer.confidence, answer.t_first, answer.t_last,
+                      lambda order: made[order], time_axis)
+    values = _shared_id_objects(answer.events, event_ids)
     return _table(ids, answer.confidence, answer.t_first, answer.t_last,
-                  _shared_id_objects(answer.events, event_ids), time_axis)
+                  lambda order: _tuples(values(order), len(order)), time_axis)
 
 
 def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray
@@ -112,28 +141,33 @@ def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],
 
 def _table(ids: list[np.ndarray], confidence: np.ndarray, t_first: np.ndarray,
            t_last: np.ndarray,
-           values: Callable[[np.ndarray], list[np.ndarray]] | None = None,
+           cells: Callable[[np.ndarray], np.ndarray] | None = None,
            time_axis: TimeAxis | None = None) -> pd.DataFrame:
-    """The sorted table; ``values``: the id columns in a given row order as the objects
-    to show (else ``ids``); ``time_axis``: datetime times give datetime
+    """The sorted table; ``cells``: the rows' tuples of ids in a given row order (else
+    made from ``ids``); ``time_axis``: datetime times give datetime
     ``t_first``/``t_last``."""
     conf = significant(confidence, 15)
     # Confidences equal up to rounding noise must not reorder rows between strategies.
     order = (np.lexsort(_id_keys(ids) + [-np.round(conf, 12)]) if len(conf)
              else np.zeros(0, dtype=np.int64))
-    # Object columns are zipped as they are (their items are the id objects already);
-    # numeric ones become lists first, so that tuples hold Python ints, not numpy scalars.
-    columns = ([col[order].tolist() for col in ids] if values is None
-               else values(order))
-    rows = zip(*columns) if columns else (() for _ in range(len(order)))
-    series = pd.Series(np.fromiter(rows, dtype=object, count=len(order)), dtype=object,
-                       copy=False)
+    # (Numeric ids become lists first, so that tuples hold Python ints, not numpy
+    # scalars.)
+    made = (_tuples([col[order].tolist() for col in ids], len(order)) if cells is None
+            else cells(order))
+    series = pd.Series(made, dtype=object, copy=False)
     instants = [t[order].astype(np.int64) for t in (t_first, t_last)]
     times: list[Any] = (instants if time_axis is None or not time_axis.is_datetime
                         else [time_axis.datetimes(t) for t in instants])
     first, last = times
     return pd.DataFrame({"events": series, "confidence": conf[order],
                          "t_first": first, "t_last": last}, columns=RESULT_COLUMNS)
+
+
+def _tuples(columns: Sequence[Any], n: int) -> np.ndarray:
+    """The ``n`` rows of ``columns`` as tuples, in an object array (object columns are
+    zipped as they are: their items are the id objects already)."""
+    rows = zip(*columns) if len(columns) else (() for _ in range(n))
+    return np.fromiter(rows, dtype=object, count=n)
 
 
 def significant(values: np.ndarray, digits: int = 15) -> np.ndarray:

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.answer import Answer
+from uncertain_cep.query.answer import Answer, with_ids
 from uncertain_cep.query.background import Background, spare_threads
 from uncertain_cep.query.batches import (
     Batch,
@@ -228,7 +228,7 @@ class BatchEngine:
         self._background = Background(spare_threads())
         try:
             self._search(stack, choose)
-            self._collect(self._background.finish())
+            self._wind_up()
         finally:
             self._background.close()
             self._progress.close()
@@ -529,6 +529,21 @@ class BatchEngine:
             for e in range(0, len(grown), self.limit):
                 stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
         return created, found, kept
+
+    def _wind_up(self) -> None:
+        """Collect what the spare thread still does. Where an answer table follows
+        (``ctx.table_ids``), this thread first makes the rows' tuples of ids of the
+        answers so far (:func:`~uncertain_cep.query.answer.with_ids`: the table's most
+        costly part, and the one that needs no other row) while the spare thread
+        finishes, then helps it."""
+        ids = self.ctx.table_ids
+        if ids is None or not self._background.threads:
+            self._collect(self._background.finish())
+            return
+        self._collect(self._background.finished())
+        self._answers = [with_ids(a, ids) for a in self._answers]
+        self._collect(self._background.finish())
+        self._answers = [with_ids(a, ids) for a in self._answers]
 
     def _collect(self, done: list[tuple[int, Completed, float]]) -> None:
         """Complete tuples' answers, done in the background (:mod:`~uncertain_cep.query.

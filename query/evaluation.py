@@ -101,6 +101,9 @@ class QueryContext:
         self.positive = [pattern.items[i].symbol for i in pattern.positive_items]
         self.negations = pattern.negations
         self.stats = QueryStats()
+        # The archive's event ids where the caller makes an answer table of the answer:
+        # the engine may make the rows' tuples of ids while it waits (answer.with_ids).
+        self.table_ids: np.ndarray | None = None
         self._started = time.perf_counter()
         self._prob: dict[str, np.ndarray] = {}
         self._prob_rows: dict[str, np.ndarray] = {}

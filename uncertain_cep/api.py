@@ -175,6 +175,7 @@ class UncertainIndex:
         name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
         ctx.stats.strategy = name.value
+        ctx.table_ids = self.archive.event_ids
         answer = get_strategy(name)(ctx)
         frame = answer_table(answer, self.archive.event_ids, self.archive.time_axis)
         used = np.zeros(self.archive.n_events, dtype=bool)
