@@ -122,7 +122,8 @@ class BatchEngine:
         self._tuple_entries: dict[int, int] = {}
         self._answers: list[Answer] = []
         self._progress = tqdm(disable=True)   # run() shows one while it searches
-        # Complete tuples' negation programmes, on spare cores (query/background.py).
+        # Complete tuples to answers, on a spare core (query/background.py); none
+        # until run() starts one.
         self._background = Background(0)
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
         # futures may stand for one another when entries are merged.
@@ -747,13 +748,11 @@ class BatchEngine:
                 last: np.ndarray) -> int:
         """Keep the tuples whose confidence ``conf`` (their sum times Pr(S | e) of their
         events) reaches the threshold; how many."""
-        theta = self.ctx.theta
-        if theta > TOLERANCE:
-            self.ctx.stats.tuples_pruned += int((conf < theta - TOLERANCE).sum())
-        passing = (conf >= theta - TOLERANCE) & (conf > 0)
-        self._answers.append(Answer(events[passing], np.minimum(conf[passing], 1.0),
-                                    first[passing], last[passing]))
-        return int(passing.sum())
+        done = Completed()
+        done.add(events, conf, first, last, self.ctx.theta)
+        self._answers.extend(done.answers)
+        self.ctx.stats.tuples_pruned += done.pruned
+        return done.kept
 
     def _matches(self) -> Answer:
         ctx = self.ctx

@@ -578,26 +578,40 @@ def _run(events: np.ndarray, k: int, length: int, bounded: bool,
             cap *= 2
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _outputs(n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                      np.ndarray, np.ndarray]:
+    """Per tuple its total, first and last instant and states, and per column its
+    reachable instants (what :func:`tuple_probabilities` returns)."""
+    return (np.zeros(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.empty((n, k), dtype=np.int64),
+            np.empty((n, k), dtype=np.int64))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _run_rows(events: np.ndarray, length: int, bounded: bool, t: tuple,
+              floor: np.ndarray, room: int, out: tuple, start: int, step: int) -> None:
+    """The programmes of tuples ``start``, ``start + step``, ... into ``out``
+    (:func:`_outputs`). (No negation: None for its arguments.)"""
+    total, first, last, states, lo, hi = out
+    k = events.shape[1]
+    for r in range(start, len(events), step):
+        total[r], first[r], last[r], states[r] = _run(
+            events[r], k, length, bounded, None, None, t, floor[r], lo[r], hi[r],
+            None, None, room)
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
                    floor: np.ndarray, chunks: int, room: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                               np.ndarray]:
-    n, k = events.shape
-    total = np.zeros(n)
-    first = np.empty(n, dtype=np.int64)
-    last = np.empty(n, dtype=np.int64)
-    states = np.zeros(n, dtype=np.int64)
-    lo = np.empty((n, k), dtype=np.int64)
-    hi = np.empty((n, k), dtype=np.int64)
+    out = _outputs(len(events), events.shape[1])
     for c in numba.prange(chunks):
         # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
-        # one parent's children) even out. (No negation: None for its arguments.)
-        for r in range(c, n, chunks):
-            total[r], first[r], last[r], states[r] = _run(
-                events[r], k, length, bounded, None, None, t, floor[r], lo[r], hi[r],
-                None, None, room)
-    return total, first, last, states, lo, hi
+        # one parent's children) even out.
+        _run_rows(events, length, bounded, t, floor, room, out, c, chunks)
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -607,18 +621,9 @@ def _probabilities_in_line(events: np.ndarray, length: int, bounded: bool, t: tu
                                       np.ndarray, np.ndarray]:
     """:func:`_probabilities` in the calling thread alone (without numba's threads,
     whose layer admits one caller at a time)."""
-    n, k = events.shape
-    total = np.zeros(n)
-    first = np.empty(n, dtype=np.int64)
-    last = np.empty(n, dtype=np.int64)
-    states = np.zeros(n, dtype=np.int64)
-    lo = np.empty((n, k), dtype=np.int64)
-    hi = np.empty((n, k), dtype=np.int64)
-    for r in range(n):
-        total[r], first[r], last[r], states[r] = _run(
-            events[r], k, length, bounded, None, None, t, floor[r], lo[r], hi[r],
-            None, None, room)
-    return total, first, last, states, lo, hi
+    out = _outputs(len(events), events.shape[1])
+    _run_rows(events, length, bounded, t, floor, room, out, 0, 1)
+    return out
 
 
 def tuple_probabilities(tables: TupleTable, events: np.ndarray, window: float,
