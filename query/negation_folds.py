@@ -184,18 +184,24 @@ def _class_gaps(keys: np.ndarray, c: int, bounds_at: int, which: np.ndarray,
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _segments(cols: np.ndarray, m: int, slot: np.ndarray, n_groups: int,
-              gap_columns: np.ndarray, outside: bool, seg_group: np.ndarray,
+              gap_columns: np.ndarray, outside: bool, rel: np.ndarray,
+              seg_group: np.ndarray,
               seg_ends: np.ndarray, seg_fold: np.ndarray, seg_gaps: np.ndarray,
               keep_until: np.ndarray, bounds_until: np.ndarray) -> tuple[int, int]:
     """A complete tuple's negation segments: per group and gap, the group's last column
     at or before the gap and its first after it (``seg_ends``, -1 where none; gaps with
     the same ends share a segment, ``seg_gaps``), and the column where the segment's
-    factor folds in (``seg_fold``: its later end, or without one the last of its gaps'
-    right columns). OIs are Markov in their nodes, so a group's weighted sum through
-    its columns over their probability is the product of its segments' (each weighs
-    only the nodes between its ends, and only its gaps lie there: the columns are in
-    time order). Writes, per column, the fold after which its kept node leaves the key
-    (``keep_until``) and per gap the one after which its bounds do (``bounds_until``).
+    factor folds in (``seg_fold``: its later end where that keeps its exact node,
+    ``rel``; else the last of its gaps' right columns, since a later end that keeps no
+    node enters the factor as its event's first node, the same in every class). OIs
+    are Markov in their nodes, so a group's weighted sum through its columns over their
+    probability is the product of its segments' (each weighs only the nodes between
+    its ends, and only its gaps lie there: the columns are in time order). The layers
+    are linear in the classes' mass, so a factor folds in as soon as what it reads is
+    in the key; folding it later only keeps the earlier end's node and the gaps'
+    bounds in the key longer, splitting the layers between. Writes, per column, the
+    fold after which its kept node leaves the key (``keep_until``) and per gap the one
+    after which its bounds do (``bounds_until``).
     Returns the number of segments and the column where the groups outside the tuple
     fold in (every gap's bounds known; -1 without ``outside``)."""
     n_gaps = len(gap_columns)
@@ -223,7 +229,8 @@ def _segments(cols: np.ndarray, m: int, slot: np.ndarray, n_groups: int,
                 seg_group[q], seg_ends[q, 0], seg_ends[q, 1] = s, before, after
                 n_segs += 1
             seg_gaps[q, gi] = True
-            seg_fold[q] = max(seg_fold[q], after if after >= 0 else jl + 1)
+            seg_fold[q] = max(seg_fold[q],
+                              after if after >= 0 and rel[after] >= 0 else jl + 1)
     for q in range(n_segs):
         before, after = seg_ends[q, 0], seg_ends[q, 1]
         if before >= 0:

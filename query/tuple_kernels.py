@@ -65,12 +65,16 @@ from uncertain_cep.query.negation_kernels import (
     scratch_arrays,
 )
 
-__all__ = ["ROOM", "TupleTable", "negated_probabilities", "tuple_probabilities"]
+__all__ = ["NEGATED_ROOM", "ROOM", "TupleTable", "negated_probabilities", "tuple_probabilities"]
 
 # Classes a programme's layer has room for at first; a tuple that may need more runs
 # again with what it asks for. Measured on localization n = 20 query 2's tuples: 2.4%
 # run again with room for 64 (13% with 16), and 64 was the fastest of 16 to 256.
 ROOM = 64
+# The same for the negation programme, whose classes multiply by kept nodes and gap
+# bounds: on that query's 175,944 tuples that needed one, 64 took 12.5 s on one thread,
+# 512 11.4 s (15% less on the many light tuples, 5% on the heaviest 7%), 2,048 no less.
+NEGATED_ROOM = 512
 
 
 
@@ -183,8 +187,9 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     the stretch between its columns around some gaps), and each segment's factor
     (:func:`~uncertain_cep.query.negation_kernels._group_factor` of its two ends;
     ``fold``: the NOT items' weights and the negation kernel's tables and scratch,
-    ``memo`` its values) is multiplied into the classes as soon as its ends and its
-    gaps' bounds are matched; a kept node leaves the key after its last segment, a
+    ``memo`` its values) is multiplied into the classes as soon as what it reads (its
+    earlier end's kept node, its gaps' bounds and, where kept, its later end's node) is
+    matched; a kept node leaves the key after its last segment, a
     gap's bounds after theirs: either would otherwise split every later layer (measured
     on localization n = 20 query 2: folding whole groups, once every gap was matched,
     kept three exact nodes at once and 100-2,000 classes a layer)."""
@@ -272,7 +277,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
         assert neg is not None
         n_rel, weighed, weighed_start, outside = _exact_columns(
             events, cols, m, slot, n_groups, gap_columns, neg, t, rel, widest, near)
-        n_segs, outside_at = _segments(cols, m, slot, n_groups, gap_columns, outside,
+        n_segs, outside_at = _segments(cols, m, slot, n_groups, gap_columns, outside, rel,
                                        seg_group, seg_ends, seg_fold, seg_gaps, keep_until,
                                        bounds_until)
     # A class of states: the clipped first instant, per group the context its next
@@ -679,7 +684,7 @@ def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
 
 def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
                           gap_columns: np.ndarray, negated: NegatedNodes,
-                          floor: np.ndarray | None = None, room: int = ROOM,
+                          floor: np.ndarray | None = None, room: int = NEGATED_ROOM,
                           threads: int | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per complete tuple (rows of ``events``): its probability with every negation

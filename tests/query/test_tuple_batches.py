@@ -27,6 +27,7 @@ from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.negation_bounds import CertainWeighers
 from uncertain_cep.query.patterns import PatternItem, SequencePattern
 from uncertain_cep.query.tuple_kernels import (
+    NEGATED_ROOM,
     ROOM,
     TupleTable,
     negated_probabilities,
@@ -96,13 +97,13 @@ def test_a_tuples_programme_gives_its_possible_worlds_confidence(df, pattern, co
        pattern=st.one_of(patterns(("x",), negation=True, min_items=3, max_items=5),
                          two_negations_in_one_gap()),
        condition2=st.booleans(), layout=st.sampled_from(["multi", "multi", "single"]),
-       room=st.sampled_from([1, ROOM]))
+       room=st.sampled_from([1, ROOM, NEGATED_ROOM]))
 def test_a_tuples_programme_with_its_negation_folded_in_gives_its_confidence(
         df, pattern, condition2, layout, room):
     # Exact nodes where a unit may hold a weighed node (or two nodes of a chain share
     # it), canonical ones elsewhere, gap bounds snapped to the instants of the nodes
-    # they may weigh; each group's factor folded in once known, the outside groups'
-    # last.
+    # they may weigh; each segment's factor folded in as soon as what it reads is
+    # known, the outside groups' last.
     _assert_negated_programme_matches(df, pattern, condition2, layout, room)
 
 
