@@ -260,17 +260,32 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
     then ``n_rel`` of them, then the gaps' bounds."""
     row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
     neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
-    rows, key, last_key, last_value, candidate_row = fold[5], fold[6], fold[7], fold[8], \
-        fold[9]
+    rows, last_key, last_value, candidate_row = fold[5], fold[6], fold[7], fold[8]
     bounds_at = base + n_rel
-    k, n_not = len(events), len(neg_columns)
+    n_not = len(neg_columns)
     chain, mine, gap_a, gap_b = rows[0], rows[1], rows[2], rows[3]
     seg_a, seg_b = rows[4, :n_not], rows[5, :n_not]
     which = _gap_of_each(gap_columns, neg_columns, rows[6, :n_not])
-    # Each segment's last key and factor: classes that differ in other kept nodes come
-    # in runs with the same key for this segment (a compare instead of the memo's hash
-    # of the whole key).
-    last_key[:n_segs] = -2
+    # A segment's memo key: its group, its two ends' nodes, its gaps, then the tuple's
+    # events of its group that a NOT item may weigh (they are excluded from weighing).
+    # Per segment folding here, its last key holds the fixed parts, written once; a
+    # class fills in its ends and gaps, and where they equal the last class's (classes
+    # that differ in other kept nodes come in runs) takes the last factor.
+    varying = 3 + 2 * n_not
+    for q in range(n_segs):
+        if seg_fold[q] != j:
+            continue
+        s = seg_group[q]
+        last_key[q, 0] = groups[s]
+        n_mine = 0
+        for j2 in range(m):
+            # (Only the group's events that a NOT item may weigh are excluded from
+            # weighing: the others are not weighed anyway.)
+            if slot[j2] == s and candidate_row[events[cols[j2]]]:
+                last_key[q, varying + n_mine] = events[cols[j2]]
+                n_mine += 1
+        last_key[q, varying + n_mine:] = -1
+        last_key[q, 1] = -2         # no class yet (an end is a node, or -1: none)
     m_slots, m_keys, m_values = memo[0], memo[1], memo[2]
     for c in range(n):
         factor = 1.0
@@ -278,46 +293,43 @@ def _fold(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: np.
         for q in range(n_segs):
             if seg_fold[q] != j:
                 continue
-            s = seg_group[q]
-            size, n_mine = 0, 0
-            for j2 in range(m):
-                if slot[j2] != s:
-                    continue
-                e = events[cols[j2]]
-                # (Only the group's events that a NOT item may weigh are excluded from
-                # weighing: the others are not weighed anyway.)
-                if candidate_row[e]:
-                    mine[n_mine] = e
-                    n_mine += 1
-                if j2 == seg_ends[q, 0] or j2 == seg_ends[q, 1]:
+            # The chain: each end's kept node where the class keeps one, else its
+            # event's first node; the earlier end first.
+            size = 0
+            for end in range(2):
+                j2 = seg_ends[q, end]
+                if j2 >= 0:
                     chain[size] = (keys[c, base + rel[j2]] if rel[j2] >= 0
-                                   else row_nodes[row_nodes_start[e]])
+                                   else row_nodes[row_nodes_start[events[cols[j2]]]])
                     size += 1
-            # (An empty gap, a > b, weighs nothing.)
+            end_a = chain[0] if size > 0 else -1
+            end_b = chain[1] if size > 1 else -1
+            same = last_key[q, 1] == end_a and last_key[q, 2] == end_b
             for x in range(n_not):
+                # (An empty gap, a > b, weighs nothing.)
                 inside = seg_gaps[q, which[x]]
                 seg_a[x] = gap_a[x] if inside else 1
                 seg_b[x] = gap_b[x] if inside else 0
-            # The memo's key: the group, the chain, the gaps, the excluded events.
-            key[0] = groups[s]
-            key[1] = chain[0] if size > 0 else -1
-            key[2] = chain[1] if size > 1 else -1
+                if last_key[q, 3 + x] != seg_a[x] or last_key[q, 3 + n_not + x] != seg_b[x]:
+                    same = False
+            if same:
+                factor *= last_value[q]
+                continue
+            key = last_key[q]
+            key[1], key[2] = end_a, end_b
             for x in range(n_not):
                 key[3 + x] = seg_a[x]
                 key[3 + n_not + x] = seg_b[x]
-            for y in range(k):
-                key[3 + 2 * n_not + y] = mine[y] if y < n_mine else -1
-            if _same_row(last_key, q, key):
-                factor *= last_value[q]
-                continue
             value = memo_lookup(m_slots, m_keys, m_values, key)
             if value < 0.0:
+                n_mine = 0
+                while varying + n_mine < len(key) and key[varying + n_mine] >= 0:
+                    mine[n_mine] = key[varying + n_mine]
+                    n_mine += 1
                 value = _group_factor(
-                    groups[s], chain[:size], mine[:n_mine], seg_a, seg_b, neg, nt, scratch,
-                    poi, tree_parent, tree_level, found_groups, found_values)
+                    groups[seg_group[q]], chain[:size], mine[:n_mine], seg_a, seg_b, neg,
+                    nt, scratch, poi, tree_parent, tree_level, found_groups, found_values)
                 memo_add(memo, key, value)
-            for y in range(len(key)):
-                last_key[q, y] = key[y]
             last_value[q] = value
             factor *= value
         if factor != 1.0:

@@ -724,12 +724,11 @@ def negated_probabilities(tables: TupleTable, events: np.ndarray, window: float,
     def run(piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         i = free.get()
         try:
-            # The folds' scratch: their rows of small numbers, the memo's key, each
-            # segment's last key and factor.
+            # The folds' scratch: their rows of small numbers, each segment's last key
+            # and factor.
             fold = (weights, tables.node_arrays, tuple(a[i] for a in scratches),
                     np.empty(n_groups, dtype=np.int64), np.empty(n_groups),
                     np.empty((7, max(k, n_not, 2)), dtype=np.int64),
-                    np.empty(_key_width(k, n_not), dtype=np.int64),
                     np.empty((max(1, len(gaps)) * k, _key_width(k, n_not)), dtype=np.int64),
                     np.empty(max(1, len(gaps)) * k), candidate_row)
             a, b = cuts[piece], cuts[piece + 1]
