@@ -26,7 +26,6 @@ from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.negation_kernels import (
     MemoArrays,
     _group_factor,
-    _same_row,
     _weighted_sums,
     memo_add,
     memo_lookup,
