@@ -530,13 +530,17 @@ class BatchEngine:
             if ctx.theta > TOLERANCE:
                 live &= self._passing(total * factor)
             if not complete and self.certain is not None and ctx.theta > TOLERANCE:
-                # An event that may lie in a closed gap: its share of the worlds.
-                alive = np.flatnonzero(live)
+                # An event that may lie in a closed gap: its share of the worlds. (Only
+                # tuples with such an event are gathered: 15% of the 3.2M live tuples
+                # of localization n = 20 query 2.)
+                gap, row_, pr = self.certain.likeliest(events, earliest, latest, live)
+                likely = np.flatnonzero(live & (gap >= 0))
                 bound, held = self.completion.likeliest_outside(
-                    events[alive], earliest[alive], latest[alive], total[alive],
-                    self.completion.floor(factor[alive]))
+                    events[likely], earliest[likely], latest[likely], total[likely],
+                    self.completion.floor(factor[likely]),
+                    chosen=(gap[likely], row_[likely], pr[likely]))
                 created += held
-                live[alive] = self._passing(bound * factor[alive])
+                live[likely] = self._passing(bound * factor[likely])
             events, total, attribute = events[live], total[live], attribute[live]
             kept += len(events)
             grown = TupleBatch(events, total, earliest[live], latest[live], first[live],

@@ -107,7 +107,9 @@ class Completion:
 
     def likeliest_outside(self, events: np.ndarray, earliest: np.ndarray,
                           latest: np.ndarray, total: np.ndarray, floor: np.ndarray,
-                          threads: int | None = None) -> tuple[np.ndarray, int]:
+                          threads: int | None = None,
+                          chosen: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                          ) -> tuple[np.ndarray, int]:
         """Per tuple, an upper bound of its probability with negation (``total``: its
         probability without, or a bound of it): for one event ``x`` that may lie in a
         gap (:meth:`~uncertain_cep.query.negation_bounds.CertainWeighers.likeliest`),
@@ -116,9 +118,11 @@ class Completion:
         neighbours. Every world of the tuple with ``x`` in the gap and ``C(x)`` holds no
         match; the bound's factors are at most 1 (SEMANTICS A4, condition 4). Where the
         bound could not fall below ``floor`` the programme may stop early (the bound is
-        then ``total``). Returns the bounds and the programmes' states."""
+        then ``total``). ``chosen``: those events (``likeliest`` of these tuples), where
+        the caller has them. Returns the bounds and the programmes' states."""
         assert self.certain is not None
-        gap, row, pr = self.certain.likeliest(events, earliest, latest)
+        gap, row, pr = (self.certain.likeliest(events, earliest, latest) if chosen is None
+                        else chosen)
         bound = total.copy()
         states = 0
         for c in np.unique(gap[gap >= 0]).tolist():

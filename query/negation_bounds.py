@@ -103,18 +103,23 @@ class CertainWeighers:
         without negation times the factor, with the same first and last instants."""
         return self._run(events, earliest, latest, True)
 
-    def likeliest(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray
+    def likeliest(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+                  live: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per tuple, one event that may lie in a gap whose neighbours are matched,
         without lying there for sure: the one most of whose instants lie within the gap's
         widest, times ``Pr(C | x)``. Returns the gap's earlier column (-1: none), the
         event's archive row and ``Pr(C | x)``: a tuple's confidence is at most its
         probability less ``Pr(C | x)`` times its probability with ``x`` inside the gap
-        (:func:`likely_inside_bound`)."""
+        (:func:`likely_inside_bound`). Only the tuples ``live`` says (default: all; the
+        others get none, whatever their instants hold)."""
         # (Its kernels run in the calling thread: no lock, also from a spare thread.)
+        if live is None:
+            live = np.ones(len(events), dtype=np.bool_)
         return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
                           np.ascontiguousarray(earliest, dtype=np.int64),
-                          np.ascontiguousarray(latest, dtype=np.int64), self.columns,
+                          np.ascontiguousarray(latest, dtype=np.int64),
+                          np.ascontiguousarray(live, dtype=np.bool_), self.columns,
                           self.offsets, self.rows, self.first, self.last,
                           self.weights, self.longest)
 
@@ -170,7 +175,7 @@ def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
 
 @numba.njit(cache=True, nogil=True)
 def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-               columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
+               live: np.ndarray, columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
                first: np.ndarray, last: np.ndarray, weights: np.ndarray,
                longest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n, k = events.shape
@@ -178,6 +183,8 @@ def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
     row = np.full(n, -1, dtype=np.int64)
     pr = np.zeros(n)
     for r in range(n):
+        if not live[r]:
+            continue
         best = 0.0
         for x in range(len(columns)):
             c = columns[x]

@@ -398,8 +398,8 @@ def test_an_event_that_may_lie_in_a_gap_bounds_every_completion(strategy, df, pa
     seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     real = Completion.likeliest_outside
 
-    def recording(self, events, earliest, latest, total, floor, threads=None):
-        bound, held = real(self, events, earliest, latest, total, floor, threads)
+    def recording(self, events, earliest, latest, total, floor, threads=None, chosen=None):
+        bound, held = real(self, events, earliest, latest, total, floor, threads, chosen)
         seen.append((events.copy(), bound.copy(), total.copy()))
         return bound, held
 
@@ -450,3 +450,28 @@ def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
         got = idx.query(query)
     event(f"first and last inherited: {min(inherited[0], 1)}, negation: {negation}")
     assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(df=archives(max_events=8),
+       pattern=patterns(("x",), negation=True, min_items=3, max_items=4), data=st.data())
+def test_the_likeliest_event_in_a_gap_is_sought_for_live_tuples_only(df, pattern, data):
+    # The engine asks on every new tuple and passes which are live: a pruned tuple's
+    # instants may hold anything (its programme stopped), and it gets no event.
+    df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
+    idx = uc.build_index(df, coordinates=("x",))
+    ctx, tuples, _ = _every_tuple(idx, pattern)
+    certain = BatchEngine(ctx).certain
+    if certain is None or len(tuples) == 0:
+        return
+    _, _, _, _, lo, hi = tuple_probabilities(TupleTable(idx.event_index.node_table), tuples,
+                                             ctx.window)
+    live = np.array(data.draw(st.lists(st.booleans(), min_size=len(tuples),
+                                       max_size=len(tuples))), dtype=np.bool_)
+    gap, row, pr = certain.likeliest(tuples, lo, hi)
+    lo[~live], hi[~live] = -NO_TIME, NO_TIME
+    gap_live, row_live, pr_live = certain.likeliest(tuples, lo, hi, live)
+    event(f"some live tuple has an event in a gap: {bool((gap[live] >= 0).any())}")
+    assert (gap_live[~live] == -1).all() and (pr_live[~live] == 0).all()
+    assert (gap_live[live] == gap[live]).all() and (row_live[live] == row[live]).all()
+    assert np.array_equal(pr_live[live], pr[live])
