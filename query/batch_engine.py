@@ -523,9 +523,11 @@ class BatchEngine:
                                                     self.completion.floor(factor[run]))
                 created += int(states.sum())
                 if self.certain is not None:
-                    # The programme narrowed the columns' instants: the gaps too.
-                    factor[run] = attribute[run] * self.certain.factors(
-                        events[run], earliest[run], latest[run])
+                    # The programme narrowed the columns' instants: the gaps too (of
+                    # the tuples it kept, in place).
+                    kept_ = run & (total > 0)
+                    factor[kept_] = attribute[kept_] * self.certain.factors(
+                        events, earliest, latest, kept_)[kept_]
             live = total > 0
             if ctx.theta > TOLERANCE:
                 live &= self._passing(total * factor)

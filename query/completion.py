@@ -88,9 +88,11 @@ class Completion:
                                                 self.floor(factor[run]), threads=threads)
             done.created += int(states.sum())
             if self.certain is not None:
-                # The programme narrowed the columns' instants: the gaps too.
-                factor[run] = attribute[run] * self.certain.factors(
-                    events[run], earliest[run], latest[run])
+                # The programme narrowed the columns' instants: the gaps too (of the
+                # tuples it kept, in place).
+                kept = run & (total > 0)
+                factor[kept] = attribute[kept] * self.certain.factors(
+                    events, earliest, latest, kept)[kept]
         live = total > 0
         if self.theta > TOLERANCE:
             passing = total * factor >= self.theta - TOLERANCE

@@ -87,13 +87,14 @@ class CertainWeighers:
             weights.append(negated.weights[part][at])
         return cls(negated.columns, rows, first, last, weights)
 
-    def factors(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray
-                ) -> np.ndarray:
+    def factors(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+                live: np.ndarray | None = None) -> np.ndarray:
         """Per partial tuple (rows of ``events``, -1 where unmatched, with each column's
         ``earliest`` and ``latest`` instant over the worlds it sums over, or wider): the
         product of the weights of the events certainly inside each gap whose neighbours
-        are both matched (1 where none is)."""
-        return self._run(events, earliest, latest, False)[0]
+        are both matched (1 where none is). Only the tuples ``live`` says (default: all;
+        the others get 1): the caller need not gather them."""
+        return self._run(events, earliest, latest, False, live)[0]
 
     def settled(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +102,7 @@ class CertainWeighers:
         in every world: no other event may lie in a gap without lying there for sure
         (or the product is 0 already). Then the tuple's confidence is its probability
         without negation times the factor, with the same first and last instants."""
-        return self._run(events, earliest, latest, True)
+        return self._run(events, earliest, latest, True, None)
 
     def likeliest(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
                   live: np.ndarray | None = None
@@ -124,23 +125,29 @@ class CertainWeighers:
                           self.weights, self.longest)
 
     def _run(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-             settle: bool) -> tuple[np.ndarray, np.ndarray]:
+             settle: bool, live: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         events = np.ascontiguousarray(events, dtype=np.int64)
+        if live is None:
+            live = np.ones(len(events), dtype=np.bool_)
         return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
-                        np.ascontiguousarray(latest, dtype=np.int64), self.columns,
+                        np.ascontiguousarray(latest, dtype=np.int64),
+                        np.ascontiguousarray(live, dtype=np.bool_), self.columns,
                         self.offsets, self.rows, self.first, self.last, self.weights,
                         self.longest, settle)
 
 
 @numba.njit(cache=True, nogil=True)
 def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-             columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray, first: np.ndarray,
-             last: np.ndarray, weights: np.ndarray, longest: np.ndarray, settle: bool
+             live: np.ndarray, columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
+             first: np.ndarray, last: np.ndarray, weights: np.ndarray, longest: np.ndarray,
+             settle: bool
              ) -> tuple[np.ndarray, np.ndarray]:
     n, k = events.shape
     out = np.ones(n)
     settled = np.zeros(n, dtype=np.bool_)
     for r in range(n):
+        if not live[r]:
+            continue
         f = 1.0
         sure = True
         for x in range(len(columns)):

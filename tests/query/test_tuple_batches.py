@@ -455,9 +455,10 @@ def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
 @settings(max_examples=40, deadline=None)
 @given(df=archives(max_events=8),
        pattern=patterns(("x",), negation=True, min_items=3, max_items=4), data=st.data())
-def test_the_likeliest_event_in_a_gap_is_sought_for_live_tuples_only(df, pattern, data):
+def test_the_likeliest_event_and_certain_factors_are_sought_for_live_tuples_only(df, pattern, data):
     # The engine asks on every new tuple and passes which are live: a pruned tuple's
-    # instants may hold anything (its programme stopped), and it gets no event.
+    # instants may hold anything (its programme stopped), and it gets no event; nor
+    # a factor for the events certainly inside a gap (1).
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
     idx = uc.build_index(df, coordinates=("x",))
     ctx, tuples, _ = _every_tuple(idx, pattern)
@@ -469,8 +470,14 @@ def test_the_likeliest_event_in_a_gap_is_sought_for_live_tuples_only(df, pattern
     live = np.array(data.draw(st.lists(st.booleans(), min_size=len(tuples),
                                        max_size=len(tuples))), dtype=np.bool_)
     gap, row, pr = certain.likeliest(tuples, lo, hi)
-    lo[~live], hi[~live] = -NO_TIME, NO_TIME
+    factors = certain.factors(tuples, lo, hi)
+    # (Unbounded, as a pruned programme leaves them, or the other way round.)
+    lo[~live], hi[~live] = data.draw(st.sampled_from([(-NO_TIME, NO_TIME),
+                                                      (NO_TIME, -NO_TIME)]))
     gap_live, row_live, pr_live = certain.likeliest(tuples, lo, hi, live)
+    factors_live = certain.factors(tuples, lo, hi, live)
+    assert np.array_equal(factors_live[live], factors[live])
+    assert (factors_live[~live] == 1.0).all()
     event(f"some live tuple has an event in a gap: {bool((gap[live] >= 0).any())}")
     assert (gap_live[~live] == -1).all() and (pr_live[~live] == 0).all()
     assert (gap_live[live] == gap[live]).all() and (row_live[live] == row[live]).all()
