@@ -212,7 +212,9 @@ def _id_keys(ids: list[np.ndarray]) -> list[np.ndarray]:
         if used + bits > 62:
             keys.append(np.zeros(len(r), dtype=np.int64))
             used = 0
-        keys[-1] = (keys[-1] << bits) | (r.astype(np.int64) - lo)
+        # (Offsets taken in the ranks' own type: uint64 ids past 2**63 do not fit an
+        # int64, their offsets from the least do.)
+        keys[-1] = (keys[-1] << bits) | (r - r.dtype.type(lo)).astype(np.int64)
         used += bits
     return list(reversed(keys))
 

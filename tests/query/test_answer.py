@@ -48,3 +48,12 @@ def test_the_table_is_the_same_with_the_rows_ids_made_beforehand(case):
     assert all(type(v) is type(event_ids[0].item() if event_ids.dtype != object
                                else event_ids[0])
                for row in plain["events"] for v in row)
+
+
+def test_uint64_ids_past_2_63_order_ties_as_numbers():
+    # Their sort ranks are packed as offsets from the least id, taken in uint64.
+    event_ids = np.array([2**63 + 5, 2**63, 2**63 + 1], dtype=np.uint64)
+    answer = Answer(np.array([[0], [1], [2]]), np.full(3, 0.5), np.zeros(3, dtype=np.int64),
+                    np.ones(3, dtype=np.int64))
+    table = answer_table(answer, event_ids)
+    assert [e[0] for e in table["events"]] == [2**63, 2**63 + 1, 2**63 + 5]
