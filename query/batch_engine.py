@@ -65,10 +65,7 @@ from uncertain_cep.query.tuple_batches import (
     placed_events,
     tuples_of,
 )
-from uncertain_cep.query.tuple_kernels import (
-    TupleTable,
-    tuple_probabilities,
-)
+from uncertain_cep.query.tuple_kernels import TupleTable
 
 __all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine", "ItemChooser", "estimate_candidates",
            "tuple_item_windows"]
@@ -516,18 +513,8 @@ class BatchEngine:
                                 last[rows_], earliest[rows_], latest[rows_], run[rows_],
                                 exact[rows_], threads=1 if spare else None), depth)
                 continue
-            if run.any():
-                (total[run], first[run], last[run], states, earliest[run],
-                 latest[run]) = tuple_probabilities(self.tuple_table, events[run],
-                                                    ctx.window,
-                                                    self.completion.floor(factor[run]))
-                created += int(states.sum())
-                if self.certain is not None:
-                    # The programme narrowed the columns' instants: the gaps too (of
-                    # the tuples it kept, in place).
-                    kept_ = run & (total > 0)
-                    factor[kept_] = attribute[kept_] * self.certain.factors(
-                        events, earliest, latest, kept_)[kept_]
+            created += self.completion.run_programmes(events, total, attribute, factor,
+                                                      first, last, earliest, latest, run)
             live = total > 0
             if ctx.theta > TOLERANCE:
                 live &= self._passing(total * factor)

@@ -82,17 +82,8 @@ class Completion:
         kernels (1: in this thread). The arrays are the caller's to give away: they are
         written to."""
         done = Completed()
-        if run.any():
-            (total[run], first[run], last[run], states, earliest[run],
-             latest[run]) = tuple_probabilities(self.tuple_table, events[run], self.window,
-                                                self.floor(factor[run]), threads=threads)
-            done.created += int(states.sum())
-            if self.certain is not None:
-                # The programme narrowed the columns' instants: the gaps too (of the
-                # tuples it kept, in place).
-                kept = run & (total > 0)
-                factor[kept] = attribute[kept] * self.certain.factors(
-                    events, earliest, latest, kept)[kept]
+        done.created += self.run_programmes(events, total, attribute, factor, first, last,
+                                            earliest, latest, run, threads)
         live = total > 0
         if self.theta > TOLERANCE:
             passing = total * factor >= self.theta - TOLERANCE
@@ -106,6 +97,28 @@ class Completion:
         self._negated(done, events, total, attribute, first, last, earliest[live],
                       latest[live], exact[live], threads)
         return done
+
+    def run_programmes(self, events: np.ndarray, total: np.ndarray, attribute: np.ndarray,
+                       factor: np.ndarray, first: np.ndarray, last: np.ndarray,
+                       earliest: np.ndarray, latest: np.ndarray, run: np.ndarray,
+                       threads: int | None = None) -> int:
+        """The programmes of the tuples ``run`` says, written in place: their bounds
+        (complete: probabilities) to ``total``, their first and last instants, their
+        columns' narrowed instants, and with negation, for those kept, the bound's other
+        factors (``attribute`` times the certain gaps' weights) to ``factor``. Returns
+        the states the programmes held (entries created)."""
+        if not run.any():
+            return 0
+        (total[run], first[run], last[run], states, earliest[run],
+         latest[run]) = tuple_probabilities(self.tuple_table, events[run], self.window,
+                                            self.floor(factor[run]), threads=threads)
+        if self.certain is not None:
+            # The programme narrowed the columns' instants: the gaps too (of the tuples
+            # it kept, in place).
+            kept = run & (total > 0)
+            factor[kept] = attribute[kept] * self.certain.factors(
+                events, earliest, latest, kept)[kept]
+        return int(states.sum())
 
     def likeliest_outside(self, events: np.ndarray, earliest: np.ndarray,
                           latest: np.ndarray, total: np.ndarray, floor: np.ndarray,

@@ -115,25 +115,27 @@ class CertainWeighers:
         (:func:`likely_inside_bound`). Only the tuples ``live`` says (default: all; the
         others get none, whatever their instants hold)."""
         # (Its kernels run in the calling thread: no lock, also from a spare thread.)
-        if live is None:
-            live = np.ones(len(events), dtype=np.bool_)
         return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
                           np.ascontiguousarray(earliest, dtype=np.int64),
                           np.ascontiguousarray(latest, dtype=np.int64),
-                          np.ascontiguousarray(live, dtype=np.bool_), self.columns,
+                          _every_or(live, len(events)), self.columns,
                           self.offsets, self.rows, self.first, self.last,
                           self.weights, self.longest)
 
     def _run(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
              settle: bool, live: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         events = np.ascontiguousarray(events, dtype=np.int64)
-        if live is None:
-            live = np.ones(len(events), dtype=np.bool_)
         return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
                         np.ascontiguousarray(latest, dtype=np.int64),
-                        np.ascontiguousarray(live, dtype=np.bool_), self.columns,
+                        _every_or(live, len(events)), self.columns,
                         self.offsets, self.rows, self.first, self.last, self.weights,
                         self.longest, settle)
+
+
+def _every_or(live: np.ndarray | None, n: int) -> np.ndarray:
+    """The kernels' mask of tuples to look at: ``live``, or all ``n``."""
+    return (np.ones(n, dtype=np.bool_) if live is None
+            else np.ascontiguousarray(live, dtype=np.bool_))
 
 
 @numba.njit(cache=True, nogil=True)
