@@ -57,3 +57,37 @@ def test_uint64_ids_past_2_63_order_ties_as_numbers():
                     np.ones(3, dtype=np.int64))
     table = answer_table(answer, event_ids)
     assert [e[0] for e in table["events"]] == [2**63, 2**63 + 1, 2**63 + 5]
+
+
+@st.composite
+def answers_with_ties(draw):
+    n_events = draw(st.integers(1, 40))
+    k = draw(st.integers(1, 12))
+    size = draw(st.integers(0, 40))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    # Few distinct confidences (ties ordered by the ids), some equal only up to noise.
+    base = rng.choice([0.25, 0.5, 1.0, 1 / 3], size)
+    conf = base * np.where(rng.random(size) < 0.3, 1 + 1e-15, 1.0)
+    if draw(st.booleans()):
+        conf = rng.random(size)
+    ids = draw(st.sampled_from(["int", "str", "big"]))
+    event_ids = {"int": rng.permutation(np.arange(n_events, dtype=np.int64) * 7 - 50),
+                 "str": np.array([f"e{i:03d}" for i in rng.permutation(n_events)],
+                                 dtype=object),
+                 "big": rng.permutation(np.arange(n_events, dtype=np.uint64))
+                 * np.uint64(2**59)}[ids]
+    return Answer(rng.integers(0, n_events, (size, k)), conf, rng.integers(0, 9, size),
+                  rng.integers(9, 20, size)), event_ids
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=answers_with_ties())
+def test_rows_are_sorted_by_confidence_descending_then_by_their_event_ids(case):
+    answer, event_ids = case
+    table = answer_table(answer, event_ids)
+    # Python's own order of (-confidence to 12 digits, the tuple of ids), stable.
+    ids = [tuple(event_ids[row].tolist()) for row in answer.events]
+    conf = np.round(answer.confidence, 12)
+    expected = sorted(range(len(answer)), key=lambda i: (-conf[i], ids[i]))
+    assert list(table["events"]) == [ids[i] for i in expected]
+    assert table["t_first"].tolist() == answer.t_first[expected].tolist()
