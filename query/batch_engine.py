@@ -414,38 +414,21 @@ class BatchEngine:
         ctx, table = self.ctx, self.table
         ctx.stats.range_queries += len(tuples)
         cuts = [0, *(np.flatnonzero(np.diff(items)) + 1).tolist(), len(items)]
-        start = np.empty(len(tuples), dtype=np.int64)
-        stop = np.empty(len(tuples), dtype=np.int64)
-        for a, b in itertools.pairwise(cuts):
-            some = tuples.take(slice(a, b))
-            lo, hi = item_window(some, int(items[a]), ctx.window, self.lookahead)
-            start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
+        start, stop = self._tuple_windows(tuples, items, cuts)
         created = found = kept = 0
         parent_attribute = (self.attribute(tuples.events) if tuples.attribute is None
                             else tuples.attribute)
-        bounds = weight_cuts(np.maximum(stop - start, 0), self.limit).tolist()
         complete = depth + 1 == self.k
         # (The parents' events are candidates, all in the room: their stretches come
         # straight from the node table, once per step.)
         parent_stretches = None if complete else event_instants(table, tuples.events)
-        for a, b in itertools.pairwise(bounds):
-            parts, owners, takers = [], [], []
-            for c, d in itertools.pairwise(cuts):
-                lo_, hi_ = max(a, c), min(b, d)
-                if lo_ < hi_:
-                    item = int(items[c])
-                    owner, rows, pairs = candidate_events(
-                        table, tuples.take(slice(lo_, hi_)), self.candidates(item),
-                        start[lo_:hi_], stop[lo_:hi_])
-                    ctx.stats.candidates += pairs
-                    parts.append(rows)
-                    owners.append(owner + lo_)
-                    takers.append(np.full(len(owner), item, dtype=np.int64))
-            rows = np.concatenate(parts)
+        for a, b in itertools.pairwise(weight_cuts(np.maximum(stop - start, 0),
+                                                   self.limit).tolist()):
+            owner, made_by, rows = self._candidate_events(tuples, items, cuts, start, stop,
+                                                          a, b)
             found += len(rows)
             if len(rows) == 0:
                 continue
-            owner, made_by = np.concatenate(owners), np.concatenate(takers)
             attribute = parent_attribute[owner]
             for c, d in itertools.pairwise([0, *(np.flatnonzero(np.diff(made_by)) + 1)
                                             .tolist(), len(made_by)]):
@@ -484,59 +467,113 @@ class BatchEngine:
             # columns also its first and last instants.
             placed = placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
             first, last = inherited_ends(tuples, owner, made_by, placed)
+            # A placed tuple holds its parent's states; counted as one.
+            created += int(placed.sum())
             if complete:
                 # An answer needs its first and last instants; with negation, where its
                 # factor is the same in every world, from the cheap programme rather
                 # than the negation programme (twice the cost).
                 known = first != NO_TIME
                 unknown = ~known if not ctx.negations else settled & ~known
-                run = ~placed | unknown
-                exact = run | known
-            else:
-                run = ~placed
-            if ctx.theta > TOLERANCE:
-                # (The parent's bound already falls short: no programme can lift it.)
-                run &= total * factor >= ctx.theta - TOLERANCE
-            # A placed tuple holds its parent's states; counted as one.
-            created += int(placed.sum())
-            if complete:
-                # The rest feeds only the answer: on a spare core, in pieces, while the
-                # search goes on (its kernels in that thread; in line where there is
-                # none).
-                spare = self._background.threads
-                piece = COMPLETION_PIECE if spare else len(events)
-                for e in range(0, len(events), piece):
-                    rows_ = slice(e, e + piece)
-                    self._background.submit(
-                        partial(self.completion.answers, events[rows_], total[rows_],
-                                attribute[rows_], factor[rows_], first[rows_],
-                                last[rows_], earliest[rows_], latest[rows_], run[rows_],
-                                exact[rows_], threads=1 if spare else None), depth)
+                self._complete(depth, events, total, attribute, factor, first, last,
+                               earliest, latest, run=self._worth_running(
+                                   ~placed | unknown, total, factor),
+                               exact=~placed | unknown | known)
                 continue
-            created += self.completion.run_programmes(events, total, attribute, factor,
-                                                      first, last, earliest, latest, run)
-            live = total > 0
-            if ctx.theta > TOLERANCE:
-                live &= self._passing(total * factor)
-            if not complete and self.certain is not None and ctx.theta > TOLERANCE:
-                # An event that may lie in a closed gap: its share of the worlds. (Only
-                # tuples with such an event are gathered: 15% of the 3.2M live tuples
-                # of localization n = 20 query 2.)
-                gap, row_, pr = self.certain.likeliest(events, earliest, latest, live)
-                likely = np.flatnonzero(live & (gap >= 0))
-                bound, held = self.completion.likeliest_outside(
-                    events[likely], earliest[likely], latest[likely], total[likely],
-                    self.completion.floor(factor[likely]),
-                    chosen=(gap[likely], row_[likely], pr[likely]))
-                created += held
-                live[likely] = self._passing(bound * factor[likely])
-            events, total, attribute = events[live], total[live], attribute[live]
-            kept += len(events)
-            grown = TupleBatch(events, total, earliest[live], latest[live], first[live],
-                               last[live], attribute)
+            run = self._worth_running(~placed, total, factor)
+            made, grown = self._go_on(events, total, attribute, factor, first, last,
+                                      earliest, latest, run)
+            created += made
+            kept += len(grown)
             for e in range(0, len(grown), self.limit):
                 stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
         return created, found, kept
+
+    def _tuple_windows(self, tuples: TupleBatch, items: np.ndarray, cuts: list[int]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Each tuple's window into its item's candidates (``cuts``: where ``items``
+        changes), as bounds into their arrays."""
+        start = np.empty(len(tuples), dtype=np.int64)
+        stop = np.empty(len(tuples), dtype=np.int64)
+        for a, b in itertools.pairwise(cuts):
+            some = tuples.take(slice(a, b))
+            lo, hi = item_window(some, int(items[a]), self.ctx.window, self.lookahead)
+            start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
+        return start, stop
+
+    def _candidate_events(self, tuples: TupleBatch, items: np.ndarray, cuts: list[int],
+                          start: np.ndarray, stop: np.ndarray, a: int, b: int
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The candidate events of tuples ``a:b`` in their windows: per new tuple, its
+        parent, the item it takes and the event's archive row."""
+        parts, owners, takers = [], [], []
+        for c, d in itertools.pairwise(cuts):
+            lo, hi = max(a, c), min(b, d)
+            if lo < hi:
+                item = int(items[c])
+                owner, rows, pairs = candidate_events(
+                    self.table, tuples.take(slice(lo, hi)), self.candidates(item),
+                    start[lo:hi], stop[lo:hi])
+                self.ctx.stats.candidates += pairs
+                parts.append(rows)
+                owners.append(owner + lo)
+                takers.append(np.full(len(owner), item, dtype=np.int64))
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return np.concatenate(owners), np.concatenate(takers), np.concatenate(parts)
+
+    def _worth_running(self, run: np.ndarray, total: np.ndarray, factor: np.ndarray
+                       ) -> np.ndarray:
+        """``run`` but for tuples whose parent's bound already falls short: no
+        programme can lift it."""
+        if self.ctx.theta > TOLERANCE:
+            run &= total * factor >= self.ctx.theta - TOLERANCE
+        return run
+
+    def _complete(self, depth: int, events: np.ndarray, total: np.ndarray,
+                  attribute: np.ndarray, factor: np.ndarray, first: np.ndarray,
+                  last: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
+                  run: np.ndarray, exact: np.ndarray) -> None:
+        """Complete tuples to answers (:meth:`Completion.answers`): they feed only the
+        answer, so on a spare core, in pieces, while the search goes on (its kernels in
+        that thread; in line where there is none)."""
+        spare = self._background.threads
+        piece = COMPLETION_PIECE if spare else len(events)
+        for e in range(0, len(events), piece):
+            rows = slice(e, e + piece)
+            self._background.submit(
+                partial(self.completion.answers, events[rows], total[rows],
+                        attribute[rows], factor[rows], first[rows], last[rows],
+                        earliest[rows], latest[rows], run[rows], exact[rows],
+                        threads=1 if spare else None), depth)
+
+    def _go_on(self, events: np.ndarray, total: np.ndarray, attribute: np.ndarray,
+               factor: np.ndarray, first: np.ndarray, last: np.ndarray,
+               earliest: np.ndarray, latest: np.ndarray, run: np.ndarray
+               ) -> tuple[int, TupleBatch]:
+        """New tuples that are not complete: their programmes (``run``), then the ones
+        whose bound reaches the threshold. Returns the states the programmes held and
+        the tuples kept."""
+        created = self.completion.run_programmes(events, total, attribute, factor, first,
+                                                 last, earliest, latest, run)
+        live = total > 0
+        if self.ctx.theta > TOLERANCE:
+            live &= self._passing(total * factor)
+        if self.certain is not None and self.ctx.theta > TOLERANCE:
+            # An event that may lie in a closed gap: its share of the worlds. (Only
+            # tuples with such an event are gathered: 15% of the 3.2M live tuples of
+            # localization n = 20 query 2.)
+            gap, row, pr = self.certain.likeliest(events, earliest, latest, live)
+            likely = np.flatnonzero(live & (gap >= 0))
+            bound, held = self.completion.likeliest_outside(
+                events[likely], earliest[likely], latest[likely], total[likely],
+                self.completion.floor(factor[likely]),
+                chosen=(gap[likely], row[likely], pr[likely]))
+            created += held
+            live[likely] = self._passing(bound * factor[likely])
+        return created, TupleBatch(events[live], total[live], earliest[live], latest[live],
+                                   first[live], last[live], attribute[live])
 
     def _wind_up(self) -> None:
         """Collect what the spare thread still does. Where an answer table follows
