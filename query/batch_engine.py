@@ -14,7 +14,8 @@ groups. Where a window holds many candidates, the nodes of a group the partial m
 already holds a node of before the item come from that node's descendant code ranges
 instead (Zhou et al. Lemma 2; one archive group with long OI-trees), and those of a group
 it holds a node of only after the item from that node's ancestors and the trees hanging
-before it. EXPLAIN reports them per step.
+before it. EXPLAIN reports them per step. A batch whose tuples hold many entries each
+goes on as tuples, one row per tuple (:mod:`~uncertain_cep.query.tuple_steps`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from functools import cached_property, partial
+from functools import cached_property
 
 import numpy as np
 from tqdm import tqdm
@@ -57,15 +58,12 @@ from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
 from uncertain_cep.query.stats import StepStats
 from uncertain_cep.query.tuple_batches import (
     TupleBatch,
-    candidate_events,
     event_instants,
     every_tuple_window,
-    inherited_ends,
-    item_window,
-    placed_events,
     tuples_of,
 )
 from uncertain_cep.query.tuple_kernels import TupleTable
+from uncertain_cep.query.tuple_steps import extend_tuples
 
 __all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine", "ItemChooser", "estimate_candidates",
            "tuple_item_windows"]
@@ -82,12 +80,8 @@ BATCH_LIMIT = 1 << 20
 # as tuples; with one group (17-73 nodes), tuples holding 64-117 entries were 2-5x slower.
 TUPLE_RATIO = 8
 
-# Complete tuples handed to the spare thread at a time, and how many such pieces may
-# wait (about four batches' worth). Small pieces let both threads end together: at the
-# end the searching thread runs what is queued, and copies what is running, so the last
-# piece's time is lost once. Measured on localization n = 20 query 2: a piece of 16,384
-# tuples takes about 0.15 s, a whole batch's (about 110,000) 0.5-2 s.
-COMPLETION_PIECE = 1 << 14
+# How many pieces of complete tuples (query/tuple_steps.py, COMPLETION_PIECE) may wait
+# for the spare thread: about four batches' worth.
 COMPLETION_QUEUE = 32
 
 # Given the engine, a batch in tuple order (or of tuples) and its depth: the item each
@@ -129,7 +123,7 @@ class BatchEngine:
         self._progress = tqdm(disable=True)   # run() shows one while it searches
         # Complete tuples to answers, on a spare core (query/background.py); none
         # until run() starts one.
-        self._background = Background(0)
+        self.background = Background(0)
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
         # futures may stand for one another when entries are merged.
         self.classes = not ctx.index.built_with_condition2
@@ -231,12 +225,12 @@ class BatchEngine:
         # Entries created so far, on a terminal or in a notebook, once a query runs long.
         self._progress = tqdm(desc="query", unit=" entries", unit_scale=True, delay=3,
                               disable=None, leave=False)
-        self._background = Background(spare_threads(), most_queued=COMPLETION_QUEUE)
+        self.background = Background(spare_threads(), most_queued=COMPLETION_QUEUE)
         try:
             self._search(stack, choose)
             self._wind_up()
         finally:
-            self._background.close()
+            self.background.close()
             self._progress.close()
         return self._matches()
 
@@ -244,7 +238,7 @@ class BatchEngine:
                 ) -> None:
         k = self.k
         while stack:
-            self._collect(self._background.finished())
+            self._collect(self.background.finished())
             batch, depth = stack.pop()
             if depth == k:
                 assert isinstance(batch, Batch)   # tuples are finished when completed
@@ -300,7 +294,7 @@ class BatchEngine:
         order = np.argsort(items, kind="stable")
         tuples, items = tuples.take(order), items[order]
         distinct, counts = np.unique(items, return_counts=True)
-        created, found, kept = self._extend_tuples(tuples, items, depth, stack)
+        created, found, kept = extend_tuples(self, tuples, items, depth, stack)
         self._count_step(dict(zip(distinct.tolist(), counts.tolist())), depth, estimated,
                          created, found, kept, started, queries_before, by_code_before,
                          as_tuples=len(tuples))
@@ -404,177 +398,6 @@ class BatchEngine:
             kept += self._answer(events, total * attribute, first, last)
         return created, found, kept
 
-    def _extend_tuples(self, tuples: TupleBatch, items: np.ndarray, depth: int,
-                       stack: list[tuple[Batch | TupleBatch, int]]) -> tuple[int, int, int]:
-        """A step on tuples (sorted by the item each takes next, ``items``): each tuple's
-        candidate events for its item in its window, one programme per new tuple
-        (:func:`~uncertain_cep.query.tuple_kernels.tuple_probabilities`), pruned by its
-        bound; complete tuples become answers. Returns the states the new tuples hold
-        (the entries created), the new tuples and the tuples (or answers) kept."""
-        ctx, table = self.ctx, self.table
-        ctx.stats.range_queries += len(tuples)
-        cuts = [0, *(np.flatnonzero(np.diff(items)) + 1).tolist(), len(items)]
-        start, stop = self._tuple_windows(tuples, items, cuts)
-        created = found = kept = 0
-        parent_attribute = (self.attribute(tuples.events) if tuples.attribute is None
-                            else tuples.attribute)
-        complete = depth + 1 == self.k
-        # (The parents' events are candidates, all in the room: their stretches come
-        # straight from the node table, once per step.)
-        parent_stretches = None if complete else event_instants(table, tuples.events)
-        for a, b in itertools.pairwise(weight_cuts(np.maximum(stop - start, 0),
-                                                   self.limit).tolist()):
-            owner, made_by, rows = self._candidate_events(tuples, items, cuts, start, stop,
-                                                          a, b)
-            found += len(rows)
-            if len(rows) == 0:
-                continue
-            attribute = parent_attribute[owner]
-            for c, d in itertools.pairwise([0, *(np.flatnonzero(np.diff(made_by)) + 1)
-                                            .tolist(), len(made_by)]):
-                item = int(made_by[c])
-                attribute[c:d] *= ctx.pr_rows(ctx.positive[item], rows[c:d])
-            new_lo, new_hi = event_instants(table, rows)
-            if parent_stretches is not None:
-                # (No completion where the unmatched items lack events of their own:
-                # most new tuples of long patterns, so before their matrices exist.)
-                fit = np.flatnonzero(self.room.feasible_children(
-                    tuples.events, tuples.earliest, tuples.latest, *parent_stretches,
-                    owner, made_by, rows, new_lo, new_hi, ctx.window))
-                owner, made_by, rows = owner[fit], made_by[fit], rows[fit]
-                attribute, new_lo, new_hi = attribute[fit], new_lo[fit], new_hi[fit]
-                if len(rows) == 0:
-                    continue
-            # Each new tuple's parent's bound and columns' instants, and the new event's.
-            row = np.arange(len(rows))
-            total = tuples.prob[owner]
-            events = np.take(tuples.events, owner, axis=0)
-            earliest = np.take(tuples.earliest, owner, axis=0)
-            latest = np.take(tuples.latest, owner, axis=0)
-            events[row, made_by] = rows
-            earliest[row, made_by], latest[row, made_by] = new_lo, new_hi
-            # The bound's factors besides the programme's: Pr(S | e), and the events
-            # certainly inside a gap whose neighbours are matched.
-            factor = attribute.copy()
-            settled = np.zeros(len(events), dtype=np.bool_)
-            if self.certain is not None and complete:
-                gaps_factor, settled = self.certain.settled(events, earliest, latest)
-                factor *= gaps_factor
-            elif self.certain is not None:
-                factor *= self.certain.factors(events, earliest, latest)
-            # A new event placed in every world of its parent keeps the parent's bound
-            # (exactly: it adds no constraint), and between the parent's first and last
-            # columns also its first and last instants.
-            placed = placed_events(tuples, owner, made_by, new_lo, new_hi, ctx.window)
-            first, last = inherited_ends(tuples, owner, made_by, placed)
-            # A placed tuple holds its parent's states; counted as one.
-            created += int(placed.sum())
-            if complete:
-                # An answer needs its first and last instants; with negation, where its
-                # factor is the same in every world, from the cheap programme rather
-                # than the negation programme (twice the cost).
-                known = first != NO_TIME
-                unknown = ~known if not ctx.negations else settled & ~known
-                self._complete(depth, events, total, attribute, factor, first, last,
-                               earliest, latest, run=self._worth_running(
-                                   ~placed | unknown, total, factor),
-                               exact=~placed | unknown | known)
-                continue
-            run = self._worth_running(~placed, total, factor)
-            made, grown = self._go_on(events, total, attribute, factor, first, last,
-                                      earliest, latest, run)
-            created += made
-            kept += len(grown)
-            for e in range(0, len(grown), self.limit):
-                stack.append((grown.take(slice(e, e + self.limit)), depth + 1))
-        return created, found, kept
-
-    def _tuple_windows(self, tuples: TupleBatch, items: np.ndarray, cuts: list[int]
-                       ) -> tuple[np.ndarray, np.ndarray]:
-        """Each tuple's window into its item's candidates (``cuts``: where ``items``
-        changes), as bounds into their arrays."""
-        start = np.empty(len(tuples), dtype=np.int64)
-        stop = np.empty(len(tuples), dtype=np.int64)
-        for a, b in itertools.pairwise(cuts):
-            some = tuples.take(slice(a, b))
-            lo, hi = item_window(some, int(items[a]), self.ctx.window, self.lookahead)
-            start[a:b], stop[a:b] = window_bounds(self.candidates(int(items[a])), lo, hi)
-        return start, stop
-
-    def _candidate_events(self, tuples: TupleBatch, items: np.ndarray, cuts: list[int],
-                          start: np.ndarray, stop: np.ndarray, a: int, b: int
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The candidate events of tuples ``a:b`` in their windows: per new tuple, its
-        parent, the item it takes and the event's archive row."""
-        parts, owners, takers = [], [], []
-        for c, d in itertools.pairwise(cuts):
-            lo, hi = max(a, c), min(b, d)
-            if lo < hi:
-                item = int(items[c])
-                owner, rows, pairs = candidate_events(
-                    self.table, tuples.take(slice(lo, hi)), self.candidates(item),
-                    start[lo:hi], stop[lo:hi])
-                self.ctx.stats.candidates += pairs
-                parts.append(rows)
-                owners.append(owner + lo)
-                takers.append(np.full(len(owner), item, dtype=np.int64))
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        return np.concatenate(owners), np.concatenate(takers), np.concatenate(parts)
-
-    def _worth_running(self, run: np.ndarray, total: np.ndarray, factor: np.ndarray
-                       ) -> np.ndarray:
-        """``run`` but for tuples whose parent's bound already falls short: no
-        programme can lift it."""
-        if self.ctx.theta > TOLERANCE:
-            run &= total * factor >= self.ctx.theta - TOLERANCE
-        return run
-
-    def _complete(self, depth: int, events: np.ndarray, total: np.ndarray,
-                  attribute: np.ndarray, factor: np.ndarray, first: np.ndarray,
-                  last: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-                  run: np.ndarray, exact: np.ndarray) -> None:
-        """Complete tuples to answers (:meth:`Completion.answers`): they feed only the
-        answer, so on a spare core, in pieces, while the search goes on (its kernels in
-        that thread; in line where there is none)."""
-        spare = self._background.threads
-        piece = COMPLETION_PIECE if spare else len(events)
-        for e in range(0, len(events), piece):
-            rows = slice(e, e + piece)
-            self._background.submit(
-                partial(self.completion.answers, events[rows], total[rows],
-                        attribute[rows], factor[rows], first[rows], last[rows],
-                        earliest[rows], latest[rows], run[rows], exact[rows],
-                        threads=1 if spare else None), depth)
-
-    def _go_on(self, events: np.ndarray, total: np.ndarray, attribute: np.ndarray,
-               factor: np.ndarray, first: np.ndarray, last: np.ndarray,
-               earliest: np.ndarray, latest: np.ndarray, run: np.ndarray
-               ) -> tuple[int, TupleBatch]:
-        """New tuples that are not complete: their programmes (``run``), then the ones
-        whose bound reaches the threshold. Returns the states the programmes held and
-        the tuples kept."""
-        created = self.completion.run_programmes(events, total, attribute, factor, first,
-                                                 last, earliest, latest, run)
-        live = total > 0
-        if self.ctx.theta > TOLERANCE:
-            live &= self._passing(total * factor)
-        if self.certain is not None and self.ctx.theta > TOLERANCE:
-            # An event that may lie in a closed gap: its share of the worlds. (Only
-            # tuples with such an event are gathered: 15% of the 3.2M live tuples of
-            # localization n = 20 query 2.)
-            gap, row, pr = self.certain.likeliest(events, earliest, latest, live)
-            likely = np.flatnonzero(live & (gap >= 0))
-            bound, held = self.completion.likeliest_outside(
-                events[likely], earliest[likely], latest[likely], total[likely],
-                self.completion.floor(factor[likely]),
-                chosen=(gap[likely], row[likely], pr[likely]))
-            created += held
-            live[likely] = self._passing(bound * factor[likely])
-        return created, TupleBatch(events[live], total[live], earliest[live], latest[live],
-                                   first[live], last[live], attribute[live])
-
     def _wind_up(self) -> None:
         """Collect what the spare thread still does. Where an answer table follows
         (``ctx.table_ids``), this thread first makes the rows' tuples of ids of the
@@ -582,12 +405,12 @@ class BatchEngine:
         costly part, and the one that needs no other row) while the spare thread
         finishes, then helps it."""
         ids = self.ctx.table_ids
-        if ids is None or not self._background.threads:
-            self._collect(self._background.finish())
+        if ids is None or not self.background.threads:
+            self._collect(self.background.finish())
             return
-        self._collect(self._background.finished())
+        self._collect(self.background.finished())
         self._answers = [with_ids(a, ids) for a in self._answers]
-        self._collect(self._background.finish())
+        self._collect(self.background.finish())
         self._answers = [with_ids(a, ids) for a in self._answers]
 
     def _collect(self, done: list[tuple[int, Completed, float]]) -> None:
@@ -686,7 +509,7 @@ class BatchEngine:
         chosen[:, item] = nodes
         return Batch(events, chosen, table.poi[nodes].copy())
 
-    def _passing(self, bound: np.ndarray) -> np.ndarray:
+    def passing(self, bound: np.ndarray) -> np.ndarray:
         """Which tuples' bounds reach the threshold (the rest are counted as pruned)."""
         passing = bound >= self.ctx.theta - TOLERANCE
         self.ctx.stats.tuples_pruned += int((~passing).sum())
@@ -697,7 +520,7 @@ class BatchEngine:
         theta = self.ctx.theta
         if theta <= TOLERANCE or len(batch) == 0:
             return batch
-        passing = self._passing(bound)
+        passing = self.passing(bound)
         sizes = np.diff(np.concatenate([starts, [len(batch)]]))
         return batch.take(np.repeat(passing, sizes))
 
@@ -747,7 +570,7 @@ class BatchEngine:
             events = grown.events[starts]
             attribute = self.attribute(events)
             bound = np.add.reduceat(grown.prob, starts) * attribute
-            passing = (self._passing(bound) if theta > TOLERANCE
+            passing = (self.passing(bound) if theta > TOLERANCE
                        else np.ones(len(starts), dtype=bool))
             keep = passing[ids]
             kept += int(keep.sum())

@@ -18,7 +18,7 @@ from test_strategies_match_possible_worlds import assert_same_answer, cases
 
 import uncertain_cep as uc
 from uncertain_cep.datasets import generate_synthetic
-from uncertain_cep.query import batch_engine
+from uncertain_cep.query import batch_engine, tuple_steps
 from uncertain_cep.query.batch_engine import BatchEngine
 from uncertain_cep.query.completion import Completion
 from uncertain_cep.query.evaluation import QueryContext
@@ -290,7 +290,7 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
     pattern = replace(pattern, within=within)
     idx = uc.build_index(df)
     placed, certain, settled, both = [0], [0], [0], [0]
-    real_placed, real_factors = batch_engine.placed_events, CertainWeighers.factors
+    real_placed, real_factors = tuple_steps.placed_events, CertainWeighers.factors
     real_settled = CertainWeighers.settled
     last_settled = [np.zeros(0, dtype=bool)]
 
@@ -315,7 +315,7 @@ def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy
         return out
 
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
-          patch.object(batch_engine, "placed_events", counting_placed),
+          patch.object(tuple_steps, "placed_events", counting_placed),
           patch.object(CertainWeighers, "factors", counting_factors),
           patch.object(CertainWeighers, "settled", counting_settled)):
         got = idx.query(pattern, strategy=strategy)
@@ -438,7 +438,7 @@ def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
              f"CONFIDENCE {confidence}")
     idx = uc.build_index(df)
     inherited = [0]
-    real = batch_engine.inherited_ends
+    real = tuple_steps.inherited_ends
 
     def counting(*args, **kwargs):
         first, last = real(*args, **kwargs)
@@ -446,7 +446,7 @@ def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
         return first, last
 
     with (patch.object(batch_engine, "TUPLE_RATIO", 0),
-          patch.object(batch_engine, "inherited_ends", counting)):
+          patch.object(tuple_steps, "inherited_ends", counting)):
         got = idx.query(query)
     event(f"first and last inherited: {min(inherited[0], 1)}, negation: {negation}")
     assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
