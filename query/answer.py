@@ -133,9 +133,11 @@ def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],
     ids = [np.array([r[0][c] for r in rows], dtype=object) for c in range(k)]
     ids = [col.astype(np.int64) if all(isinstance(v, int) for v in col) else col
            for col in ids]
-    # (Numeric ids become lists first, so that tuples hold Python ints, not numpy
-    # scalars.)
-    made = lambda order: _tuples([col[order].tolist() for col in ids], len(order))  # noqa: E731
+    def made(order: np.ndarray) -> np.ndarray:
+        # (Numeric ids become lists first, so that tuples hold Python ints, not numpy
+        # scalars.)
+        return _tuples([col[order].tolist() for col in ids], len(order))
+
     if rows and k:
         event_ids, inverse = np.unique(np.concatenate(ids), return_inverse=True)
         keys = _event_keys(inverse.reshape(k, len(rows)).T.copy(), event_ids)

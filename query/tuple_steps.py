@@ -205,9 +205,6 @@ def _candidate_events(engine: TupleEngine, tuples: TupleBatch, items: np.ndarray
             parts.append(rows)
             owners.append(owner + lo)
             takers.append(np.full(len(owner), item, dtype=np.int64))
-    if not parts:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
     return np.concatenate(owners), np.concatenate(takers), np.concatenate(parts)
 
 
