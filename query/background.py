@@ -48,6 +48,10 @@ def spare_threads() -> int:
     return max(0, numba.get_num_threads() - 1)
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass(eq=False)
 class _Task:
     work: Callable[[], Any]
@@ -60,8 +64,11 @@ class Background:
     """Work run by ``threads`` spare threads (none: at once, by the caller), its results
     collected by the one thread that submits it."""
 
-    def __init__(self, threads: int, most_queued: int = 4) -> None:
+    def __init__(self, threads: int, most_queued: int = 4,
+                 check: Callable[[], None] | None = None) -> None:
         self._cond = threading.Condition()
+        # Called between tasks and while waiting (it may raise, e.g. on Ctrl-C).
+        self._check = check or _nothing
         self._queued: deque[_Task] = deque()
         self._running: list[_Task] = []
         self._done: deque[tuple[_Task, Any, float]] = deque()
@@ -109,10 +116,13 @@ class Background:
         """Every remaining result, helping with the work left; then the threads stop."""
         out = self.finished()
         while self._waiting > 0:
+            self._check()
             if not self._help(copy=True):
                 with self._cond:
                     while not self._done:
-                        self._cond.wait()
+                        # Woken by a finished task, or each tenth of a second to check.
+                        self._cond.wait(0.1)
+                        self._check()
             out.extend(self.finished())
         self.close()
         return out

@@ -29,6 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.query import interrupts
 from uncertain_cep.query.answer import Answer, with_ids
 from uncertain_cep.query.background import Background, spare_threads
 from uncertain_cep.query.batches import (
@@ -225,10 +226,12 @@ class BatchEngine:
         # Entries created so far, on a terminal or in a notebook, once a query runs long.
         self._progress = tqdm(desc="query", unit=" entries", unit_scale=True, delay=3,
                               disable=None, leave=False)
-        self.background = Background(spare_threads(), most_queued=COMPLETION_QUEUE)
+        self.background = Background(spare_threads(), most_queued=COMPLETION_QUEUE,
+                                     check=interrupts.check)
         try:
-            self._search(stack, choose)
-            self._wind_up()
+            with interrupts.deferred_interrupts():
+                self._search(stack, choose)
+                self._wind_up()
         finally:
             self.background.close()
             self._progress.close()
@@ -238,6 +241,7 @@ class BatchEngine:
                 ) -> None:
         k = self.k
         while stack:
+            interrupts.check()
             self._collect(self.background.finished())
             batch, depth = stack.pop()
             if depth == k:
@@ -485,6 +489,7 @@ class BatchEngine:
         table = self.table
         weights = np.maximum(stop - start, 0)
         for piece in split_by_tuples(batch.events, weights, self.limit):
+            interrupts.check()
             part = batch.take(piece)
             if int(weights[piece].sum()) <= self.limit:
                 yield [(part, candidates, start[piece], stop[piece])]

@@ -73,9 +73,12 @@ CONFIDENCE 0.2"""),
 
 
 # Exit codes: 0 done; 1 the data, index or query is at fault (the message says where);
-# 2 the command line is (an unknown flag, a missing argument, a value a flag cannot take).
+# 2 the command line is (an unknown flag, a missing argument, a value a flag cannot take);
+# 130 interrupted (Ctrl-C).
 EXIT_DATA_ERROR = 1
 EXIT_USAGE_ERROR = 2
+# 128 + SIGINT, as shells report a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 130
 
 DESCRIPTION = ("Answer pattern queries over archives of events whose timestamps are "
                "uncertain, and match temporal patterns over interval events.")
@@ -93,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.run(args))
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, no traceback, and the shell's code for an interrupt.
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except UsageError as e:
         print(f"error: {_as_typed(str(e))}", file=sys.stderr)
         return EXIT_USAGE_ERROR

@@ -60,6 +60,7 @@ from uncertain_cep.pipeline.sources import (
     empty_frame,
     input_files,
     is_spark_error,
+    local_path,
     master_of,
     nanos_as_long,
     read_input,
@@ -192,10 +193,9 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
 def _local_out(out: str | os.PathLike[str]) -> Path:
     """The output directory as a local path: tasks write the index's files themselves."""
     text = os.fspath(out)
-    if text.startswith("file:"):
-        from urllib.parse import urlparse
-
-        return Path(urlparse(text).path)
+    local = local_path(text)
+    if local is not None:
+        return local
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", text):
         raise InputError(f"out={text!r}: the index is written by the tasks to a filesystem "
                          "path the executors share with the driver (a local path, NFS, a "
@@ -212,7 +212,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
     frame = _with_origin(frame, spec)
     frame = _supported_types(frame, spec)
     probe = _check_schema(frame, group_by, time_unit, spec)
-    time_axis = _time_axis(probe.time_axis, spec.fmt, spec.files)
+    time_axis = _time_axis(probe.time_axis, spec, _instant_columns(frame),
+                           _session_zone(spark))
     draft = IndexDraft(out)
     try:
         frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft, say)
@@ -276,6 +277,10 @@ def _condition2(max_speed: float | None, coordinates: Sequence[str],
 
 # ---------------------------------------------------------------- input
 
+class _NoFiles(Exception):
+    """The input reads no files (an in-memory DataFrame or view)."""
+
+
 def _with_origin(frame: DataFrame, spec: InputSpec) -> DataFrame:
     """The input's rows with where each comes from, for the reasons of bad rows: the
     file and row index where Spark knows them (files, file-backed tables and DataFrames),
@@ -286,39 +291,68 @@ def _with_origin(frame: DataFrame, spec: InputSpec) -> DataFrame:
     row = (F.col("_metadata.row_index") if spec.fmt == "parquet"
            else F.lit(None).cast("bigint"))
     try:
+        # A frame that reads no files has no _metadata column: asking for it would log
+        # Spark's analysis error (an ERROR line with a JVM trace) before failing.
+        if not frame.inputFiles():
+            raise _NoFiles
         with_files = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
                                   row.alias(ROW_COLUMN))
         with_files.schema  # noqa: B018 -- resolve now (lazy on Spark Connect)
         return with_files
     except Exception as e:
-        if not is_spark_error(e):
+        if not isinstance(e, _NoFiles) and not is_spark_error(e):
             raise
         # An in-memory DataFrame or view: rows have no file; CSV-like, no row index.
         return frame.select("*", label.alias(FILE_COLUMN),
                             F.lit(None).cast("bigint").alias(ROW_COLUMN))
 
 
-def _time_axis(probe: TimeAxis | None, fmt: str, files: list[Path]) -> TimeAxis | None:
-    """The archive's time axis as the in-process reader records it, with the input's time
-    zone. Spark keeps no zone (its timestamps are instants, so the probe is naive): the
-    zone comes from the Parquet files' own schemas, which must agree. CSV holds no zone,
-    so its datetimes are naive (read in the session's zone, UTC); so do inputs without
-    local files (a DataFrame, a table, a URI): their datetimes are answered naive, in
-    UTC."""
-    if probe is None or not probe.is_datetime or fmt != "parquet":
+def _time_axis(probe: TimeAxis | None, spec: InputSpec, instant_columns: bool,
+               session_zone: str | None) -> TimeAxis | None:
+    """The archive's time axis as the in-process reader records it, with the zone its
+    datetimes are answered in.
+
+    Spark's timestamps are instants without a zone of their own (their values never
+    depend on the session's zone: the tasks receive them as microseconds since the
+    epoch). The zone answers are shown in is the input's where the input records one:
+    the Parquet files' own schemas (local files, or ``file:`` URIs), which must agree.
+    CSV holds no zone, so its datetimes are naive (read as UTC, whatever the session's
+    zone). Inputs without files this process can read (a DataFrame, a table, another
+    URI) answer in the session's zone (``spark.sql.session.timeZone``), the zone Spark
+    itself shows their timestamps in; ``timestamp_ntz`` columns stay naive.
+    """
+    if probe is None or not probe.is_datetime or spec.fmt == "csv":
         return probe
-    zones: dict[str | None, str] = {}
-    for f in files:
-        for name in ("t_lo", "t_hi", "t"):
-            dtype = _parquet_dtype(f, name)
-            if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
-                zones.setdefault(timezone_name(dtype, name), f"column {name!r} of {f}")
-    if len(zones) > 1:
-        shown = "; ".join(f"{where} is {zone or 'naive'}" for zone, where in zones.items())
-        raise InputError(f"the time columns must be datetimes in one time zone (or all "
-                         f"naive), since answers are given in it: {shown}; rewrite the "
-                         "files with one zone")
-    return dataclasses.replace(probe, timezone=next(iter(zones), None))
+    if spec.fmt == "parquet" and spec.files:
+        zones: dict[str | None, str] = {}
+        for f in spec.files:
+            for name in ("t_lo", "t_hi", "t"):
+                dtype = _parquet_dtype(f, name)
+                if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
+                    zones.setdefault(timezone_name(dtype, name), f"column {name!r} of {f}")
+        if len(zones) > 1:
+            shown = "; ".join(f"{where} is {zone or 'naive'}"
+                              for zone, where in zones.items())
+            raise InputError(f"the time columns must be datetimes in one time zone (or all "
+                             f"naive), since answers are given in it: {shown}; rewrite the "
+                             "files with one zone")
+        return dataclasses.replace(probe, timezone=next(iter(zones), None))
+    return dataclasses.replace(probe, timezone=session_zone if instant_columns else None)
+
+
+def _instant_columns(frame: DataFrame) -> bool:
+    """Whether the archive's time columns are Spark timestamps (instants), not
+    ``timestamp_ntz`` wall times."""
+    from pyspark.sql.types import TimestampType
+
+    return any(isinstance(f.dataType, TimestampType) for f in frame.schema.fields
+               if f.name in ("t_lo", "t_hi", "t"))
+
+
+def _session_zone(spark: SparkSession) -> str | None:
+    """The session's time zone (Spark's default is the JVM's own zone)."""
+    zone = spark.conf.get("spark.sql.session.timeZone", None)
+    return zone or None
 
 
 def _parquet_dtype(path: Path, column: str) -> Any:

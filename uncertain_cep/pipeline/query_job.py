@@ -303,8 +303,8 @@ def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
                     continue
                 frame = _frame(rows)
                 if axis is not None:
-                    frame["t_first"] = axis.datetimes(frame["t_first"].to_numpy())
-                    frame["t_last"] = axis.datetimes(frame["t_last"].to_numpy())
+                    frame["t_first"] = _instants(axis, frame["t_first"])
+                    frame["t_last"] = _instants(axis, frame["t_last"])
                 if detailed:
                     frame.insert(0, _KIND, "row")
                     yield _detailed(frame)
@@ -312,6 +312,15 @@ def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
                                                     _STATS: [pickle.dumps(stats)]}))
                 yield frame
     return run
+
+
+def _instants(axis: TimeAxis, instants: pd.Series) -> pd.Series:
+    """Instants as zone-aware UTC datetimes: Arrow reads naive datetimes coming back
+    from a task as wall times of the session's zone, which would shift every answer by
+    the zone's offset; an aware one is the same instant in any session."""
+    stamps = axis.datetimes(instants.to_numpy())
+    return (stamps.dt.tz_localize("UTC") if stamps.dt.tz is None
+            else stamps.dt.tz_convert("UTC"))
 
 
 def _datetime_axis(archive: Archive) -> TimeAxis | None:

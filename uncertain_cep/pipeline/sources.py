@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", "input_files",
-           "is_connect", "is_nanos_failure", "is_spark_error", "master_of", "nanos_as_long",
+           "is_connect", "is_nanos_failure", "is_spark_error", "local_path", "master_of",
+           "nanos_as_long",
            "read_input", "resolve_input", "session_for", "spark_failure", "spark_input_error",
            "spark_schema", "task_slots"]
 
@@ -91,8 +92,15 @@ def resolve_input(source: Any, input_format: str | None = None) -> InputSpec:
     if _URI.match(text) and not re.match(r"^[A-Za-z]:[\\/]", text):
         # Spark's reader decides what the URI holds; a directory URI is Parquet unless
         # it ends in .csv or input_format says otherwise.
-        return InputSpec("uri", text, fmt or ("csv" if text.rstrip("/").endswith(".csv")
+        spec = InputSpec("uri", text, fmt or ("csv" if text.rstrip("/").endswith(".csv")
                                               else "parquet"), text)
+        local = local_path(text)
+        if local is not None and local.exists():
+            # This process sees a file: URI's files: their schemas name the time zone.
+            found_fmt, spec.files = input_files(local)
+            if found_fmt != spec.fmt:
+                raise InputError(f"input {text} holds {found_fmt} files, not {spec.fmt}")
+        return spec
     path = Path(text)
     if path.exists():
         found_fmt, files = input_files(path)
@@ -115,6 +123,21 @@ def session_for(spec: InputSpec, spark: SparkSession | None, master: str | None
     from uncertain_cep.pipeline.session import spark_session
 
     return spark_session(master)
+
+
+def local_path(text: str) -> Path | None:
+    """The local path a ``file:`` URI names (``file:/x``, ``file:///x``,
+    ``file://localhost/x``), else None.
+
+    >>> local_path("file:///tmp/a%20b.idx"), local_path("s3a://bucket/x")
+    (PosixPath('/tmp/a b.idx'), None)
+    """
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(text)
+    if parsed.scheme.lower() != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    return Path(unquote(parsed.path))
 
 
 def _format(input_format: str | None) -> str | None:
@@ -182,7 +205,10 @@ def read_input(spark: SparkSession, spec: InputSpec, *, nanos: bool = False) -> 
 def _read_location(spark: SparkSession, fmt: str, location: str, spec: InputSpec
                    ) -> DataFrame:
     if fmt == "csv":
-        return spark.read.option("header", True).option("inferSchema", True).csv(location)
+        # CSV holds no time zone: its datetimes without an offset are read as UTC, as
+        # the in-process reader reads them, whatever the session's zone.
+        return (spark.read.option("header", True).option("inferSchema", True)
+                .option("timeZone", "UTC").csv(location))
     try:
         # Spark reads every file with the schema of one of them unless asked to merge, so
         # a folder where one file has int64 times and another timestamps would come back

@@ -1,0 +1,80 @@
+"""The session time-zone cases, run by tests/pipeline/test_session_time_zones.py on a
+classic session and, in a subprocess, on Spark Connect: every source (a DataFrame, a
+table, a ``file:`` URI, a path) built in a session of every zone answers the in-process
+build's instants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import uncertain_cep as uc
+
+ZONES = ("America/New_York", "Asia/Tokyo", "Europe/Berlin")
+QUERY = ("PATTERN SEQ(A, B) DEFINE A AS x < 2.5, B AS x >= 2 WITHIN 30s "
+         "CONFIDENCE 0.01")
+# The input's own zone, unlike every session's: a shift by any offset shows.
+INPUT_ZONE = "+01:00"
+
+
+def archive() -> pd.DataFrame:
+    """Events in two groups whose times cross a day in UTC and Berlin's summer time."""
+    base = pd.Timestamp("2024-03-31 00:59:50", tz="UTC").tz_convert(INPUT_ZONE)
+    starts = [0, 4, 9, 15, 1, 5, 8, 20]
+    frame = pd.DataFrame({"event_id": range(len(starts)),
+                          "group": ["g"] * 4 + ["h"] * 4,
+                          "t_lo": [base + pd.Timedelta(seconds=s) for s in starts],
+                          "x": [1.0, 2.0, 3.0, 1.5, 2.5, 3.5, 2.2, 1.0]})
+    frame["t_hi"] = frame["t_lo"] + pd.Timedelta(seconds=3)
+    return frame
+
+
+def _seconds(stamps: pd.Series) -> list[int]:
+    """Aware datetimes as whole seconds since the epoch."""
+    return (stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+            .astype("datetime64[s]").astype("int64").tolist())
+
+
+def check_every_source(spark: Any, folder: Path) -> list[str]:
+    """Build the archive from each source in each zone of :data:`ZONES` and compare with
+    the in-process build; returns the checks run (an AssertionError on a difference)."""
+    frame = archive()
+    want = uc.build_index(frame, time_unit="1s").query(QUERY)
+    assert len(want) >= 3, want
+    instants = {c: _seconds(want[c]) for c in ("t_first", "t_last")}
+    path = folder / "in.parquet"
+    frame.to_parquet(path, index=False, coerce_timestamps="us")
+    before = spark.conf.get("spark.sql.session.timeZone")
+    done = []
+    try:
+        for zone in ZONES:
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            df = spark.createDataFrame(frame)
+            df.createOrReplaceTempView("uc_zone_archive")
+            sources = {"dataframe": (df, zone), "table": ("uc_zone_archive", zone),
+                       "uri": (path.as_uri(), None), "path": (str(path), None)}
+            for name, (source, answer_zone) in sources.items():
+                out = folder / f"{zone.replace('/', '_')}-{name}"
+                uc.build_index_spark(source, str(out), time_unit="1s", spark=spark,
+                                     partitions=2, log=lambda _: None)
+                where = f"{name} source in a {zone} session"
+                got = uc.open_index(out).query(QUERY)
+                assert [list(e) for e in got["events"]] == [list(e) for e in want["events"]]
+                assert got["confidence"].tolist() == want["confidence"].tolist(), where
+                for c in ("t_first", "t_last"):
+                    # Files keep the input's zone; Spark's own timestamps show in the
+                    # session's.
+                    zone_shown = str(want[c].dt.tz) if answer_zone is None else answer_zone
+                    assert str(got[c].dt.tz) == zone_shown, (where, got[c].dt.tz)
+                    assert _seconds(got[c]) == instants[c], (where, c)
+                lazy = uc.query_spark(str(out), QUERY, spark=spark, slices=2)
+                seconds = lazy.selectExpr("cast(t_first as long) AS f",
+                                          "cast(t_last as long) AS l").toPandas()
+                assert seconds["f"].tolist() == instants["t_first"], (where, "query_spark")
+                assert seconds["l"].tolist() == instants["t_last"], (where, "query_spark")
+                done.append(where)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    return done
