@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from zone_cases import ZONES, check_every_source
+from zone_cases import ZONES, check_every_source, check_matches_in_every_zone
 
 
 def test_every_source_in_every_session_zone_answers_the_in_process_instants(spark,
@@ -21,13 +21,17 @@ def test_every_source_in_every_session_zone_answers_the_in_process_instants(spar
     assert len(done) == 4 * len(ZONES)
 
 
+def test_part_b_matches_on_spark_answer_the_same_instants_in_every_session_zone(spark):
+    assert check_matches_in_every_zone(spark) == len(ZONES)
+
+
 CONNECT = textwrap.dedent("""
     import sys
     from pathlib import Path
 
     from pyspark.sql import SparkSession
 
-    from zone_cases import check_every_source
+    from zone_cases import check_every_source, check_matches_in_every_zone
 
     try:
         spark = SparkSession.builder.remote("local[1]").getOrCreate()
@@ -35,7 +39,8 @@ CONNECT = textwrap.dedent("""
         print("CANNOT-START", type(e).__name__, str(e).splitlines()[0][:300])
         sys.exit(0)
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
-    print("DONE", len(check_every_source(spark, Path(sys.argv[1]))))
+    print("DONE", len(check_every_source(spark, Path(sys.argv[1]))),
+          check_matches_in_every_zone(spark))
     spark.stop()
 """)
 
@@ -56,4 +61,4 @@ def test_every_source_in_every_session_zone_answers_the_same_on_spark_connect(tm
     if out and out[-1].startswith("CANNOT-START"):
         pytest.skip(f"a local Spark Connect server cannot start here: {out[-1]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert out[-1] == f"DONE {4 * len(ZONES)}"
+    assert out[-1] == f"DONE {4 * len(ZONES)} {len(ZONES)}"

@@ -78,3 +78,40 @@ def check_every_source(spark: Any, folder: Path) -> list[str]:
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)
     return done
+
+
+MATCH = ("PARTITION BY car_id DEFINE A AS accel > 8, B AS speed > 70 "
+         "PATTERN A overlaps B WITHIN 10s")
+
+
+def check_matches_in_every_zone(spark: Any) -> int:
+    """Part B on Spark: point events across New York's change to summer time match as
+    :func:`uncertain_cep.match` matches them, collected or lazy, in every zone."""
+    start = pd.Timestamp("2024-03-10 06:59:57", tz="UTC")    # New York's clocks jump at 07:00
+    cars = pd.DataFrame({"car_id": [1] * 6 + [2] * 6,
+                         "time": [start + pd.Timedelta(seconds=s) for s in range(6)] * 2,
+                         "accel": [9, 9, 1, 1, -10, -10, 9, 9, 9, 1, -10, -10],
+                         "speed": [60, 75, 80, 80, 72, 50, 60, 60, 75, 75, 60, 60]})
+    want = uc.match(cars, MATCH, tick="1s")
+    assert len(want) >= 2, want
+    stamps = [c for c in want.columns if c.endswith(("_ts", "_te")) or c == "detected_at"]
+    before = spark.conf.get("spark.sql.session.timeZone")
+    checked = 0
+    try:
+        for zone in ZONES:
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            frame = spark.createDataFrame(cars)
+            got = uc.match_spark_pandas(frame, MATCH, tick="1s", spark=spark, partitions=2)
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
+            lazy = (uc.match_spark(frame, MATCH, tick="1s", spark=spark, partitions=2)
+                    .selectExpr(*(f"cast(unix_micros(`{c}`) AS long) AS `{c}`"
+                                  for c in stamps)).toPandas())
+            lazy = lazy.sort_values(stamps).reset_index(drop=True)
+            for c in stamps:
+                micros = (want[c].dt.tz_convert(None).astype("datetime64[us]")
+                          .astype("int64").tolist())
+                assert lazy[c].tolist() == micros, (zone, c)
+            checked += 1
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    return checked

@@ -68,6 +68,7 @@ from uncertain_cep.pipeline.sources import (
     session_for,
     spark_failure,
     task_slots,
+    timestamps_as_micros,
 )
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups")
-        frame, micros = _timestamps_as_micros(frame)
+        frame, micros = timestamps_as_micros(frame)
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
                        nanos_columns=spec.nanos_columns)
@@ -455,20 +456,6 @@ def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Index
 
 def _summary_schema() -> str:
     return ", ".join(f"{k} {v}" for k, v in SUMMARY_COLUMNS.items())
-
-
-def _timestamps_as_micros(frame: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
-    """Timestamp columns as microseconds since the epoch, computed in Spark: Arrow hands
-    timestamps to pandas as wall times of the session's time zone, so a user's session
-    outside UTC would shift every instant. The tasks turn them back into UTC times
-    (:class:`~uncertain_cep.pipeline.group_builder.GroupJob`'s ``micros_columns``)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import TimestampType
-
-    names = tuple(f.name for f in frame.schema.fields if isinstance(f.dataType, TimestampType))
-    if not names:
-        return frame, ()
-    return frame.withColumns({n: F.unix_micros(F.col(n)) for n in names}), names
 
 
 def _task(job: GroupJob) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:

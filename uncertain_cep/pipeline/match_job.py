@@ -44,6 +44,7 @@ from uncertain_cep.pipeline.sources import (
     spark_failure,
     spark_schema,
     task_slots,
+    timestamps_as_micros,
 )
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
                                               spark, input_format)
     grouped, _ = _grouped(frame, pattern, partitions)
     return grouped.mapInPandas(_task(query, options, probe, detailed=False),
-                               spark_schema(probe))
+                               spark_schema(_utc(probe)))
 
 
 def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *,
@@ -125,7 +126,9 @@ def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *
     grouped, n_tasks = _grouped(frame, pattern, partitions)
     label = os.fspath(source) if isinstance(source, str | os.PathLike) else "the DataFrame"
     say(f"matching {label} in {n_tasks} task(s)")
-    schema = spark_schema(probe.assign(**{_ERROR: pd.Series([], dtype=object)}))
+    # Datetimes come back as microseconds since the epoch: a timestamp column would reach
+    # the driver as wall times of the session's zone.
+    schema = spark_schema(_as_micros(probe).assign(**{_ERROR: pd.Series([], dtype=object)}))
     try:
         answer = grouped.mapInPandas(_task(query, options, probe, detailed=True),
                                      schema).toPandas()
@@ -136,7 +139,7 @@ def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *
     errors = answer[_ERROR].dropna()
     if len(errors):
         raise PlanningError(f"a match task failed: {errors.iloc[0]}")
-    answer = answer.drop(columns=_ERROR).astype(probe.dtypes.to_dict())
+    answer = _from_micros(answer.drop(columns=_ERROR), probe).astype(probe.dtypes.to_dict())
     order = keys + [f"{name}_ts" for name in pattern.symbol_names]
     answer = answer.sort_values(order, kind="stable").reset_index(drop=True)
     say(f"{len(answer)} matches in {time.perf_counter() - started:.1f} s")
@@ -155,10 +158,46 @@ def _prepare(source: Any, query: str, engine: str, time_column: str,
                                "tick": tick, "symbol_column": symbol_column}
     spec = resolve_input(source, input_format)
     spark = session_for(spec, spark, master)
-    frame = _read(spark, spec)
+    frame, micros = timestamps_as_micros(_read(spark, spec))
+    # The tasks see Spark's timestamps as the instants they are: zone-aware, in UTC.
+    options["_micros"] = micros
+    empty = empty_frame(frame.schema).astype({c: "datetime64[ns, UTC]" for c in micros})
     # The text, not the parsed pattern: an error about the query then points into it.
-    probe = match(empty_frame(frame.schema), query, **options)
+    probe = match(empty, query, **_match_options(options))
     return frame, pattern, options, probe
+
+
+def _match_options(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k != "_micros"}
+
+
+def _datetime_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if pd.api.types.is_datetime64_any_dtype(frame[c])]
+
+
+def _utc(frame: pd.DataFrame) -> pd.DataFrame:
+    """Datetime columns as zone-aware UTC: Arrow reads naive ones handed back by a task
+    as wall times of the session's zone."""
+    return frame.assign(**{c: (frame[c].dt.tz_localize("UTC") if frame[c].dt.tz is None
+                               else frame[c].dt.tz_convert("UTC"))
+                           for c in _datetime_columns(frame)})
+
+
+def _as_micros(frame: pd.DataFrame) -> pd.DataFrame:
+    """Datetime columns as int64 microseconds since the epoch (naive ones read as UTC)."""
+    utc = _utc(frame)
+    return frame.assign(**{c: utc[c].dt.tz_convert(None).astype("datetime64[us]")
+                           .astype("int64") for c in _datetime_columns(frame)})
+
+
+def _from_micros(answer: pd.DataFrame, probe: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_as_micros` undone, in the zone (or none) of the probe's columns."""
+    out = {}
+    for c in _datetime_columns(probe):
+        stamps = pd.to_datetime(answer[c].astype("int64"), unit="us", utc=True)
+        zone = probe[c].dt.tz
+        out[c] = stamps.dt.tz_convert(None) if zone is None else stamps.dt.tz_convert(zone)
+    return answer.assign(**out)
 
 
 def _grouped(frame: DataFrame, pattern: TemporalPattern, partitions: int | None
@@ -198,8 +237,10 @@ def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, *, detailed:
         if not sum(len(p) for p in parts):
             return
         data = pd.concat(parts, ignore_index=True)
+        data = data.assign(**{c: pd.to_datetime(data[c], unit="us", utc=True)
+                              for c in options["_micros"]})
         try:
-            found = match(data, query, **options)
+            found = match(data, query, **_match_options(options))
         except UncertainCepError as e:
             if not detailed:
                 raise
@@ -208,6 +249,7 @@ def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, *, detailed:
                                 _ERROR: [f"{type(e).__name__}: {e}"]})
             return
         if detailed:
+            found = _as_micros(found)
             found[_ERROR] = None
-        yield found
+        yield _utc(found)
     return run

@@ -36,7 +36,7 @@ __all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", 
            "is_connect", "is_nanos_failure", "is_spark_error", "local_path", "master_of",
            "nanos_as_long",
            "read_input", "resolve_input", "session_for", "spark_failure", "spark_input_error",
-           "spark_schema", "task_slots"]
+           "spark_schema", "task_slots", "timestamps_as_micros"]
 
 # A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
 # drive letter (C:\x) is not one.
@@ -369,6 +369,22 @@ def task_slots(spark: SparkSession) -> int:
 
 
 # ---------------------------------------------------------------- schemas
+
+def timestamps_as_micros(frame: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
+    """Timestamp columns as microseconds since the epoch, computed in Spark, and their
+    names: Arrow hands timestamps to pandas as wall times of the session's time zone, so
+    a session outside UTC would shift every instant (and a wall time in a daylight-saving
+    change is ambiguous). Tasks turn them back into UTC times
+    (``pd.to_datetime(..., unit="us", utc=True)``). ``timestamp_ntz`` columns, wall times
+    without a zone, stay as they are."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    names = tuple(f.name for f in frame.schema.fields if isinstance(f.dataType, TimestampType))
+    if not names:
+        return frame, ()
+    return frame.withColumns({n: F.unix_micros(F.col(f"`{n}`")) for n in names}), names
+
 
 def empty_frame(schema: StructType) -> pd.DataFrame:
     """The pandas frame of zero rows that ``mapInPandas`` tasks would get for ``schema``:
