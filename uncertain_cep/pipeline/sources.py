@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ __all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", 
            "is_connect", "is_nanos_failure", "is_spark_error", "local_path", "master_of",
            "nanos_as_long",
            "read_input", "resolve_input", "session_for", "spark_failure", "spark_input_error",
-           "spark_schema", "task_slots", "timestamps_as_micros"]
+           "spark_schema", "task_slots", "timestamps_as_micros", "worker_exception"]
 
 # A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
 # drive letter (C:\x) is not one.
@@ -319,14 +320,49 @@ def spark_input_error(e: BaseException, spec: InputSpec) -> InputError:
     return InputError(f"Spark cannot read {spec.label}: {reason}")
 
 
+# The last line of a Python traceback: the exception's (dotted) name and its message.
+_RAISED = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Warning)): ?(.*)$")
+
+
+def worker_exception(e: BaseException) -> tuple[str, str] | None:
+    """The exception a Python worker raised, as ``(name, message)``, from the traceback
+    Spark passes on in ``e``'s text (or its causes'); None if there is none.
+
+    >>> class Fake(Exception): pass
+    >>> worker_exception(Fake("An exception was thrown from the Python worker:\n"
+    ...     "Traceback (most recent call last):\n  File \"w.py\", line 1, in f\n"
+    ...     "ModuleNotFoundError: No module named 'uncertain_cep'"))
+    ('ModuleNotFoundError', "No module named 'uncertain_cep'")
+    """
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        lines = str(e).splitlines()
+        if any(ln.startswith("Traceback (most recent call last)") for ln in lines):
+            raised = [m for m in (_RAISED.match(ln.lstrip()) for ln in lines) if m]
+            if raised:
+                return raised[-1].group(1), raised[-1].group(2).strip()
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    return None
+
+
 def spark_failure(e: BaseException, what: str) -> UncertainCepError:
-    """A Spark job's failure, as one line naming the job (no JVM or py4j traceback)."""
+    """A Spark job's failure, as one line naming the job (no JVM or py4j traceback) and,
+    when a Python worker failed, that worker's own exception and what to do about it."""
     reason = _first_line(e)
-    # A Python task's own error message is the last line of its traceback.
-    python = [ln.strip() for ln in str(e).splitlines()
-              if re.match(r"^\s*uncertain_cep\.errors\.\w+: ", ln)]
-    if python:
-        reason = python[-1].strip().removeprefix("uncertain_cep.errors.")
+    raised = worker_exception(e)
+    if raised is not None:
+        name, message = raised
+        if name.startswith("uncertain_cep.errors."):
+            # A task's own error message says what is wrong with the data or query.
+            reason = f"{name.removeprefix('uncertain_cep.errors.')}: {message}"
+        else:
+            reason = f"a Python worker raised {name}: {message}"
+            if name.endswith(("ModuleNotFoundError", "ImportError")):
+                reason += ("; the executors' Python cannot import what the job needs: "
+                           "install uncertain-cep (pip install 'uncertain-cep[spark]') "
+                           "where the executors run, or point PYSPARK_PYTHON at an "
+                           f"interpreter that has it (this one: {sys.executable})")
     if "AnalysisException" in type(e).__name__ or "UNRESOLVED_COLUMN" in reason:
         return InputError(f"{what}: {reason}")
     return UncertainCepError(f"{what} failed in Spark: {reason}")
