@@ -325,7 +325,7 @@ _RAISED = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|
 
 
 def worker_exception(e: BaseException) -> tuple[str, str] | None:
-    """The exception a Python worker raised, as ``(name, message)``, from the traceback
+    r"""The exception a Python worker raised, as ``(name, message)``, from the traceback
     Spark passes on in ``e``'s text (or its causes'); None if there is none.
 
     >>> class Fake(Exception): pass
