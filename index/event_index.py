@@ -25,7 +25,6 @@ from typing import Protocol
 
 import numpy as np
 from rtree import index as rtree_index
-from tqdm import tqdm
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.cluster_forest import forest_of_clusters
@@ -41,6 +40,7 @@ from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, S
 from uncertain_cep.index.tables import group_extents
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
+from uncertain_cep.progress import progress_bar
 
 __all__ = ["BoxSearch", "BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
            "build_group_forest", "event_boxes", "float_down", "float_up", "rtree_properties"]
@@ -256,8 +256,7 @@ class EventIndex:
         if forests is None and load_forests is None:
             members = archive.group_members()
             # A bar on a terminal or in a notebook, only when the build takes a while.
-            groups = tqdm(members, desc="building OI-trees", unit=" groups", delay=3,
-                          disable=None, leave=False)
+            groups = progress_bar("building OI-trees", " groups", iterable=members)
             forests = [self._build_group(g, m) for g, m in enumerate(groups)]
         if forests is not None:
             self.__dict__["forests"] = list(forests)

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 
 import numpy as np
-from tqdm import tqdm
 
 from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.progress import progress_bar
 from uncertain_cep.query import interrupts
 from uncertain_cep.query.answer import Answer, with_ids
 from uncertain_cep.query.background import Background, spare_threads
@@ -121,7 +121,7 @@ class BatchEngine:
         # Tuples extended as tuples (query/tuple_batches.py), per step.
         self._tuple_entries: dict[int, int] = {}
         self._answers: list[Answer] = []
-        self._progress = tqdm(disable=True)   # run() shows one while it searches
+        self._progress = progress_bar("query", " entries", disable=True)  # run() shows one
         # Complete tuples to answers, on a spare core (query/background.py); none
         # until run() starts one.
         self.background = Background(0)
@@ -224,8 +224,7 @@ class BatchEngine:
                       np.ones(1))
         stack: list[tuple[Batch | TupleBatch, int]] = [(start, 0)]
         # Entries created so far, on a terminal or in a notebook, once a query runs long.
-        self._progress = tqdm(desc="query", unit=" entries", unit_scale=True, delay=3,
-                              disable=None, leave=False)
+        self._progress = progress_bar("query", " entries", unit_scale=True)
         self.background = Background(spare_threads(), most_queued=COMPLETION_QUEUE,
                                      check=interrupts.check)
         try:
