@@ -19,8 +19,8 @@ a few item counts) then lies within ``[-2 * MAX_SPAN - k, 2 * MAX_SPAN + k]``, s
 inside ``(-NO_TIME, NO_TIME)``, and the sentinel plus such a value, or twice the sentinel,
 stays inside int64 (``2 * NO_TIME = 1.5 * 2**62``). Answers add the base back.
 
->>> NO_TIME > 2 * MAX_SPAN + 10**6 and 2 * NO_TIME + 2 * MAX_SPAN <= 2**63 - 1
-True
+>>> NO_TIME > 2 * MAX_SPAN + 10**6, NO_TIME + 2 * MAX_SPAN + 10**6 < 2**63, 2 * NO_TIME < 2**63
+(True, True, True)
 >>> engine_base(-5, 10), engine_base(2**62, 2**62 + 7)
 (0, 4611686018427387904)
 >>> effective_window(9223372036854775807, span=4), effective_window(3, span=4)
@@ -63,7 +63,7 @@ def engine_base(t_min: int, t_max: int) -> int:
             f"this index spans {t_max - t_min} instants (from {t_min} to {t_max}), more "
             f"than the query engine's {MAX_SPAN} (2**60); rebuild it with a coarser "
             "time_unit, or query it with strategy='tree_traversal'")
-    if -MAX_SPAN <= t_min and t_max <= MAX_SPAN:
+    if t_min >= -MAX_SPAN and t_max <= MAX_SPAN:
         return 0
     return t_min
 
