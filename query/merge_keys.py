@@ -21,6 +21,8 @@ import numpy as np
 
 from uncertain_cep.index.forest import REAL, ROOT
 from uncertain_cep.index.node_table import NodeTable
+# NO_TIME is compiled into this module's kernels, and numba's on-disk cache is keyed
+# by this file alone: a change to its value must change this file too (3 * 2**60).
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 
