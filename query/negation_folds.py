@@ -22,8 +22,6 @@ import numpy as np
 
 from uncertain_cep.index.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
-# NO_TIME is compiled into this module's kernels, and numba's on-disk cache is keyed
-# by this file alone: a change to its value must change this file too (3 * 2**60).
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.negation_kernels import (
     MemoArrays,
@@ -33,6 +31,9 @@ from uncertain_cep.query.negation_kernels import (
     memo_lookup,
 )
 
+# NO_TIME (query/instants.py) is compiled into this module's kernels, and numba's
+# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
+# change this file too.
 __all__ = ["future_nodes"]
 
 

@@ -45,8 +45,6 @@ import numpy as np
 from uncertain_cep.index.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.chain_kernels import _bisect, _extension
-# NO_TIME is compiled into this module's kernels, and numba's on-disk cache is keyed
-# by this file alone: a change to its value must change this file too (3 * 2**60).
 from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.negation_folds import (
@@ -67,6 +65,9 @@ from uncertain_cep.query.negation_kernels import (
     scratch_arrays,
 )
 
+# NO_TIME (query/instants.py) is compiled into this module's kernels, and numba's
+# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
+# change this file too.
 __all__ = ["NEGATED_ROOM", "ROOM", "TupleTable", "negated_probabilities", "tuple_probabilities"]
 
 # Classes a programme's layer has room for at first; a tuple that may need more runs
