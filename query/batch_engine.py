@@ -20,6 +20,7 @@ goes on as tuples, one row per tuple (:mod:`~uncertain_cep.query.tuple_steps`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -52,7 +53,7 @@ from uncertain_cep.query.completion import Completed, Completion
 from uncertain_cep.query.estimates import ItemEstimates
 from uncertain_cep.query.evaluation import TOLERANCE, QueryContext
 from uncertain_cep.query.event_room import EventRoom
-from uncertain_cep.query.instants import NO_TIME
+from uncertain_cep.query.instants import NO_TIME, engine_base, relative_table
 from uncertain_cep.query.lookahead import CandidateInstants
 from uncertain_cep.query.negation_bounds import CertainWeighers
 from uncertain_cep.query.negation_kernels import NegatedNodes, negation_factors
@@ -130,8 +131,15 @@ class BatchEngine:
         self.classes = not ctx.index.built_with_condition2
 
     @cached_property
+    def base(self) -> int:
+        """What the engine's instants are relative to (:mod:`~uncertain_cep.query.
+        instants`): 0 for most indexes, the earliest instant of one near int64's ends."""
+        return engine_base(*self.ctx.time_extent)
+
+    @cached_property
     def table(self) -> NodeTable:
-        return self.ctx.index.node_table
+        """The index's node table, its instants relative to :attr:`base`."""
+        return relative_table(self.ctx.index.node_table, self.base)
 
     @cached_property
     def tuple_table(self) -> TupleTable:
@@ -374,7 +382,11 @@ class BatchEngine:
         for grown, segments, made in self._grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
-            grown = merge(table, grown, segments, item, gaps, self.classes)
+            # A merged entry keeps one node per item, its earliest first and latest
+            # last: a single item is both, so its entries stay apart (each node's
+            # instant is a possible t_first and t_last).
+            grown = (merge(table, grown, segments, item, gaps, self.classes) if self.k > 1
+                     else grown.in_tuple_order())
             starts, bound = prune_bounds(grown, self.attribute)
             found += len(starts)
             grown = self._keep(grown, starts, bound)
@@ -538,9 +550,11 @@ class BatchEngine:
             prob = batch.prob * negation_factors(table, batch.events, batch.nodes,
                                                  self.negated)
             # An entry whose weighted sum is 0 holds in no world: it sets no instants.
-            batch = Batch(batch.events, batch.nodes, prob).take(prob > 0)
-            if len(batch) == 0:
-                return
+            batch = Batch(batch.events, batch.nodes, prob)
+        # An entry of probability 0 holds in no world: it sets no instants.
+        batch = batch.take(batch.prob > 0)
+        if len(batch) == 0:
+            return
         batch = batch.in_tuple_order()
         starts = tuple_starts(batch.events)
         total = np.add.reduceat(batch.prob, starts)
@@ -629,7 +643,13 @@ class BatchEngine:
         ctx = self.ctx
         ctx.stats.steps.extend(self._steps[d] for d in sorted(self._steps))
         ctx.stats.seconds = time.perf_counter() - ctx._started
-        return Answer.concat(self._answers, self.k)
+        answer = Answer.concat(self._answers, self.k)
+        if self.base:
+            # Back to the index's instants (Python ints would not overflow, nor do these:
+            # relative instants lie in [0, MAX_SPAN] above the base).
+            answer = dataclasses.replace(answer, t_first=answer.t_first + self.base,
+                                         t_last=answer.t_last + self.base)
+        return answer
 
 
 def tuple_item_windows(engine: BatchEngine, batch: Batch | TupleBatch
@@ -649,8 +669,9 @@ def tuple_item_windows(engine: BatchEngine, batch: Batch | TupleBatch
         earliest = np.minimum.reduceat(instants, starts, axis=0)
         latest = np.maximum.reduceat(instants, starts, axis=0)
         a, b = every_item_window(earliest, latest, matched, engine.ctx.window)
-    lo = np.where(a <= -NO_TIME, -np.inf, a)
-    hi = np.where(b >= NO_TIME, np.inf, b)
+    # In the index's instants, as the estimates' statistics are.
+    lo = np.where(a <= -NO_TIME, -np.inf, a + float(engine.base))
+    hi = np.where(b >= NO_TIME, np.inf, b + float(engine.base))
     return starts, matched, lo, hi
 
 

@@ -40,6 +40,9 @@ from uncertain_cep.query.instants import NO_TIME
 from uncertain_cep.query.kernel_threads import KERNEL_LOCK
 from uncertain_cep.query.merge_keys import keep_extreme_ends, merge_keys
 
+# NO_TIME (query/instants.py) is compiled into this module's kernels, and numba's
+# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
+# change this file too.
 __all__ = [
     "Batch",
     "CandidateNodes",

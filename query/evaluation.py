@@ -31,6 +31,7 @@ from uncertain_cep.query.chains import (
     extension_factor,
     weighted_chain_probability,
 )
+from uncertain_cep.query.instants import effective_window
 from uncertain_cep.query.patterns import SequencePattern
 from uncertain_cep.query.stats import QueryStats, StepStats
 from uncertain_cep.query.symbols import check_symbols, symbol_box, symbol_probability
@@ -97,7 +98,14 @@ class QueryContext:
         self.index = index
         self.pattern = pattern
         self.theta = pattern.confidence if pattern.confidence is not None else 0.0
-        self.window = pattern.window
+        # The index's earliest and latest feasible instants (Python ints: no overflow).
+        layout = index.layout
+        self.time_extent = ((int(layout.t_min.min()), int(layout.t_max.max()))
+                            if len(layout.t_min) else (0, 0))
+        # A window of at least the archive's span constrains nothing: infinite, so every
+        # finite window the engines add to instants is below the span (query/instants.py).
+        self.window = effective_window(pattern.window,
+                                       self.time_extent[1] - self.time_extent[0])
         self.positive = [pattern.items[i].symbol for i in pattern.positive_items]
         self.negations = pattern.negations
         self.stats = QueryStats()

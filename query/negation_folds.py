@@ -31,6 +31,9 @@ from uncertain_cep.query.negation_kernels import (
     memo_lookup,
 )
 
+# NO_TIME (query/instants.py) is compiled into this module's kernels, and numba's
+# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
+# change this file too.
 __all__ = ["future_nodes"]
 
 

@@ -198,6 +198,9 @@ class InSet:
 Predicate = Comparison | Between | InSet
 _PREDICATE_TYPES = (Comparison, Between, InSet)
 
+# The largest window: instants are int64.
+_INT64_MAX = 2**63 - 1
+
 
 def _symbol_problem(predicates: tuple[object, ...]) -> tuple[str, int] | None:
     """The first reason ``predicates`` cannot form a symbol, with the predicate's index."""
@@ -331,7 +334,18 @@ def _check_within(within: object) -> int | Duration:
         raise QueryParseError(
             f"WITHIN takes a whole number of instants >= 0 or a duration with a unit "
             f"(6s, 5 MINUTES), got {within!r}")
+    _check_window_range(int(within), f"WITHIN {within}")
     return int(within)
+
+
+def _check_window_range(instants: int, shown: str,
+                        error: type[QueryError | QueryParseError] = QueryParseError) -> None:
+    """Refuse a window of more instants than int64 holds (instants are int64)."""
+    if instants > _INT64_MAX:
+        raise error(
+            f"{shown} is longer than the largest window, {_INT64_MAX} instants "
+            "(int64); a window as long as the archive's span already admits every match: "
+            "leave WITHIN out for no window")
 
 
 def window_instants(window: Duration, time_axis: TimeAxis | None) -> int:
@@ -379,6 +393,8 @@ def window_instants(window: Duration, time_axis: TimeAxis | None) -> int:
             f"WITHIN {window} is {float(exact):.6g} instants of this index (one instant lasts "
             f"{time_axis.unit_text}), and a window is a whole number of instants: write "
             f"WITHIN {below} or WITHIN {above}")
+    _check_window_range(int(exact), f"WITHIN {window} ({int(exact)} instants)",
+                        QueryError)
     return int(exact)
 
 

@@ -58,8 +58,9 @@ def enumerate_order_instances(t_lo: Sequence[int], t_hi: Sequence[int],
     n = len(sizes)
     if n == 0:
         return np.zeros((1, 0), dtype=np.int64)
-    grids = np.meshgrid(*[np.arange(int(a), int(b) + 1) for a, b in zip(t_lo, t_hi)],
-                        indexing="ij")
+    # Offsets from t_lo, not np.arange(a, b + 1): b + 1 may be 2**63, past int64.
+    grids = np.meshgrid(*[np.int64(a) + np.arange(size, dtype=np.int64)
+                          for a, size in zip(t_lo, sizes)], indexing="ij")
     worlds = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
     ordered = np.sort(worlds, axis=1)
     worlds = worlds[np.all(np.diff(ordered, axis=1) > 0, axis=1)]

@@ -212,7 +212,7 @@ def placed_events(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
                        np.ascontiguousarray(items, dtype=np.int64),
                        np.ascontiguousarray(new_lo, dtype=np.int64),
                        np.ascontiguousarray(new_hi, dtype=np.int64),
-                       float(window) if bounded else 0.0, bounded)
+                       int(window) if bounded else 0, bounded)
 
 
 def inherited_ends(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
@@ -248,7 +248,8 @@ def inherited_ends(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _placed(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
             owner: np.ndarray, items: np.ndarray, new_lo: np.ndarray, new_hi: np.ndarray,
-            window: float, bounded: bool) -> np.ndarray:
+            window: int, bounded: bool) -> np.ndarray:
+    # An integer window: a float one rounds above 2**53 instants.
     k = events.shape[1]
     out = np.empty(len(owner), dtype=np.bool_)
     for r in numba.prange(len(owner)):

@@ -65,6 +65,9 @@ from uncertain_cep.query.negation_kernels import (
     scratch_arrays,
 )
 
+# NO_TIME (query/instants.py) is compiled into this module's kernels, and numba's
+# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
+# change this file too.
 __all__ = ["NEGATED_ROOM", "ROOM", "TupleTable", "negated_probabilities", "tuple_probabilities"]
 
 # Classes a programme's layer has room for at first; a tuple that may need more runs

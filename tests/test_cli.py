@@ -354,3 +354,14 @@ def test_verbosity_flags_go_after_the_command_and_set_the_log_level(tmp_path, fl
     assert cli.main(["build", str(tmp_path / "e.parquet"), "--out", str(tmp_path / "ix"),
                      "--group-by", "person", "--engine", "local", *flags]) == 0
     assert logging.getLevelName(logger.level) == level
+
+
+def test_window_past_int64_exits_1_with_one_line_naming_its_position(tmp_path, capsys):
+    # Was a numba TypingError traceback (issue 44 item 3).
+    uc.build_index(_events(), group_by="person").save(tmp_path / "ix")
+    query = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x >= 2 WITHIN 99999999999999999999999"
+    assert cli.main(["query", str(tmp_path / "ix"), query]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: line 1, column 57: WITHIN 99999999999999999999999 is "
+                          "longer than the largest window")
+    assert "Traceback" not in err and "numba" not in err

@@ -298,3 +298,36 @@ def test_the_package_carries_semantics_c_listing_1_verbatim():
     from uncertain_cep.datasets.connected_car import AGGRESSIVE_DRIVERS as packaged
 
     assert packaged == AGGRESSIVE_DRIVERS
+
+
+INT64_MAX = 2**63 - 1
+
+
+@given(st.data())
+def test_join_equals_brute_force_with_windows_up_to_int64s_end(data):
+    """A window near int64's end, on times moved towards either end: the join's window
+    bounds saturate instead of overflowing (issue 44 item 3)."""
+    names, constraints, _ = data.draw(pattern_parts(max_symbols=3))
+    events = data.draw(interval_sets(names, partitions=("p0", "p1")))
+    shift = data.draw(st.sampled_from([0, 2**62, -(2**62), INT64_MAX - 100, -INT64_MAX]))
+    events[["ts", "te"]] = events[["ts", "te"]].astype(np.int64) + np.int64(shift)
+    window = data.draw(st.one_of(st.integers(0, INT64_MAX),
+                                 st.sampled_from([INT64_MAX, INT64_MAX - 1, 2**62])))
+    pattern = parse_temporal_query(
+        f"PARTITION BY p DEFINE {', '.join(f'{n} AS v > 0' for n in names)} "
+        f"PATTERN {constraints} WITHIN {window}")
+    assert_same(situations_from_intervals(events, pattern), pattern, data.draw(BATCH_SIZES))
+
+
+@pytest.mark.parametrize("engine", ["join", "automata", "brute_force"])
+def test_window_at_int64s_end_answers_and_past_it_is_a_parse_error(engine):
+    points = pd.DataFrame({"key": 1, "t": [0, 1, 2, 3, 4, 5], "x": [1, 1, 0, 2, 2, 0]})
+    query = "FROM S PARTITION BY key DEFINE A AS x = 1, B AS x = 2 PATTERN A before B{}"
+    unbounded = uc.match(points, query.format(""), engine=engine, time_column="t")
+    at_end = uc.match(points, query.format(f" WITHIN {INT64_MAX}"), engine=engine,
+                      time_column="t")
+    pd.testing.assert_frame_equal(at_end, unbounded)
+    with pytest.raises(QueryParseError, match=r"column 81: WITHIN 99999999999999999999999 "
+                                              r"is longer than the largest window"):
+        uc.match(points, query.format(" WITHIN 99999999999999999999999"), engine=engine,
+                 time_column="t")

@@ -16,6 +16,7 @@ import pytest
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
 from uncertain_cep.model.events import read_archive
+from uncertain_cep.model.time_axis import MAX_SPAN
 
 
 def frame(**columns: object) -> pd.DataFrame:
@@ -294,3 +295,12 @@ def test_an_attribute_given_as_a_column_and_as_a_range_is_refused_naming_both(pl
                        "x": plain, "x_lo": [0.0, 1.0], "x_hi": [1.0, 2.0]})
     with pytest.raises(InputError, match=r"'x'.*(x_lo/x_hi|range)"):
         read_archive(df)
+
+
+def test_build_refuses_an_archive_spanning_more_than_the_engine_answers():
+    d = pd.DataFrame({"event_id": ["early", "late"], "group": "g", "t_lo": [-1, 5],
+                      "t_hi": [0, MAX_SPAN]})
+    with pytest.raises(InputError, match=r"spans \d+ instants, from t_lo = -1 \(event "
+                                         r"'early', row 0\) to t_hi = \d+ \(event 'late'"):
+        read_archive(d)
+    read_archive(d.assign(t_lo=[0, 5]))    # exactly MAX_SPAN is answered

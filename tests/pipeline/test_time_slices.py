@@ -123,3 +123,27 @@ def test_a_reader_from_another_host_answers_and_a_rebuild_is_refused(tmp_path):
     for stale in (reader, elsewhere):
         with pytest.raises(IndexFormatError, match="rebuilt while the query ran"):
             evaluate_slice(stale, piece, query)
+
+
+@pytest.mark.parametrize("reads", ["mapped", "row-groups"])
+@pytest.mark.parametrize(("base", "window"), [(2**62, " WITHIN 3"),
+                                              (2**63 - 40, f" WITHIN {2**63 - 1}"),
+                                              (-(2**63), f" WITHIN {2**63 - 2}")])
+def test_slices_answer_instants_and_windows_near_int64s_ends(tmp_path, reads, base, window):
+    # Issue 44 items 2-3 through the Spark engine's slices (evaluated in-process here).
+    df = pd.DataFrame({"event_id": range(6), "group": ["g", "g", "g", "h", "h", "h"],
+                       "t_lo": [0, 1, 5, 0, 3, 8], "t_hi": [2, 3, 7, 1, 4, 9],
+                       "x": [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]})
+    df[["t_lo", "t_hi"]] = df[["t_lo", "t_hi"]].map(lambda t: t + base).astype("int64")
+    idx = uc.build_index(df)
+    idx.save(tmp_path / "ix")
+    reader = open_reader(tmp_path / "ix")
+    query = f"PATTERN SEQ(A, B) DEFINE A AS x < 3, B AS x >= 2{window}"
+    pattern = uc.parse_query(query)
+    rows = []
+    for piece in plan_slices(reader, pattern.window, 3):
+        rows += evaluate_slice(reader, piece, query, reads=reads)[0]
+    full = idx.query(query, strategy="possible_worlds")
+    assert len(full) > 0
+    _assert_same_answers(rows, list(zip(full["events"], full["confidence"], full["t_first"],
+                                        full["t_last"])))

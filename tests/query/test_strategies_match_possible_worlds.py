@@ -39,7 +39,8 @@ def cases(draw: st.DrawFn, condition2: bool
           ) -> tuple[pd.DataFrame, object, object, str, str]:
     df = draw(archives())
     attributes = ("x", "y") if "y_lo" in df.columns else ("x",)
-    pattern = draw(patterns(attributes))
+    # Single-item patterns too: their t_first and t_last are one event's extremes.
+    pattern = draw(patterns(attributes, min_items=1))
     max_speed = draw(st.sampled_from([2.0, 4.0, 10.0])) if condition2 else None
     codes = draw(st.sampled_from(["compact", "paper"]))
     layout = draw(st.sampled_from(["multi", "multi", "single"]))

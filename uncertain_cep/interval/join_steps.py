@@ -240,8 +240,9 @@ class Step:
                     float(within).is_integer():
                 # Integer times and a whole window: the bounds stay integers, exact, and
                 # take the integer binary search.
-                within = int(within)
-            start_from, end_by = latest - within, earliest + within
+                start_from, end_by = _saturated_window(latest, earliest, int(within))
+            else:
+                start_from, end_by = latest - within, earliest + within
             if np.issubdtype(start_from.dtype, np.floating):
                 # The exact test is max(te) - min(ts) <= w; the sums here may round the
                 # other way, so widen by far more than a rounding error.
@@ -345,3 +346,23 @@ def plan_steps(pattern: TemporalPattern, order: tuple[str, ...]) -> list[Step]:
                      if name in c.symbols and set(c.symbols) - {name} <= bound)
         steps.append(Step(name, bound, mine, within))
     return steps
+
+
+def _saturated_window(latest: np.ndarray, earliest: np.ndarray, within: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """``latest - within`` and ``earliest + within`` on int64 times, saturated at int64's
+    ends instead of wrapping around: a bound past an end admits every time, as the end
+    does.
+
+    >>> big = 2**63 - 1
+    >>> lo, hi = _saturated_window(np.array([5, -big]), np.array([5, big]), big)
+    >>> lo.tolist() == [5 - big, -big - 1], hi.tolist() == [big, big]
+    (True, True)
+    """
+    info = np.iinfo(np.int64)
+    w = min(within, int(info.max))
+    floor, ceiling = int(info.min) + w, int(info.max) - w
+    with np.errstate(over="ignore"):
+        start_from = np.where(latest >= floor, latest - np.int64(w), info.min)
+        end_by = np.where(earliest <= ceiling, earliest + np.int64(w), info.max)
+    return start_from.astype(np.int64), end_by.astype(np.int64)

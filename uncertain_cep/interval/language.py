@@ -141,6 +141,9 @@ GE: ">="
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
+# The largest WITHIN: times are int64.
+_INT64_MAX = 2**63 - 1
+
 _TERMINAL_WORDS = {
     **TERMINAL_WORDS,
     "RELATION": "a temporal relation",
@@ -233,7 +236,7 @@ class _Builder:
             for constraint, position in self.group(group):
                 constraints.append(constraint)
                 positions.append(position)
-        within = self.duration(parts["within"].children[0]) if "within" in parts else None
+        within = self.window(parts["within"].children[0]) if "within" in parts else None
         items = parts["returns"].children if "returns" in parts else []
         returns = tuple(self.return_item(item) for item in items)
         with self.blame(_position(tree)):
@@ -302,6 +305,19 @@ class _Builder:
     def duration(self, tree: Tree) -> Duration:
         with self.blame(_position(tokens(tree)[0])):
             return duration(tree)[1]
+
+    def window(self, tree: Tree) -> Duration:
+        """The WITHIN clause's duration; a number past int64 (times are int64) is
+        refused here, where the query shows it."""
+        window = self.duration(tree)
+        text = str(tokens(tree)[0])
+        # As written (an integer exactly: 2**63 - 1 as a float rounds up to 2**63).
+        exact = int(text) if text.lstrip("+-").isdigit() else window.value
+        if exact > _INT64_MAX:
+            raise self.error(
+                f"WITHIN {tokens(tree)[0]} is longer than the largest window, {_INT64_MAX} "
+                "(int64); leave WITHIN out for no window", _position(tokens(tree)[0]))
+        return window
 
     def group(self, tree: Tree) -> list[tuple[Constraint, tuple[int, int]]]:
         if tree.data == "restrictions":

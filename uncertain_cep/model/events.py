@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError
-from uncertain_cep.model.time_axis import TimeAxis, timezone_name
+from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis, timezone_name
 
 __all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive",
            "text_values"]
@@ -272,7 +272,26 @@ def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Time
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"event {_eid(ids[i])} (row {i}): t_lo = {lo[i]} is greater than t_hi = "
                          f"{hi[i]}; every event needs t_lo <= t_hi", row=i)
+    _check_span(lo, hi, ids, names)
     return lo, hi, axis
+
+
+def _check_span(lo: np.ndarray, hi: np.ndarray, ids: np.ndarray, names: list[str]) -> None:
+    """Refuse an archive whose instants span more than the query engine answers
+    (:data:`~uncertain_cep.query.instants.MAX_SPAN`, 2**60: 36.5 years of nanoseconds),
+    naming its earliest and latest events."""
+    if not len(lo):
+        return
+    first, last = int(np.argmin(lo)), int(np.argmax(hi))
+    # In Python ints: the difference of two int64 instants may not fit in one.
+    span = int(hi[last]) - int(lo[first])
+    if span > MAX_SPAN:
+        raise InputError(
+            f"the archive spans {span} instants, from {names[0]} = {int(lo[first])} "
+            f"(event {_eid(ids[first])}, row {first}) to {names[-1]} = {int(hi[last])} "
+            f"(event {_eid(ids[last])}, row {last}), more than the {MAX_SPAN} (2**60) a "
+            "query can answer exactly; pass a coarser time_unit= (e.g. '1us' instead of "
+            "'1ns') or split the archive", row=last)
 
 
 def _time_axis(df: pd.DataFrame, names: list[str],
