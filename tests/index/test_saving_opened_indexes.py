@@ -16,7 +16,7 @@ import uncertain_cep as uc
 def _listing(path: Path) -> dict[str, str]:
     """The manifest's checksum of every file of the index at ``path``."""
     data = json.loads((path / "manifest.json").read_text())
-    return {k: v for k, v in data.items() if k in ("sha256", "checksums")}
+    return {k: v for k, v in data.items() if k in ("sha256", "xxh3_64")}
 
 
 def _provenance(idx: uc.UncertainIndex) -> dict[str, object]:
