@@ -203,7 +203,7 @@ def test_an_index_of_format_version_7_is_refused_asking_for_a_rebuild(saved, tmp
     data["format_version"] = 7
     data["sha256"] = data.pop(CHECKSUM)
     (root / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(uc.IndexFormatError, match="format version 7.*rebuild the index"):
+    with pytest.raises(uc.IndexFormatError, match=r"format version 7.*rebuild the index"):
         uc.open_index(root)
     # Still recognised as an index, so saving over it replaces it.
     uc.build_index(_archive()).save(root)
