@@ -27,9 +27,10 @@ uncertain_cep.errors.IndexFormatError: columns/parent.npy holds a value outside 
 
 from __future__ import annotations
 
+import mmap
+from collections.abc import Iterator
 from pathlib import Path
 
-import numba
 import numpy as np
 
 from uncertain_cep.errors import IndexFormatError
@@ -39,31 +40,50 @@ from uncertain_cep.index.node_table import NodeTable
 __all__ = ["check_event_columns", "check_node_table"]
 
 
-@numba.njit(cache=True, nogil=True)
-def _outside(values: np.ndarray, lo: int, hi: int) -> int:
-    """How many values lie outside ``[lo, hi)`` (no early exit: the loop vectorises)."""
-    bad = 0
-    for v in values:
-        bad += (v < lo) | (v >= hi)
-    return bad
+# Values checked at a time: the checks' temporaries stay small, and each piece's pages
+# are dropped from this process after (see _pieces).
+_PIECE = 1 << 20
 
 
-@numba.njit(cache=True, nogil=True)
-def _not_before_own_position(values: np.ndarray) -> int:
-    """How many values are at least their own position (a parent after its child)."""
-    bad = 0
-    for i in range(len(values)):
-        bad += values[i] >= i
-    return bad
+def _pieces(values: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, piece)`` of an array; a memory-mapped array's pages are let go after each
+    piece, so checking a column does not leave it resident (the queries read only parts)."""
+    mapped = getattr(values, "_mmap", None)
+    for start in range(0, len(values), _PIECE):
+        yield start, np.asarray(values[start:start + _PIECE])
+    if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)      # clean pages: read again when used
 
 
-@numba.njit(cache=True, nogil=True)
-def _descending(values: np.ndarray) -> int:
-    """How many values are below the one before them."""
-    bad = 0
-    for i in range(1, len(values)):
-        bad += values[i] < values[i - 1]
-    return bad
+def _first_outside(values: np.ndarray, lo: int, hi: int) -> int:
+    """The position of the first value outside ``[lo, hi)``, or -1."""
+    for start, piece in _pieces(values):
+        if piece.min() < lo or piece.max() >= hi:
+            return start + int(np.flatnonzero((piece < lo) | (piece >= hi))[0])
+    return -1
+
+
+def _first_not_before_own_position(values: np.ndarray) -> int:
+    """The position of the first value not below its own position (a parent after its
+    child), or -1."""
+    for start, piece in _pieces(values):
+        late = piece >= np.arange(start, start + len(piece))
+        if late.any():
+            return start + int(np.flatnonzero(late)[0])
+    return -1
+
+
+def _first_fall(values: np.ndarray) -> int:
+    """The position of the first value below the one before it, or -1."""
+    previous = None
+    for start, piece in _pieces(values):
+        if previous is not None and piece[0] < previous:
+            return start
+        falls = np.flatnonzero(piece[1:] < piece[:-1])
+        if len(falls):
+            return start + int(falls[0]) + 1
+        previous = piece[-1]
+    return -1
 
 
 class _Checks:
@@ -83,12 +103,10 @@ class _Checks:
     def ids(self, column: str, values: np.ndarray, lo: int, hi: int, *,
             before_own_position: bool = False) -> None:
         """Every value in ``[lo, hi)`` (and, for parents, below its own position)."""
-        if len(values) and _outside(values, lo, hi):
-            at = int(np.flatnonzero((values < lo) | (values >= hi))[0])
+        if (at := _first_outside(values, lo, hi)) >= 0:
             raise self.fail(column, f"holds a value outside [{lo}, {hi}) at position {at} "
                                     f"({int(values[at])})")
-        if before_own_position and len(values) and _not_before_own_position(values):
-            at = int(np.flatnonzero(values >= np.arange(len(values)))[0])
+        if before_own_position and (at := _first_not_before_own_position(values)) >= 0:
             raise self.fail(column, f"holds at position {at} a parent ({int(values[at])}) "
                                     "numbered after its child")
 
@@ -98,8 +116,7 @@ class _Checks:
         if values[0] != 0 or values[-1] != end:
             raise self.fail(column, f"runs from {int(values[0])} to {int(values[-1])}, "
                                     f"not from 0 to {end}")
-        if _descending(values):
-            at = int(np.flatnonzero(values[1:] < values[:-1])[0]) + 1
+        if (at := _first_fall(values)) >= 0:
             raise self.fail(column, f"falls at position {at}: offsets never fall")
 
 
