@@ -114,9 +114,10 @@ def section(results: dict[str, Any]) -> str:
     lines += ["", "Targets (issue \"Columnar core\"): 1M events open in <= 3 s and <= 1.5 GB, "
               "each selective query in <= 0.5 s; 10M events open and answer in one process "
               "within 8 GB.", "",
-              "Opening hashes only the files it reads whole (the events table, the "
-              "statistics and the R*-tree file; `uc.open_index(path, verify=True)` hashes "
-              "every file, 10.7 GB at 10M events). Peak RSS counts the pages of the "
+              "Opening hashes (xxh3_64) every file it reads or maps, the node and event "
+              "columns included, and checks the ids the kernels index with (see "
+              "\"Checking every file on open\"); `uc.open_index(path, verify=True)` also "
+              "hashes the nodes and trees tables. Peak RSS counts the pages of the "
               "memory-mapped node table a query touched: they are clean file pages the "
               "kernel can drop, which is most of the growth of the negation query (it "
               "walks the OI-trees of every group holding a negated event).", "",

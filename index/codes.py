@@ -41,6 +41,7 @@ That is the paper's ``DesCR = {[9, 10], [13, 60]}`` (section 5.1), joined across
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -180,8 +181,8 @@ def paper_codes(forest: GroupForest) -> tuple[list[int], list[tuple[int, int]]]:
     return codes, ranges
 
 
-def _base_at(forest: GroupForest, t: int, r: int, codes: list[int],
-             ranges: list[tuple[int, int]], root_code: int) -> int:
+def _base_at(forest: GroupForest, t: int, r: int, codes: Sequence[int],
+             ranges: Sequence[tuple[int, int]], root_code: int) -> int:
     """Base value at relative position ``r`` of tree ``t``: the largest code inside the
     last virtual node before ``r`` in breadth-first order, else the root's code."""
     virtuals = forest.tree_virtuals[t]

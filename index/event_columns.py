@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.column_checks import check_event_columns
 from uncertain_cep.index.event_index import EventLayout
 from uncertain_cep.index.manifest import Manifest
 from uncertain_cep.index.node_columns import group_codes
@@ -139,7 +140,7 @@ def open_event_columns(directory: Path, manifest: Manifest,
         path = directory / file
         try:
             array = np.load(path, mmap_mode="c", allow_pickle=False)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, EOFError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
         if array.dtype != dtype or array.shape != (n,):
             raise IndexFormatError(f"{path} holds {array.dtype} {array.shape}, not the "
@@ -169,5 +170,8 @@ def open_event_columns(directory: Path, manifest: Manifest,
                       time_axis=manifest.time_axis)
     pos, t_min, t_max, code_lo, code_hi = (
         mapped(f"{c}.npy", dtype) for c, dtype in zip(layout_columns, _LAYOUT_TYPES, strict=True))
-    return archive, EventLayout(positions=pos, t_min=t_min, t_max=t_max, code_lo=code_lo,
-                                code_hi=code_hi)
+    layout = EventLayout(positions=pos, t_min=t_min, t_max=t_max, code_lo=code_lo,
+                         code_hi=code_hi)
+    check_event_columns(archive.group_of, layout, directory, n_groups=len(labels),
+                        group_file=_GROUP_CODES, position_file=f"{layout_columns[0]}.npy")
+    return archive, layout

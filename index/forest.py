@@ -20,7 +20,7 @@ tree, the virtual node standing for it, the number of OIs and the code ranges.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -52,8 +52,10 @@ class GroupForest:
     cond: np.ndarray            # P(an OI of the tree through the parent goes on to this node)
     poi_local: np.ndarray       # fraction of its tree's OIs through the node
     poi: np.ndarray             # fraction of the group's OIs through the node
-    rel: list[int]              # breadth-first position in the tree's complete f-tree
-    paper_code: list[int]
+    # The paper scheme's (Python ints; read from disk, parsed on first use:
+    # index/tables.py StoredIntegers).
+    rel: Sequence[int]          # breadth-first position in the tree's complete f-tree
+    paper_code: Sequence[int]
     compact_code: np.ndarray
     compact_end: np.ndarray     # last compact code in the node's subtree (child trees included)
     tree_parent: np.ndarray
@@ -64,7 +66,7 @@ class GroupForest:
     tree_fanout: np.ndarray
     tree_height: np.ndarray
     tree_count: list[int]       # number of OIs of each tree
-    tree_paper_range: list[tuple[int, int]]
+    tree_paper_range: Sequence[tuple[int, int]]
     tree_compact_range: np.ndarray  # (n_trees, 2)
     tree_virtuals: list[list[int]]  # virtual nodes of each tree, breadth-first
 
@@ -105,7 +107,7 @@ class GroupForest:
     @cached_property
     def sorted_paper_codes(self) -> list[int]:
         """Paper codes of the real nodes, ascending."""
-        return sorted(self.paper_code[n] for n in np.flatnonzero(self.kind == REAL))
+        return sorted(self.paper_code[int(n)] for n in np.flatnonzero(self.kind == REAL))
 
     @cached_property
     def _nodes_by_event(self) -> tuple[np.ndarray, np.ndarray]:

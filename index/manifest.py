@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.checksums import CHECKSUM
 from uncertain_cep.index.codes import CodeSchemeName
 from uncertain_cep.index.event_index import BuildSettings
 from uncertain_cep.index.statistics import EventStatistics, StatisticsGrid
@@ -55,7 +56,9 @@ FORMAT = "uncertain-cep index"
 # 7: the tables are in time order and the nodes table has each node's interval
 # (node_lo, node_hi), which time slices filter on; a version-6 slice would read whole
 # top trees.
-FORMAT_VERSION = 7
+# 8: every file's checksum is an xxh3_64 (field "xxh3_64", was "sha256"), fast enough to
+# check the memory-mapped columns on every open; a version-7 index left them unchecked.
+FORMAT_VERSION = 8
 # The manifest file's own checksum: the SHA-256 of its other fields (see manifest_digest),
 # so that an edited manifest is refused like an edited table.
 SELF_CHECKSUM = "manifest_sha256"
@@ -480,8 +483,9 @@ class Manifest:
     input_fingerprint
         SHA-256 identifying what was indexed (the input files of a Spark build, else the
         events table).
-    sha256
-        ``(file, SHA-256)`` of every other file of the index, in file-name order.
+    checksums
+        ``(file, xxh3_64)`` of every other file of the index, in file-name order
+        (:mod:`uncertain_cep.index.checksums`; the JSON field is named by the algorithm).
     build, rejected
         What a Spark build recorded (``None`` for an index saved in process).
     """
@@ -497,7 +501,7 @@ class Manifest:
     rtree: RTreeInfo
     statistics: StoredStatistics
     input_fingerprint: str
-    sha256: tuple[tuple[str, str], ...]
+    checksums: tuple[tuple[str, str], ...]
     build: BuildRecord | None = None
     rejected: RejectedCounts | None = None
 
@@ -535,7 +539,7 @@ class Manifest:
             time=TimeDomain._read(o.child("time")),
             rtree=RTreeInfo._read(o.child("rtree")),
             statistics=StoredStatistics._read(o.child("statistics")),
-            input_fingerprint=o.text("input_fingerprint"), sha256=o.text_map("sha256"),
+            input_fingerprint=o.text("input_fingerprint"), checksums=o.text_map(CHECKSUM),
             build=None if build is None else BuildRecord._read(build),
             rejected=None if rejected is None else RejectedCounts._read(rejected))
         o.done()
@@ -550,7 +554,7 @@ class Manifest:
             "time_axis": None if self.time_axis is None else _time_axis_json(self.time_axis),
             "counts": self.counts.to_json(), "time": self.time.to_json(),
             "rtree": self.rtree.to_json(), "statistics": self.statistics.to_json(),
-            "input_fingerprint": self.input_fingerprint, "sha256": dict(self.sha256)}
+            "input_fingerprint": self.input_fingerprint, CHECKSUM: dict(self.checksums)}
         if self.build is not None:
             out["build"] = self.build.to_json()
         if self.rejected is not None:

@@ -76,7 +76,7 @@ def open_node_columns(directory: Path) -> NodeTable:
         path = directory / f"{column}.npy"
         try:
             arrays[column] = np.load(path, mmap_mode="c", allow_pickle=False)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, EOFError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
         if arrays[column].dtype != column_dtype(column) or arrays[column].ndim != 1:
             raise IndexFormatError(f"{path} holds {arrays[column].dtype} "

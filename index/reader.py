@@ -43,7 +43,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,8 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.checksums import verify_files
+from uncertain_cep.index.column_checks import check_node_table
 from uncertain_cep.index.event_columns import open_event_columns, text_columns
 from uncertain_cep.index.event_index import EventIndex, rtree_properties
 from uncertain_cep.index.forest import GroupForest
@@ -78,7 +79,6 @@ from uncertain_cep.index.storage import (
     STATS,
     TIME_STATS,
     TREES,
-    sha256_file,
     table_files,
 )
 from uncertain_cep.index.tables import forests_from_frames
@@ -91,13 +91,13 @@ __all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest"
 
 def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> Manifest:
     """The manifest of an index directory, after checking its format version, its own
-    checksum, that every file it lists is there, and the files' checksums.
+    checksum, that every file it lists is there, and the files' checksums
+    (:mod:`uncertain_cep.index.checksums`).
 
-    With ``verify_all=False`` only the files opening an index reads are hashed (the events
-    table, the statistics and the R*-tree file: :func:`_read_when_opened`), so opening
-    costs what it reads, not the size of the index; the node columns (memory-mapped) are
-    then checked against the manifest's counts, and the nodes and trees tables are hashed
-    when they are first read (the baselines' forests).
+    With ``verify_all=False`` the files opening an index reads or maps are hashed (the
+    node and event columns, the statistics, the R*-tree file, and the events table when
+    it has text columns: :func:`_used_when_opened`); the rest (the nodes and trees
+    tables, which only the baselines and a save read) is hashed before it is first read.
 
     Raises
     ------
@@ -128,7 +128,7 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
         raise IndexFormatError(f"{root}/{MANIFEST} was edited or damaged: its fields do not "
                                f"match its own checksum ({SELF_CHECKSUM!r}); an index is "
                                "only written by uncertain-cep: rebuild it")
-    checksums = dict(manifest.sha256)
+    checksums = dict(manifest.checksums)
     if not checksums:
         raise IndexFormatError(f"{root}/{MANIFEST} lists no files; rebuild the index")
     for table in (EVENTS, NODES, TREES):
@@ -137,34 +137,20 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
     for name in checksums:
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
-    _verify_files(root, {name: digest for name, digest in checksums.items()
-                         if verify_all or _read_when_opened(name, manifest)})
+    verify_files(root, {name: digest for name, digest in checksums.items()
+                        if verify_all or _used_when_opened(name, manifest)})
     return manifest
 
 
-def _read_when_opened(name: str, manifest: Manifest) -> bool:
-    """Whether opening an index reads the file ``name`` (relative to the index) whole: the
-    statistics, the R*-tree file, the group labels, and the events table when the archive
-    has text columns (string ids, categorical attributes), which are not mapped."""
+def _used_when_opened(name: str, manifest: Manifest) -> bool:
+    """Whether opening an index reads or maps the file ``name`` (relative to the index):
+    the node and event columns (mapped: the kernels index with their numbers), the
+    statistics, the R*-tree file, and the events table when the archive has text columns
+    (string ids, categorical attributes), which are not mapped."""
     if name.startswith(f"{EVENTS}/"):
         return bool(text_columns(manifest))
-    return (name.startswith(f"{STATS}/") or name in RTREE_FILES
-            or (name.startswith(f"{EVENT_ARRAYS}/") and name.endswith(".parquet")))
-
-
-def _verify_files(root: Path, checksums: dict[str, str]) -> None:
-    """Hash the files ``checksums`` names and compare (IndexFormatError on a mismatch)."""
-    # Hashing releases the GIL: a few threads check the files at disk speed.
-    try:
-        names = sorted(checksums, key=lambda n: -(root / n).stat().st_size)
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            for name, digest in zip(names, pool.map(lambda n: sha256_file(root / n),
-                                                    names)):
-                if digest != checksums[name]:
-                    raise IndexFormatError(f"{root} is damaged: {name} does not match its "
-                                           f"checksum in {MANIFEST}; rebuild the index")
-    except OSError as e:
-        raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
+    return (name.startswith((f"{STATS}/", f"{COLUMNS}/", f"{EVENT_ARRAYS}/"))
+            or name in RTREE_FILES)
 
 
 def open_reader(path: str | os.PathLike[str], *, verify_all: bool = True) -> IndexReader:
@@ -313,10 +299,12 @@ class IndexReader:
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
             raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
-        if table.n_nodes != self.manifest.counts.nodes or len(table.row_nodes_start) != \
-                archive.n_events + 1:
+        if table.n_nodes != self.manifest.counts.nodes:
             raise IndexFormatError(f"{root} is damaged: its node table does not match its "
                                    "manifest; rebuild the index")
+        # Once, here: the kernels index with these numbers unchecked.
+        check_node_table(table, root / COLUMNS, n_rows=archive.n_events,
+                         n_groups=len(archive.group_labels))
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
                           statistics=statistics, node_table=table,
                           built_with_condition2=self.manifest.settings.condition2 is not None,
@@ -331,8 +319,8 @@ class IndexReader:
             raise rebuilt
         if not self.verified_all:
             # Opened without hashing these tables: check them now, before they are read.
-            _verify_files(self.root, {name: digest for name, digest in self.manifest.sha256
-                                      if name.startswith((f"{TREES}/", f"{NODES}/"))})
+            verify_files(self.root, {name: digest for name, digest in self.manifest.checksums
+                                     if name.startswith((f"{TREES}/", f"{NODES}/"))})
         try:
             forests = forests_from_frames(self._read_table(TREES), self._read_table(NODES),
                                           labels, paper_codes)

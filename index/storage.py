@@ -4,7 +4,8 @@ atomically. The in-process builder and the Spark job write the same layout.
 Layout of an index directory::
 
     manifest.json       format version, schema, attributes, build settings, counts, time
-                        domain, input fingerprint, and a SHA-256 of every other file
+                        domain, input fingerprint, and an xxh3_64 checksum of every other
+                        file (:mod:`uncertain_cep.index.checksums`)
     events/part-*.parquet   the validated archive (time discretised), one row per event,
                         plus each event's group code, position in its group, feasible
                         instants and code range (columns prefixed ``_uc_``)
@@ -67,6 +68,7 @@ from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexBuildError, IndexFormatError
 from uncertain_cep.files import process_alive, replace_directory
+from uncertain_cep.index.checksums import CHECKSUM, file_digest
 from uncertain_cep.index.event_columns import write_event_columns
 from uncertain_cep.index.event_index import (
     BuildSettings,
@@ -410,7 +412,7 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
         # The archive as validated is what the index answers for; a build from files
         # also records the files it read (see the Spark job).
         input_fingerprint=input_fingerprint or _fingerprint(root, EVENTS),
-        sha256=tuple((name, sha256_file(root / name)) for name in files),
+        checksums=tuple((name, file_digest(root / name)) for name in files),
         build=build, rejected=rejected)
     data = manifest.to_json()
     # Never write a manifest the reader would refuse (a stray numpy scalar, say).
@@ -585,7 +587,7 @@ def _footer_summary(root: Path) -> tuple[int, int | None, int | None]:
 
 
 def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file, as the manifest records it."""
+    """The SHA-256 of a file (what the input fingerprint is made of)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -673,13 +675,14 @@ def check_replaceable(target: Path) -> None:
     if MANIFEST not in files:
         raise IndexFormatError(f"{where} (it holds {len(files)} file(s), e.g. "
                                f"{sorted(files)[0]}); refusing to replace it: {advice}")
-    # Read leniently: an index of an older format version is still ours to replace.
+    # Read leniently: an index of an older format version is still ours to replace (up to
+    # version 7 its files were listed with their SHA-256).
     try:
         data = json.loads((target / MANIFEST).read_text())
-        listed = data["sha256"]
+        listed = data[CHECKSUM] if CHECKSUM in data else data["sha256"]
         if not (isinstance(data.get("format_version"), int) and isinstance(listed, dict)
                 and all(isinstance(k, str) for k in listed)):
-            raise ValueError("no format_version and sha256 list")
+            raise ValueError(f"no format_version and {CHECKSUM} list")
     except (ValueError, KeyError, TypeError, OSError) as e:
         raise IndexFormatError(f"{where}: its manifest.json is not an index manifest "
                                f"({e}); refusing to replace it: {advice}") from e

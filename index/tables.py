@@ -24,7 +24,8 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forest import REAL, ROOT, VIRTUAL, GroupForest
 from uncertain_cep.index.rounding import float_down, float_up
 
-__all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forest_from_frames", "forest_tables",
+__all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "StoredIntegers", "forest_from_frames", "forest_tables",
            "forests_from_frames", "group_extents", "node_intervals", "node_schema",
            "tree_schema"]
 
@@ -153,8 +154,8 @@ def forest_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame,
     under parent trees (all of them for the whole forest). Tree ids stay as stored; node
     ids are renumbered densely in stored order. Trees whose nodes are absent keep their
     tree-level data (intervals, code ranges: the code schemes read them) but have no root
-    (``tree_root == -1``). ``rel`` and the paper codes are parsed only when
-    ``paper_codes`` is true, and are empty lists otherwise.
+    (``tree_root == -1``). ``rel`` and the paper codes are parsed at once when
+    ``paper_codes`` is true, else when first used (:class:`StoredIntegers`).
     """
     trees = trees.sort_values("tree")
     nodes = nodes.sort_values("node")
@@ -182,12 +183,14 @@ def forest_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame,
     for v in np.flatnonzero(kind == VIRTUAL):
         virtuals[int(tree[v])].append(int(v))
     counts = [int(c) for c in trees["order_instances"]]
+    # The paper scheme's values are parsed here only for an index of that scheme; other
+    # indexes parse them when first used (saving an opened index writes them again).
+    rel: Sequence[int] = StoredIntegers(nodes["rel"].to_numpy())
+    paper: Sequence[int] = StoredIntegers(nodes["paper_code"].to_numpy())
+    paper_range: Sequence[tuple[int, int]] = StoredIntegers(
+        trees["paper_lo"].to_numpy(), trees["paper_hi"].to_numpy())
     if paper_codes:
-        rel = [int(r) for r in nodes["rel"]]
-        paper = [int(c) for c in nodes["paper_code"]]
-        paper_range = [(int(a), int(b)) for a, b in zip(trees["paper_lo"], trees["paper_hi"])]
-    else:
-        rel, paper, paper_range = [], [], []
+        rel, paper, paper_range = list(rel), list(paper), list(paper_range)
     return GroupForest(
         kind=kind, event=nodes["event"].to_numpy(dtype=np.int64),
         instant=nodes["instant"].to_numpy(dtype=np.int64), tree=tree, parent=parent,
@@ -208,6 +211,58 @@ def forest_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame,
         tree_count=counts, tree_paper_range=paper_range,
         tree_compact_range=trees[["compact_lo", "compact_hi"]].to_numpy(dtype=np.int64),
         tree_virtuals=virtuals)
+
+
+class StoredIntegers(Sequence[Any]):
+    """Arbitrary-precision integers stored as decimal strings (the paper scheme's codes,
+    ``rel``), parsed all at once on first use: a forest read from disk carries every
+    field it was stored with, at no cost to the queries that never read these.
+
+    One column gives ints; two give ``(int, int)`` pairs (a tree's code range).
+
+    >>> pairs = StoredIntegers(np.array(["1", "20"]), np.array(["3", "40"]))
+    >>> len(pairs), pairs[1], pairs == [(1, 3), (20, 40)]
+    (2, (20, 40), True)
+    """
+
+    __slots__ = ("_columns", "_n", "_values")
+
+    def __init__(self, *columns: np.ndarray) -> None:
+        if not columns or any(len(c) != len(columns[0]) for c in columns):
+            raise ValueError("StoredIntegers needs one or more columns of one length")
+        self._columns: tuple[np.ndarray, ...] | None = columns
+        self._values: list[Any] | None = None
+        self._n = len(columns[0])
+
+    def _parsed(self) -> list[Any]:
+        if self._values is None:
+            assert self._columns is not None
+            if len(self._columns) == 1:
+                self._values = [int(x) for x in self._columns[0]]
+            else:
+                self._values = [tuple(int(x) for x in xs) for xs in zip(*self._columns)]
+            self._columns = None       # the strings are no longer needed
+        return self._values
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        return self._parsed()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._parsed())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and self._parsed() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable like one
 
 
 def forests_from_frames(trees: pd.DataFrame, nodes: pd.DataFrame, labels: np.ndarray,

@@ -126,7 +126,7 @@ TAMPERED = [
     ("statistics.mean_widths", [1.0, 2.0]),
     ("statistics.categorical", [1]),
     ("input_fingerprint", None),
-    ("sha256", ["events/part-00000.parquet"]),
+    ("xxh3_64", ["events/part-00000.parquet"]),
 ]
 
 
@@ -235,7 +235,7 @@ def test_a_dropped_checksum_entry_is_refused(saved, tmp_path):
     copy_ = tmp_path / "ix"
     shutil.copytree(saved, copy_)
     raw = json.loads((copy_ / "manifest.json").read_text())
-    raw["sha256"].pop(sorted(raw["sha256"])[-1])
+    raw["xxh3_64"].pop(sorted(raw["xxh3_64"])[-1])
     (copy_ / "manifest.json").write_text(json.dumps(raw))
     with pytest.raises(IndexFormatError, match="was edited or damaged"):
         uc.open_index(copy_)
