@@ -2,7 +2,8 @@
 
 An archive is a table with one row per event:
 
-* ``event_id`` (int64 or string, unique),
+* ``event_id`` (integers or strings, unique; kept as int64, or uint64 for unsigned ids
+  past int64's largest value),
 * the dependency-group column (``group`` unless ``group_by`` says otherwise),
 * ``t_lo``/``t_hi``: the inclusive interval of integer instants the event happened in
   (a single column ``t`` is accepted for events whose time is certain),
@@ -222,14 +223,15 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
     if pd.api.types.is_bool_dtype(col):
         raise InputError("column 'event_id' holds booleans; use int64 or string ids")
     if pd.api.types.is_integer_dtype(col):
-        ids = col.to_numpy(dtype=np.int64)
+        ids = _integer_ids(col)
     elif pd.api.types.is_float_dtype(col):
         values = col.to_numpy(dtype=float)
-        bad = values != np.round(values)
+        # 2**63 as a float is the first value past int64: the cast would wrap it.
+        bad = (values != np.round(values)) | (np.abs(values) >= 2.0**63)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"row {i}: event_id {values[i]!r} is not an integer; use int64 "
-                             "or string ids", row=i)
+            raise InputError(f"row {i}: event_id {_eid(values[i])} is not an integer within the "
+                             "int64 range; use integer or string ids", row=i)
         ids = values.astype(np.int64)
     else:
         ids = text_values(col)
@@ -243,6 +245,18 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
         raise InputError(f"event_id {_eid(first)} appears {len(where)} times (rows {where}); "
                          "event ids must be unique in the archive")
     return ids
+
+
+def _integer_ids(col: pd.Series) -> np.ndarray:
+    """Integer ids as int64, or as uint64 when an unsigned column holds ids past int64's
+    largest value (an int64 cast would wrap them into negative numbers): either way every
+    id keeps its value, so answers give back the ids that went in."""
+    if pd.api.types.is_unsigned_integer_dtype(col):
+        values = col.to_numpy(dtype=np.uint64)
+        if len(values) and values.max() > np.iinfo(np.int64).max:
+            return values
+        return values.astype(np.int64)
+    return col.to_numpy(dtype=np.int64)
 
 
 def _dense_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
