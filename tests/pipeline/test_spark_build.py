@@ -284,3 +284,29 @@ def test_parquet_files_in_different_time_zones_are_refused(spark, tmp_path):
         uc.build_index_spark(tmp_path / "in", tmp_path / "ix", time_unit="1s", spark=spark,
                              log=lambda _: None)
     assert not (tmp_path / "ix").exists()
+
+
+def test_a_word_in_a_csv_number_column_is_a_bad_row_at_build_and_the_column_stays_numeric(
+        spark, tmp_path):
+    # Issue 44 item 11: the column was taken as text, so that the build reported only the
+    # other bad rows and every later `x < 5` failed without naming the row.
+    rows = [dict(r, x=str(r["x"])) for r in GOOD] + [
+        {"event_id": 60, "group": "h", "t_lo": 1, "t_hi": 2, "x": "abc"},
+        {"event_id": 61, "group": "g", "t_lo": 9, "t_hi": 3, "x": "7"}]
+    pd.DataFrame(rows).to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(InputError, match=r"event 60 \(in .*in.csv\): column 'x' = 'abc' is "
+                                         "not a number"):
+        uc.build_index_spark(tmp_path / "in.csv", tmp_path / "bad", spark=spark,
+                             log=lambda _: None)
+    summary = uc.build_index_spark(tmp_path / "in.csv", tmp_path / "ix", spark=spark,
+                                   on_bad_rows="report", log=lambda _: None)
+    rejected = _table(tmp_path / "ix", "rejected_rows", ["event_id"])
+    assert rejected["event_id"].tolist() == ["60", "61"]
+    assert "column 'x' = 'abc' is not a number" in rejected["reason"].iloc[0]
+    assert "rows that are not" not in rejected["reason"].iloc[0]
+    assert summary.events == len(GOOD)
+    idx = uc.open_index(tmp_path / "ix")
+    assert idx.archive.numeric_names == ("x",)
+    answer = idx.query("PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0")
+    assert answer.equals(uc.build_index(pd.DataFrame(GOOD)).query(
+        "PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0"))

@@ -211,7 +211,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
     mark = time.perf_counter()
     frame = _with_origin(frame, spec)
     frame = _supported_types(frame, spec)
-    probe = _check_schema(frame, group_by, time_unit, spec)
+    numeric_text = numeric_text_columns(frame, group_by)
+    probe = _check_schema(frame, group_by, time_unit, spec, numeric_text)
     time_axis = _time_axis(probe.time_axis, spec.fmt, spec.files)
     draft = IndexDraft(out)
     try:
@@ -222,6 +223,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         frame, micros = _timestamps_as_micros(frame)
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
+                       numeric_text=numeric_text,
                        nanos_columns=spec.nanos_columns)
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
@@ -372,14 +374,41 @@ def _supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
     return frame.withColumns(casts) if casts else frame
 
 
+def numeric_text_columns(frame: DataFrame, group_by: str) -> tuple[str, ...]:
+    """The string attribute columns that are numeric, decided over the whole input by
+    the rule of :mod:`uncertain_cep.model.number_columns` (more than half of the
+    non-empty values are numbers, not all): each task sees only its groups' rows, and
+    must read such a column as numbers (its other values bad rows) even where its rows
+    happen to be all numbers or all words."""
+    from pyspark.sql import functions as F
+
+    skip = {"event_id", group_by, "t_lo", "t_hi", "t", FILE_COLUMN, ROW_COLUMN}
+    names = [f.name for f in frame.schema.fields
+             if f.dataType.typeName() == "string" and f.name not in skip]
+    if not names:
+        return ()
+    counts = []
+    for name in names:
+        value = F.col(f"`{name}`")
+        present = F.trim(value) != ""
+        # try_cast: a word is null, not an error, under ANSI mode too.
+        number = F.expr(f"try_cast(`{name}` AS double)").isNotNull()
+        counts += [F.count(F.when(present, 1)), F.count(F.when(present & number, 1))]
+    row = frame.agg(*counts).first()
+    assert row is not None
+    return tuple(name for k, name in enumerate(names)
+                 if 2 * row[2 * k + 1] > row[2 * k] > row[2 * k + 1])
+
+
 def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None,
-                  spec: InputSpec) -> Any:
+                  spec: InputSpec, numeric_text: tuple[str, ...]) -> Any:
     """Run the in-process reader on an empty frame of the input's types (as the tasks
     will see them): missing or mistyped columns fail here, before the job starts."""
     probe = empty_frame(frame.drop(FILE_COLUMN, ROW_COLUMN).schema)
     for name in spec.nanos_columns:
         probe[name] = probe[name].astype("datetime64[ns]")
-    return read_archive(probe, group_by=group_by, time_unit=time_unit)
+    return read_archive(probe, group_by=group_by, time_unit=time_unit,
+                        numeric_text=numeric_text)
 
 
 def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexDraft,
