@@ -29,10 +29,11 @@ uncertain_cep.errors.InputError: event 1 (row 0): t_lo = 4 is greater than t_hi 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -286,6 +287,13 @@ def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Time
     else:
         raise InputError("the archive has no time columns: give t_lo and t_hi (or t for "
                          "certain times)")
+    for name in names:
+        zones = _zones_of_datetimes(df[name])
+        if len(zones) > 1:
+            raise InputError(f"column {name!r} holds datetimes in several time zones "
+                             f"({', '.join(sorted(zones))}), so it has no one zone to answer "
+                             f"in; convert it to one, e.g. pd.to_datetime(df[{name!r}], "
+                             "utc=True).dt.tz_convert('Europe/Paris')")
     axis = _time_axis(df, names, unit)
     lo = _instants(df[names[0]], names[0], ids, unit)
     hi = _instants(df[names[-1]], names[-1], ids, unit) if len(names) == 2 else lo
@@ -356,8 +364,9 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
         if isinstance(unit, (str, pd.Timedelta)):
             raise InputError(f"time_unit={unit!r} is a duration but column {name!r} is numeric; "
                              "give a number")
-        if not unit > 0:
-            raise InputError(f"time_unit must be positive, got {unit!r}")
+        if not 0 < unit < math.inf:
+            raise InputError(f"time_unit must be a positive finite number, got {unit!r}: "
+                             "instants are floor(t / time_unit)")
         scaled = np.floor(col.to_numpy(dtype=float) / float(unit))
         bad = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**62)
         if bad.any():
@@ -375,6 +384,17 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = {_eid(values[i])} is "
                          "not an integer instant; pass time_unit= to discretise time", row=i)
     return values.astype(np.int64)
+
+
+def _zones_of_datetimes(col: pd.Series) -> set[str]:
+    """The time zones of a column of datetime objects (pandas keeps one that mixes zones
+    as objects), ``"naive"`` for those without; empty for any other column."""
+    if not pd.api.types.is_object_dtype(col):
+        return set()
+    values = col.dropna()
+    if not len(values) or not all(isinstance(v, datetime) for v in values):
+        return set()
+    return {str(v.tzinfo) if v.tzinfo is not None else "naive" for v in values}
 
 
 def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str,
