@@ -67,5 +67,5 @@ def test_a_mostly_numeric_column_reports_exactly_its_words(numbers, data):
     with pytest.raises(InputError) as err:
         read_archive(frame)
     assert err.value.row == bad[0]
-    assert f"rows that are not: {', '.join(map(str, bad))}" in str(err.value)
+    assert f"rows that are not: {', '.join(map(str, bad))})" in str(err.value)
     assert read_archive(frame.drop(index=bad).reset_index(drop=True)).numeric_names == ("x",)

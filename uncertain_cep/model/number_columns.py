@@ -45,7 +45,7 @@ __all__ = ["OTHER_ROWS", "as_numbers", "is_plain_text", "mostly_numbers"]
 _SHOWN = 10
 # The part of a message that lists every bad row (a caller that numbers rows otherwise,
 # such as a Spark task reading one group, removes it).
-OTHER_ROWS = re.compile(r"; rows that are not: [^;]*")
+OTHER_ROWS = re.compile(r" \(\d+ of its \d+ values are; rows that are not: [^)]*\)")
 
 
 def is_plain_text(col: pd.Series) -> bool:
@@ -89,7 +89,7 @@ def as_numbers(col: pd.Series, name: str, ids: Sequence[Any] | np.ndarray, *,
         raise InputError(
             f"event {_shown(ids[i])} (row {i}): column {name!r} = {_shown(col.iloc[i])} is "
             f"not a number, but the column holds numbers ({present - len(rows)} of its "
-            f"{present} values are); rows that are not: {shown}; fix them"
+            f"{present} values are; rows that are not: {shown}); fix them"
             + ("" if required else ", or give the column the 'string' dtype to make it a "
                "categorical attribute"), row=i)
     return values.astype(float)

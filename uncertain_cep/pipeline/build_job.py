@@ -291,13 +291,39 @@ def _with_origin(frame: DataFrame, spec: InputSpec) -> DataFrame:
         with_files = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
                                   row.alias(ROW_COLUMN))
         with_files.schema  # noqa: B018 -- resolve now (lazy on Spark Connect)
-        return with_files
+        return _csv_row_numbers(frame) if spec.fmt == "csv" else with_files
     except Exception as e:
         if not is_spark_error(e):
             raise
         # An in-memory DataFrame or view: rows have no file; CSV-like, no row index.
         return frame.select("*", label.alias(FILE_COLUMN),
                             F.lit(None).cast("bigint").alias(ROW_COLUMN))
+
+
+def _csv_row_numbers(frame: DataFrame) -> DataFrame:
+    """CSV rows with their file and row number (0-based, after the header, as Parquet's
+    ``row_index``), which Spark's CSV reader does not give.
+
+    A file is read in blocks, each in order within its task: a row's number is the rows
+    of its file's earlier blocks plus its place in its block, told by
+    ``monotonically_increasing_id`` (increasing within a task). One small aggregate over
+    the blocks (a row per block) gives the blocks' first numbers."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    path, block, seq = "_uc_path", "_uc_block", "_uc_seq"
+    marked = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
+                          F.col("_metadata.file_path").alias(path),
+                          F.col("_metadata.file_block_start").alias(block),
+                          F.monotonically_increasing_id().alias(seq))
+    earlier = Window.partitionBy(path).orderBy(block)
+    blocks = (marked.groupBy(path, block)
+              .agg(F.count("*").alias("_uc_n"), F.min(seq).alias("_uc_first"))
+              .withColumn("_uc_before", F.sum("_uc_n").over(earlier) - F.col("_uc_n")))
+    number = F.col(seq) - F.col("_uc_first") + F.col("_uc_before")
+    return (marked.join(F.broadcast(blocks), [path, block])
+            .select(*(F.col(f"`{c}`") for c in frame.columns), F.col(FILE_COLUMN),
+                    number.cast("bigint").alias(ROW_COLUMN)))
 
 
 def _time_axis(probe: TimeAxis | None, fmt: str, files: list[Path]) -> TimeAxis | None:
