@@ -74,6 +74,12 @@ def _integer_ids(manifest: Manifest) -> bool:
     return dict(manifest.schema).get("event_id", "").startswith(("int", "uint"))
 
 
+def _id_type(stored: str) -> type:
+    """The ``.npy`` type of integer ids: uint64 where the archive kept ids past int64's
+    largest value (:func:`uncertain_cep.model.events.read_archive`), else int64."""
+    return np.uint64 if stored == "uint64" else np.int64
+
+
 def text_columns(manifest: Manifest) -> list[str]:
     """The events table's columns that opening an index reads (the rest is mapped): string
     event ids and categorical attributes."""
@@ -98,7 +104,7 @@ def write_event_columns(directory: Path, event_files: list[Path], *, group_by: s
 
     if schema is not None:
         if pa.types.is_integer(schema.field("event_id").type):
-            output("event_id", _IDS, np.int64)
+            output("event_id", _IDS, _id_type(str(schema.field("event_id").type)))
         for t in _TIMES:
             output(t, f"{t}.npy", np.int64)
         for i, name in enumerate(numeric):
@@ -150,7 +156,8 @@ def open_event_columns(directory: Path, manifest: Manifest,
 
     text = read_text(text_columns(manifest))
     stored = dict(manifest.schema)
-    ids = mapped(_IDS, np.int64) if "event_id" not in text else text_values(text["event_id"])
+    ids = (mapped(_IDS, _id_type(stored["event_id"]))
+           if "event_id" not in text else text_values(text["event_id"]))
     numeric = {}
     for i, name in enumerate(manifest.attributes.numeric):
         bounds = [mapped(_attribute_file(i, b), np.float64) for b in _bounds(stored, name)]

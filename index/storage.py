@@ -67,7 +67,12 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexBuildError, IndexFormatError
-from uncertain_cep.files import process_alive, replace_directory
+from uncertain_cep.files import (
+    check_write_target,
+    process_alive,
+    replace_directory,
+    writing_to,
+)
 from uncertain_cep.index.checksums import CHECKSUM, file_digest
 from uncertain_cep.index.event_columns import write_event_columns
 from uncertain_cep.index.event_index import (
@@ -192,11 +197,13 @@ class IndexDraft:
         if target.is_symlink():
             target = Path(os.path.realpath(target))
         self.target = target
+        check_write_target(target, "index")
         check_replaceable(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        remove_abandoned_drafts(target)
-        self.path = Path(tempfile.mkdtemp(prefix=_draft_prefix(target, "tmp"),
-                                          dir=target.parent))
+        with writing_to(target, "index"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            remove_abandoned_drafts(target)
+            self.path = Path(tempfile.mkdtemp(prefix=_draft_prefix(target, "tmp"),
+                                              dir=target.parent))
         # mkdtemp makes the directory private (0700); an index is as readable as any
         # directory made under the user's umask.
         os.chmod(self.path, 0o777 & ~_umask())
@@ -666,15 +673,18 @@ def check_replaceable(target: Path) -> None:
     if not target.is_dir():
         raise IndexFormatError(f"{target} exists and is a file, not an index directory; "
                                "choose another --out")
-    files = {p.relative_to(target).as_posix() for p in target.rglob("*")
-             if p.is_file() or p.is_symlink()}
-    if not files:
-        return
     where = f"{target} exists and is not an uncertain-cep index"
     advice = "choose another --out, or move its contents away first"
-    if MANIFEST not in files:
-        raise IndexFormatError(f"{where} (it holds {len(files)} file(s), e.g. "
-                               f"{sorted(files)[0]}); refusing to replace it: {advice}")
+    if not (target / MANIFEST).is_file():
+        # Stop at the first file: the directory may be a whole file system.
+        first = next((p for p in target.rglob("*") if p.is_file() or p.is_symlink()), None)
+        if first is None:
+            return
+        raise IndexFormatError(f"{where} (it holds files, e.g. "
+                               f"{first.relative_to(target).as_posix()}); refusing to "
+                               f"replace it: {advice}")
+    files = {p.relative_to(target).as_posix() for p in target.rglob("*")
+             if p.is_file() or p.is_symlink()}
     # Read leniently: an index of an older format version is still ours to replace (up to
     # version 7 its files were listed with their SHA-256).
     try:

@@ -329,3 +329,36 @@ def test_a_window_with_a_unit_on_an_index_of_numbers_says_what_to_do():
     with pytest.raises(uc.QueryError, match="WITHIN 4 SECONDS has a time unit"):
         uc.build_index(_archive().assign(t_lo=lambda d: d.t_lo * 2.0, t_hi=lambda d: d.t_hi * 2.0),
                        time_unit=2).query(TEXT.replace("WITHIN 4", "WITHIN 4s"))
+
+
+_OUT_OF_MEMORY = r'''
+import resource
+import numpy as np, pandas as pd
+import uncertain_cep as uc
+n = 2000
+t = np.random.default_rng(0).integers(0, 50, n)
+df = pd.DataFrame({"event_id": np.arange(n), "group": np.arange(n) // 2, "t_lo": t,
+                   "t_hi": t + 3, "x": 1.0})
+query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 100 CONFIDENCE 0.001"
+idx = uc.build_index(df)
+uc.build_index(df.head(20)).query(query)      # compiled before the limit
+used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+# About 4M answer rows need some 100 MB; 16 MB more than now cannot hold them.
+resource.setrlimit(resource.RLIMIT_AS, (used + 16 * 2**20, resource.RLIM_INFINITY))
+try:
+    idx.query(query)
+except uc.AnswerTooLargeError as e:
+    assert isinstance(e, MemoryError) and e.__cause__ is not None
+    print("clear:", e)
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux's /proc")
+def test_running_out_of_memory_says_the_answer_is_too_large_and_what_to_do():
+    # Issue 44 item 10: a bare "MemoryError: Unable to allocate 2.13 MiB". A real
+    # allocation failure, under an address-space limit in a process of its own.
+    done = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "clear: the query ran out of memory" in done.stdout
+    assert "higher CONFIDENCE, a shorter WITHIN" in done.stdout

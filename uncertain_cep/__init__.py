@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from uncertain_cep.api import UncertainIndex, build_index, open_index, query_index
     from uncertain_cep.durations import Duration
     from uncertain_cep.errors import (
+        AnswerTooLargeError,
+        FileWriteError,
         IndexBuildError,
         IndexFormatError,
         InputError,
@@ -104,6 +106,8 @@ _EXPORTS = {
     "PlanningError": "uncertain_cep.errors",
     "InvalidOptionError": "uncertain_cep.errors",
     "UsageError": "uncertain_cep.errors",
+    "AnswerTooLargeError": "uncertain_cep.errors",
+    "FileWriteError": "uncertain_cep.errors",
 }
 
 __all__ = sorted(_EXPORTS)

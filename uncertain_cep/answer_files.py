@@ -8,6 +8,10 @@ character, so a file never joins them into text:
   then ``confidence``, ``t_first``, ``t_last``. The query text and the items are kept in
   the file's metadata.
 * CSV: one column per positive item, then ``confidence``, ``t_first``, ``t_last``.
+  String ids are written quoted and integer ids bare, which is how :func:`read_answer`
+  tells them apart (``"12"`` stays the string, ``12`` the number); ids are read as
+  written, so an id such as ``"NULL"``, ``"nan"`` or ``""`` is never taken for a
+  missing value.
 
 ``t_first``/``t_last`` are instants, or datetimes for an archive whose times were
 datetimes: Parquet keeps them as timestamps with their time zone; CSV writes them in ISO
@@ -29,6 +33,7 @@ datetimes: Parquet keeps them as timestamps with their time zone; CSV writes the
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from collections.abc import Sequence
@@ -92,7 +97,9 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
     tail = {c: frame[c].reset_index(drop=True) for c in _TAIL}
     if target.suffix == ".csv":
         table = pd.DataFrame({**dict(zip(names, ids)), **tail}, columns=[*names, *_TAIL])
-        atomic_write(target, lambda tmp: table.to_csv(tmp, index=False))
+        # Quoted text, bare numbers: the quotes on the first id record that ids are text.
+        atomic_write(target, lambda tmp: table.to_csv(tmp, index=False,
+                                                      quoting=csv.QUOTE_NONNUMERIC))
         return
     columns = {name: pa.array(col) for name, col in zip(names, ids)}
     id_type = (next(iter(columns.values())).type if columns
@@ -115,20 +122,16 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
 def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
     """An answer file written by :func:`write_answer` (or the CLI's ``--out``/``--table``)
     as the answer table: ``events`` tuples, ``confidence``, ``t_first``, ``t_last``.
-    CSV ids come back with the types pandas reads them as (Parquet keeps the archive's),
-    and CSV datetimes naive or in UTC (Parquet keeps their zone).
+    Ids come back as they went in: Parquet keeps the archive's type; CSV gives text ids
+    (quoted in the file) as strings, whatever they spell, and bare ones as Python ints.
+    CSV datetimes come back naive or in UTC (Parquet keeps their zone).
     """
     target = Path(path)
     check_table_path(target, "answer file")
     if not target.is_file():
         raise InputError(f"answer file {target} does not exist")
     if target.suffix == ".csv":
-        raw = pd.read_csv(target, float_precision="round_trip")
-        missing = [c for c in _TAIL if c not in raw.columns]
-        if missing:
-            raise InputError(f"{target} is not an answer file: it has no column "
-                             f"{missing[0]!r}")
-        names = list(raw.columns[:list(raw.columns).index("confidence")])
+        raw, names = _read_csv(target)
         events = list(zip(*(raw[n].tolist() for n in names))) if names \
             else [() for _ in range(len(raw))]
         for c in _TAIL[1:]:
@@ -141,6 +144,33 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
                   for e in raw["events"]]
     return pd.DataFrame({"events": pd.Series(events, dtype=object),
                          **{c: raw[c].reset_index(drop=True) for c in _TAIL}})
+
+
+def _read_csv(target: Path) -> tuple[pd.DataFrame, list[str]]:
+    """A CSV answer file and its id columns, ids exactly as written: text where the
+    writer quoted them (or, in a file of another writer, where any is not an integer),
+    else integers."""
+    header = pd.read_csv(target, nrows=0).columns.tolist()
+    missing = [c for c in _TAIL if c not in header]
+    if missing:
+        raise InputError(f"{target} is not an answer file: it has no column {missing[0]!r}")
+    names = header[:header.index("confidence")]
+    # No NA spellings for ids: "NULL", "nan" and "" are ids like any other.
+    raw = pd.read_csv(target, float_precision="round_trip", keep_default_na=False,
+                      dtype={n: str for n in names})
+    if names and len(raw) and not _quoted_ids(target) and all(
+            raw[n].str.fullmatch(r"[+-]?\d+").all() for n in names):
+        for n in names:
+            raw[n] = pd.Series([int(v) for v in raw[n]], dtype=object)
+    return raw, names
+
+
+def _quoted_ids(target: Path) -> bool:
+    """Whether the first id of a CSV answer is quoted (the writer quotes text ids; its
+    header, of symbols and fixed names, is one line)."""
+    with open(target, newline="") as f:
+        f.readline()
+        return f.read(1) == '"'
 
 
 def _time_type(column: pd.Series) -> Any:

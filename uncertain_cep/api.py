@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uncertain_cep.errors import InputError, InvalidOptionError, ParamEnum, QueryError
+from uncertain_cep.errors import (
+    AnswerTooLargeError,
+    InputError,
+    InvalidOptionError,
+    ParamEnum,
+    QueryError,
+)
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
@@ -176,8 +182,15 @@ class UncertainIndex:
         ctx = QueryContext(self._index, pattern, explain=explain)
         ctx.stats.strategy = name.value
         ctx.table_ids = self.archive.event_ids
-        answer = get_strategy(name)(ctx)
-        frame = answer_table(answer, self.archive.event_ids, self.archive.time_axis)
+        try:
+            answer = get_strategy(name)(ctx)
+            frame = answer_table(answer, self.archive.event_ids, self.archive.time_axis)
+        except MemoryError as e:
+            raise AnswerTooLargeError(
+                f"the query ran out of memory ({type(e).__name__}: {e}): its answer or the "
+                "candidate tuples it weighs do not fit in this machine's memory; ask for "
+                "less (a higher CONFIDENCE, a shorter WITHIN, more selective symbols), or "
+                "answer it on a cluster (engine='spark', --engine spark)") from e
         used = np.zeros(self.archive.n_events, dtype=bool)
         used[answer.events.ravel()] = True
         rows = np.flatnonzero(used)
@@ -209,9 +222,12 @@ class UncertainIndex:
     # ------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to a directory, atomically (see :mod:`uncertain_cep.index.storage`)."""
+        from uncertain_cep.files import writing_to
         from uncertain_cep.index.storage import save_index
 
-        save_index(self._index, path)
+        # The draft beside the target is what fails: name the target.
+        with writing_to(path, "index"):
+            save_index(self._index, path)
 
 
 def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,

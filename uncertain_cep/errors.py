@@ -24,6 +24,8 @@ import enum
 import re
 
 __all__ = [
+    "AnswerTooLargeError",
+    "FileWriteError",
     "IndexBuildError",
     "IndexFormatError",
     "InputError",
@@ -78,6 +80,16 @@ class QueryError(UncertainCepError, ValueError):
 
 class PlanningError(UncertainCepError):
     """The planner could not evaluate a query (unknown strategy, inconsistent plan)."""
+
+
+class AnswerTooLargeError(QueryError, MemoryError):
+    """A query ran out of memory: its answer or working set does not fit (also a
+    ``MemoryError``, for code that handles those)."""
+
+
+class FileWriteError(UncertainCepError, OSError):
+    """An index, answer or report could not be written where asked (permissions, a file
+    in place of a directory, no space): names the target, never a temporary file."""
 
 
 class UsageError(UncertainCepError, ValueError):

@@ -19,23 +19,35 @@ import errno
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["atomic_write", "check_table_path", "exchange_paths", "process_alive",
-           "replace_directory", "write_table"]
+__all__ = ["atomic_write", "check_table_path", "check_write_target", "exchange_paths",
+           "process_alive", "replace_directory", "write_table", "writing_to"]
 
 _RENAME_EXCHANGE = 2    # linux/fs.h
 _AT_FDCWD = -100
 
 
 def atomic_write(target: str | os.PathLike[str], write: Callable[[str], object]) -> None:
-    """Call ``write(temporary_path)``, then move the temporary file to ``target``."""
+    """Call ``write(temporary_path)``, then move the temporary file to ``target``.
+
+    Raises
+    ------
+    FileWriteError
+        When the system refuses (permissions, no space...), naming ``target``.
+    """
     target = Path(target)
+    with writing_to(target, "file"):
+        _atomic_write(target, write)
+
+
+def _atomic_write(target: Path, write: Callable[[str], object]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.close(fd)
@@ -48,6 +60,65 @@ def atomic_write(target: str | os.PathLike[str], write: Callable[[str], object])
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextmanager
+def writing_to(target: str | os.PathLike[str], what: str) -> Iterator[None]:
+    """Report a system's refusal to write ``what`` (``"index"``, ``"file"``) at
+    ``target`` as a :class:`~uncertain_cep.errors.FileWriteError` that names the target
+    (what failed may be a hidden temporary file beside it) and what to do.
+
+    >>> import tempfile, pathlib
+    >>> blocker = pathlib.Path(tempfile.mkdtemp()) / "not-a-dir"
+    >>> blocker.write_text("")
+    0
+    >>> try:
+    ...     with writing_to(blocker / "a.csv", "file"):
+    ...         (blocker / ".a.csv.tmp").write_text("x")
+    ... except OSError as e:
+    ...     print(type(e).__name__, str(e).replace(str(blocker), "FILE"))
+    FileWriteError cannot write the file FILE/a.csv: Not a directory; a file stands where
+    a directory of that path should be; choose another path
+    """
+    from uncertain_cep.errors import FileWriteError
+
+    try:
+        yield
+    except FileWriteError:
+        raise
+    except OSError as e:
+        reason = e.strerror or str(e)
+        error = FileWriteError(f"cannot write the {what} {target}: {reason}; "
+                               f"{_ADVICE.get(e.errno or 0, 'choose another path')}")
+        error.errno = e.errno
+        raise error from e
+
+
+# What to do about the usual reasons a write fails.
+_ADVICE = {
+    errno.EACCES: "choose a directory you may write to, or change its permissions",
+    errno.EPERM: "choose a directory you may write to, or change its permissions",
+    errno.EROFS: "the file system is read-only; choose a path on a writable one",
+    errno.ENOTDIR: "a file stands where a directory of that path should be; choose "
+                   "another path",
+    # mkdir of a directory on the path where a file stands.
+    errno.EEXIST: "a file stands where a directory of that path should be; choose "
+                  "another path",
+    errno.ENOSPC: "the disk is full; free some space or choose a path on another disk",
+    errno.EDQUOT: "the disk quota is used up; free some space or choose another disk",
+}
+
+
+def check_write_target(target: str | os.PathLike[str], what: str) -> None:
+    """Refuse to write ``what`` at the file system's root: it is written beside its
+    target and then moved into place, and the root has no "beside"."""
+    from uncertain_cep.errors import FileWriteError
+
+    resolved = Path(os.path.realpath(target))
+    if resolved.parent == resolved:
+        raise FileWriteError(f"cannot write the {what} to {target}, the file system root: "
+                             f"the {what} replaces what is at its path; give a path of its "
+                             "own, such as ./my.idx")
 
 
 def exchange_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

@@ -304,3 +304,24 @@ def test_build_refuses_an_archive_spanning_more_than_the_engine_answers():
                                          r"'early', row 0\) to t_hi = \d+ \(event 'late'"):
         read_archive(d)
     read_archive(d.assign(t_lo=[0, 5]))    # exactly MAX_SPAN is answered
+
+
+# --- issue 44 item 10: errors that named the wrong thing ------------------------------------
+
+
+@pytest.mark.parametrize("unit", [float("inf"), float("-inf"), float("nan"), 0.0, -1.0])
+def test_a_time_unit_that_is_not_a_positive_finite_number_is_named(unit):
+    # time_unit=inf used to put every event at instant 0: "no order instance".
+    with pytest.raises(InputError, match=r"time_unit must be a positive finite number, "
+                                         rf"got {unit!r}"):
+        read_archive(frame(t_lo=[1.0, 2.0, 3.0], t_hi=[3.0, 4.0, 5.0]), time_unit=unit)
+
+
+def test_a_time_column_of_several_zones_names_the_column_and_the_zones():
+    times = pd.Series([pd.Timestamp("2024-01-01 10:00", tz="UTC"),
+                       pd.Timestamp("2024-01-01 11:00", tz="Europe/Paris"),
+                       pd.Timestamp("2024-01-01 12:00", tz="UTC")], dtype=object)
+    with pytest.raises(InputError, match=names("column 't_hi'", "several time zones",
+                                               "Europe/Paris, UTC", "tz_convert")):
+        read_archive(frame(t_lo=times.map(lambda t: t.tz_convert("UTC")).astype(
+            "datetime64[ns, UTC]"), t_hi=times), time_unit="1s")

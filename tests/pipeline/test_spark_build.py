@@ -284,3 +284,50 @@ def test_parquet_files_in_different_time_zones_are_refused(spark, tmp_path):
         uc.build_index_spark(tmp_path / "in", tmp_path / "ix", time_unit="1s", spark=spark,
                              log=lambda _: None)
     assert not (tmp_path / "ix").exists()
+
+
+def test_a_word_in_a_csv_number_column_is_a_bad_row_at_build_and_the_column_stays_numeric(
+        spark, tmp_path):
+    # Issue 44 item 11: the column was taken as text, so that the build reported only the
+    # other bad rows and every later `x < 5` failed without naming the row.
+    rows = [dict(r, x=str(r["x"])) for r in GOOD] + [
+        {"event_id": 60, "group": "h", "t_lo": 1, "t_hi": 2, "x": "abc"},
+        {"event_id": 61, "group": "g", "t_lo": 9, "t_hi": 3, "x": "7"}]
+    pd.DataFrame(rows).to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(InputError, match=r"event 60 \(row 5 of in.csv\): column 'x' = 'abc' is "
+                                         "not a number"):
+        uc.build_index_spark(tmp_path / "in.csv", tmp_path / "bad", spark=spark,
+                             log=lambda _: None)
+    summary = uc.build_index_spark(tmp_path / "in.csv", tmp_path / "ix", spark=spark,
+                                   on_bad_rows="report", log=lambda _: None)
+    rejected = _table(tmp_path / "ix", "rejected_rows", ["event_id"])
+    assert rejected["event_id"].tolist() == ["60", "61"]
+    assert "column 'x' = 'abc' is not a number" in rejected["reason"].iloc[0]
+    assert "values are" not in rejected["reason"].iloc[0]    # a group's count: left out
+    assert rejected["row"].tolist() == [5, 6]
+    assert summary.events == len(GOOD)
+    idx = uc.open_index(tmp_path / "ix")
+    assert idx.archive.numeric_names == ("x",)
+    answer = idx.query("PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0")
+    assert answer.equals(uc.build_index(pd.DataFrame(GOOD)).query(
+        "PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0"))
+
+
+def test_the_rejected_rows_of_a_csv_input_carry_their_row_numbers(spark, tmp_path):
+    # Issue 44 item 10: Spark's CSV reader gives no row index, and the report's `row`
+    # was null (NaN in pandas). Two files, so rows are numbered per file.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    first = GOOD + [{"event_id": 50, "group": "g", "t_lo": 30, "t_hi": 20, "x": 1.0}]
+    second = [dict(r, event_id=r["event_id"] + 100) for r in GOOD[:2]] + [
+        {"event_id": 150, "group": "h", "t_lo": 3, "t_hi": 1, "x": 1.0},
+        {"event_id": 151, "group": "h", "t_lo": 1, "t_hi": 2, "x": 2.0}]
+    pd.DataFrame(first).to_csv(folder / "a.csv", index=False)
+    pd.DataFrame(second).to_csv(folder / "b.csv", index=False)
+    uc.build_index_spark(folder, tmp_path / "ix", spark=spark, on_bad_rows="report",
+                         partitions=3, log=lambda _: None)
+    rejected = _table(tmp_path / "ix", "rejected_rows", ["event_id"])
+    assert rejected["event_id"].tolist() == ["150", "50"]
+    assert rejected["row"].tolist() == [2, 5]
+    assert rejected["file"].str.endswith(("b.csv", "a.csv")).all()
+    assert "row 2 of" in rejected["reason"].iloc[0]

@@ -2,7 +2,8 @@
 
 An archive is a table with one row per event:
 
-* ``event_id`` (int64 or string, unique),
+* ``event_id`` (integers or strings, unique; kept as int64, or uint64 for unsigned ids
+  past int64's largest value),
 * the dependency-group column (``group`` unless ``group_by`` says otherwise),
 * ``t_lo``/``t_hi``: the inclusive interval of integer instants the event happened in
   (a single column ``t`` is accepted for events whose time is certain),
@@ -28,15 +29,18 @@ uncertain_cep.errors.InputError: event 1 (row 0): t_lo = 4 is greater than t_hi 
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError
+from uncertain_cep.model.number_columns import as_numbers, is_plain_text, mostly_numbers
 from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis, timezone_name
 
 __all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive",
@@ -145,7 +149,8 @@ def canonical_order(t_lo: np.ndarray, t_hi: np.ndarray, event_ids: np.ndarray) -
 
 def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = "group",
                  time_unit: float | str | pd.Timedelta | None = None, *,
-                 check_unique_ids: bool = True) -> Archive:
+                 check_unique_ids: bool = True,
+                 numeric_text: Collection[str] | None = None) -> Archive:
     """Validate a DataFrame (or a Parquet/CSV file) of uncertain events into an :class:`Archive`.
 
     Parameters
@@ -164,6 +169,11 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
         Refuse repeated event ids (default). An index's own events table was checked
         when it was built (and its checksum vouches for it since), so opening one skips
         this check: a tenth of the opening time at 10M events.
+    numeric_text
+        The plain text columns to read as numeric attributes (each value that is not a
+        number a bad row); ``None`` (default): those where most values are numbers
+        (:mod:`uncertain_cep.model.number_columns`). A build that sees the archive in
+        parts (Spark's tasks) passes the decision it made over the whole input.
     """
     df = _load_frame(source)
     if group_by in _RESERVED:
@@ -183,7 +193,7 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
                          "every event needs a dependency group", row=i)
     labels, group_of = _dense_codes(groups)
     t_lo, t_hi, time_axis = _time_columns(df, ids, time_unit)
-    numeric, categorical = _attributes(df, ids, group_by)
+    numeric, categorical = _attributes(df, ids, group_by, numeric_text)
     return Archive(event_ids=ids, group_by=group_by, group_labels=labels,
                    group_of=group_of, t_lo=t_lo, t_hi=t_hi, numeric=numeric,
                    categorical=categorical, time_axis=time_axis)
@@ -222,14 +232,15 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
     if pd.api.types.is_bool_dtype(col):
         raise InputError("column 'event_id' holds booleans; use int64 or string ids")
     if pd.api.types.is_integer_dtype(col):
-        ids = col.to_numpy(dtype=np.int64)
+        ids = _integer_ids(col)
     elif pd.api.types.is_float_dtype(col):
         values = col.to_numpy(dtype=float)
-        bad = values != np.round(values)
+        # 2**63 as a float is the first value past int64: the cast would wrap it.
+        bad = (values != np.round(values)) | (np.abs(values) >= 2.0**63)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"row {i}: event_id {values[i]!r} is not an integer; use int64 "
-                             "or string ids", row=i)
+            raise InputError(f"row {i}: event_id {_eid(values[i])} is not an integer within the "
+                             "int64 range; use integer or string ids", row=i)
         ids = values.astype(np.int64)
     else:
         ids = text_values(col)
@@ -243,6 +254,18 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
         raise InputError(f"event_id {_eid(first)} appears {len(where)} times (rows {where}); "
                          "event ids must be unique in the archive")
     return ids
+
+
+def _integer_ids(col: pd.Series) -> np.ndarray:
+    """Integer ids as int64, or as uint64 when an unsigned column holds ids past int64's
+    largest value (an int64 cast would wrap them into negative numbers): either way every
+    id keeps its value, so answers give back the ids that went in."""
+    if pd.api.types.is_unsigned_integer_dtype(col):
+        values = col.to_numpy(dtype=np.uint64)
+        if len(values) and values.max() > np.iinfo(np.int64).max:
+            return values
+        return values.astype(np.int64)
+    return col.to_numpy(dtype=np.int64)
 
 
 def _dense_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -264,6 +287,13 @@ def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Time
     else:
         raise InputError("the archive has no time columns: give t_lo and t_hi (or t for "
                          "certain times)")
+    for name in names:
+        zones = _zones_of_datetimes(df[name])
+        if len(zones) > 1:
+            raise InputError(f"column {name!r} holds datetimes in several time zones "
+                             f"({', '.join(sorted(zones))}), so it has no one zone to answer "
+                             f"in; convert it to one, e.g. pd.to_datetime(df[{name!r}], "
+                             "utc=True).dt.tz_convert('Europe/Paris')")
     axis = _time_axis(df, names, unit)
     lo = _instants(df[names[0]], names[0], ids, unit)
     hi = _instants(df[names[-1]], names[-1], ids, unit) if len(names) == 2 else lo
@@ -353,8 +383,9 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
         if isinstance(unit, (str, pd.Timedelta)):
             raise InputError(f"time_unit={unit!r} is a duration but column {name!r} is numeric; "
                              "give a number")
-        if not unit > 0:
-            raise InputError(f"time_unit must be positive, got {unit!r}")
+        if not 0 < unit < math.inf:
+            raise InputError(f"time_unit must be a positive finite number, got {unit!r}: "
+                             "instants are floor(t / time_unit)")
         scaled = np.floor(col.to_numpy(dtype=float) / float(unit))
         bad = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**62)
         if bad.any():
@@ -374,7 +405,19 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
     return values.astype(np.int64)
 
 
-def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
+def _zones_of_datetimes(col: pd.Series) -> set[str]:
+    """The time zones of a column of datetime objects (pandas keeps one that mixes zones
+    as objects), ``"naive"`` for those without; empty for any other column."""
+    if not pd.api.types.is_object_dtype(col):
+        return set()
+    values = col.dropna()
+    if not len(values) or not all(isinstance(v, datetime) for v in values):
+        return set()
+    return {str(v.tzinfo) if v.tzinfo is not None else "naive" for v in values}
+
+
+def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str,
+                numeric_text: Collection[str] | None = None
                 ) -> tuple[dict[str, NumericAttribute], dict[str, np.ndarray]]:
     columns = [c for c in df.columns if c not in _RESERVED and c != group_by]
     for c in columns:
@@ -409,7 +452,8 @@ def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str
                                                    or _is_text(col)):
             raise InputError(f"column {c!r} has type {col.dtype}; attributes must be numeric "
                              "or strings")
-        if pd.api.types.is_numeric_dtype(col):
+        if pd.api.types.is_numeric_dtype(col) or (
+                mostly_numbers(col) if numeric_text is None else c in numeric_text):
             values = _finite(col, c, ids)
             numeric[c] = NumericAttribute(c, values, values.copy())
         else:
@@ -440,6 +484,9 @@ def _is_text(col: pd.Series) -> bool:
 
 
 def _finite(col: pd.Series, name: str, ids: np.ndarray) -> np.ndarray:
+    if is_plain_text(col):
+        # Numbers read as text (one bad value in a CSV column): each other value is a bad row.
+        col = as_numbers(col, name, ids, required=name.endswith(("_lo", "_hi")))
     if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
         raise InputError(f"column {name!r} has type {col.dtype}; it must be numeric")
     values = col.to_numpy(dtype=float)

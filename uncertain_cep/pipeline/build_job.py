@@ -212,7 +212,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
     mark = time.perf_counter()
     frame = _with_origin(frame, spec)
     frame = _supported_types(frame, spec)
-    probe = _check_schema(frame, group_by, time_unit, spec)
+    numeric_text = numeric_text_columns(frame, group_by)
+    probe = _check_schema(frame, group_by, time_unit, spec, numeric_text)
     time_axis = _time_axis(probe.time_axis, spec, _instant_columns(frame),
                            _session_zone(spark))
     draft = IndexDraft(out)
@@ -224,6 +225,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         frame, micros = timestamps_as_micros(frame)
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
+                       numeric_text=numeric_text,
                        nanos_columns=spec.nanos_columns)
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
@@ -299,13 +301,39 @@ def _with_origin(frame: DataFrame, spec: InputSpec) -> DataFrame:
         with_files = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
                                   row.alias(ROW_COLUMN))
         with_files.schema  # noqa: B018 -- resolve now (lazy on Spark Connect)
-        return with_files
+        return _csv_row_numbers(frame) if spec.fmt == "csv" else with_files
     except Exception as e:
         if not isinstance(e, _NoFiles) and not is_spark_error(e):
             raise
         # An in-memory DataFrame or view: rows have no file; CSV-like, no row index.
         return frame.select("*", label.alias(FILE_COLUMN),
                             F.lit(None).cast("bigint").alias(ROW_COLUMN))
+
+
+def _csv_row_numbers(frame: DataFrame) -> DataFrame:
+    """CSV rows with their file and row number (0-based, after the header, as Parquet's
+    ``row_index``), which Spark's CSV reader does not give.
+
+    A file is read in blocks, each in order within its task: a row's number is the rows
+    of its file's earlier blocks plus its place in its block, told by
+    ``monotonically_increasing_id`` (increasing within a task). One small aggregate over
+    the blocks (a row per block) gives the blocks' first numbers."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    path, block, seq = "_uc_path", "_uc_block", "_uc_seq"
+    marked = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
+                          F.col("_metadata.file_path").alias(path),
+                          F.col("_metadata.file_block_start").alias(block),
+                          F.monotonically_increasing_id().alias(seq))
+    earlier = Window.partitionBy(path).orderBy(block)
+    blocks = (marked.groupBy(path, block)
+              .agg(F.count("*").alias("_uc_n"), F.min(seq).alias("_uc_first"))
+              .withColumn("_uc_before", F.sum("_uc_n").over(earlier) - F.col("_uc_n")))
+    number = F.col(seq) - F.col("_uc_first") + F.col("_uc_before")
+    return (marked.join(F.broadcast(blocks), [path, block])
+            .select(*(F.col(f"`{c}`") for c in frame.columns), F.col(FILE_COLUMN),
+                    number.cast("bigint").alias(ROW_COLUMN)))
 
 
 def _time_axis(probe: TimeAxis | None, spec: InputSpec, instant_columns: bool,
@@ -407,14 +435,41 @@ def _supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
     return frame.withColumns(casts) if casts else frame
 
 
+def numeric_text_columns(frame: DataFrame, group_by: str) -> tuple[str, ...]:
+    """The string attribute columns that are numeric, decided over the whole input by
+    the rule of :mod:`uncertain_cep.model.number_columns` (more than half of the
+    non-empty values are numbers, not all): each task sees only its groups' rows, and
+    must read such a column as numbers (its other values bad rows) even where its rows
+    happen to be all numbers or all words."""
+    from pyspark.sql import functions as F
+
+    skip = {"event_id", group_by, "t_lo", "t_hi", "t", FILE_COLUMN, ROW_COLUMN}
+    names = [f.name for f in frame.schema.fields
+             if f.dataType.typeName() == "string" and f.name not in skip]
+    if not names:
+        return ()
+    counts = []
+    for name in names:
+        value = F.col(f"`{name}`")
+        present = F.trim(value) != ""
+        # try_cast: a word is null, not an error, under ANSI mode too.
+        number = F.expr(f"try_cast(`{name}` AS double)").isNotNull()
+        counts += [F.count(F.when(present, 1)), F.count(F.when(present & number, 1))]
+    row = frame.agg(*counts).first()
+    assert row is not None
+    return tuple(name for k, name in enumerate(names)
+                 if 2 * row[2 * k + 1] > row[2 * k] > row[2 * k + 1])
+
+
 def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None,
-                  spec: InputSpec) -> Any:
+                  spec: InputSpec, numeric_text: tuple[str, ...]) -> Any:
     """Run the in-process reader on an empty frame of the input's types (as the tasks
     will see them): missing or mistyped columns fail here, before the job starts."""
     probe = empty_frame(frame.drop(FILE_COLUMN, ROW_COLUMN).schema)
     for name in spec.nanos_columns:
         probe[name] = probe[name].astype("datetime64[ns]")
-    return read_archive(probe, group_by=group_by, time_unit=time_unit)
+    return read_archive(probe, group_by=group_by, time_unit=time_unit,
+                        numeric_text=numeric_text)
 
 
 def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexDraft,

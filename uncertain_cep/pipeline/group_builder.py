@@ -31,6 +31,7 @@ from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.event_index import BuildSettings, build_group_forest
 from uncertain_cep.index.storage import PartitionWriter
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
+from uncertain_cep.model.number_columns import OTHER_ROWS
 
 __all__ = ["FILE_COLUMN", "ROW_COLUMN", "SUMMARY_COLUMNS", "GroupJob", "build_partition"]
 
@@ -55,6 +56,9 @@ class GroupJob:
     # Time columns that arrive as nanoseconds since the epoch: Parquet nanosecond
     # timestamps, which Spark reads only as longs (sources.nanos_as_long).
     nanos_columns: tuple[str, ...] = ()
+    # String columns read as numbers (build_job.numeric_text_columns decides, over the
+    # whole input).
+    numeric_text: tuple[str, ...] = ()
 
 
 def build_partition(job: GroupJob, partition: int, attempt: int,
@@ -169,14 +173,16 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
     while len(keep):
         try:
             archive = read_archive(data.iloc[keep].reset_index(drop=True),
-                                   group_by=job.group_by, time_unit=job.time_unit)
+                                   group_by=job.group_by, time_unit=job.time_unit,
+                                   numeric_text=job.numeric_text)
             return archive, bad, reasons
         except InputError as e:
             if e.row is None:
                 raise
             i = int(keep[e.row])
             where = _where(rows, i)
-            reasons.append(str(e).replace(f"(row {e.row})", f"({where})")
+            # Other rows a message lists are positions in this group: each gets its own.
+            reasons.append(OTHER_ROWS.sub("", str(e)).replace(f"(row {e.row})", f"({where})")
                            .replace(f"row {e.row}:", f"{where}:"))
             bad.append(i)
             keep = np.delete(keep, e.row)

@@ -260,6 +260,11 @@ def _answer_schema(archive: Archive, *, datetimes: bool = True) -> StructType:
     )
 
     kind = archive.event_ids.dtype.kind
+    if archive.event_ids.dtype == np.uint64:
+        # Spark's integers are signed 64-bit: these ids would wrap into negative numbers.
+        raise PlanningError("the index's event ids go past 2**63 - 1 (uint64), which Spark "
+                            "cannot hold; query it with engine='local' (uc.open_index), or "
+                            "rebuild it with ids within the int64 range or as strings")
     ids = LongType() if kind in "iu" else DoubleType() if kind == "f" else StringType()
     # Instants of an archive of datetimes are answered as timestamps, as in process
     # (``datetimes=False``: as instants, for the driver-side helper to convert).
