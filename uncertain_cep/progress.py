@@ -32,7 +32,7 @@ def in_notebook() -> bool:
     if shell is None or "ipykernel" not in sys.modules:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except Exception:  # an IPython too old or half imported: no notebook to show in
         return False
     return ip is not None and getattr(ip, "kernel", None) is not None
