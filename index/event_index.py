@@ -242,6 +242,7 @@ class EventIndex:
                  statistics: EventStatistics | None = None, *,
                  node_table: NodeTable | None = None,
                  load_forests: Callable[[], Sequence[GroupForest]] | None = None,
+                 load_node_table: Callable[[], NodeTable] | None = None,
                  built_with_condition2: bool | None = None) -> None:
         self.archive = archive
         self.settings = settings
@@ -260,10 +261,11 @@ class EventIndex:
             forests = [self._build_group(g, m) for g, m in enumerate(groups)]
         if forests is not None:
             self.__dict__["forests"] = list(forests)
-        elif layout is None or node_table is None:
+        elif layout is None or (node_table is None and load_node_table is None):
             raise ValueError("an index whose forests load lazily needs its layout and "
                              "node table")
         self._load_forests = load_forests
+        self._load_node_table = load_node_table
         if node_table is not None:
             self.__dict__["node_table"] = node_table
         if layout is None:
@@ -298,8 +300,10 @@ class EventIndex:
 
     @cached_property
     def node_table(self) -> NodeTable:
-        """Every node in flat arrays (stored with an index on disk, else built on first
-        use from the forests): what the batch engine reads."""
+        """Every node in flat arrays (stored with an index on disk and mapped on first
+        use, else built on first use from the forests): what the batch engine reads."""
+        if self._load_node_table is not None:
+            return self._load_node_table()
         return node_table(self.forests, self.members, self.archive.n_events)
 
     @property

@@ -33,8 +33,9 @@ whole groups (every builder writes a group's rows from one task).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -58,15 +59,18 @@ from uncertain_cep.index.node_rows import (
 )
 from uncertain_cep.index.node_table import NodeTable
 
-__all__ = ["NODE_TABLE_COLUMNS", "group_codes", "open_node_columns", "write_node_columns"]
+__all__ = ["NODE_TABLE_COLUMNS", "group_codes", "node_column_files", "open_node_columns",
+           "write_node_columns"]
 
 NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
 # Rows of the nodes table read at a time (then cut back to whole groups).
 _PIECE_ROWS = 1 << 20
 
 
-def open_node_columns(directory: Path) -> NodeTable:
-    """The node table stored in ``directory``, every column memory-mapped copy-on-write.
+def open_node_columns(directory: Path,
+                      opened: Mapping[str, BinaryIO] | None = None) -> NodeTable:
+    """The node table stored in ``directory``, every column memory-mapped copy-on-write
+    (``opened``: from files already open, by :func:`node_column_files` names).
 
     Copy-on-write (not read-only): the file is never written, and the kernels see the
     same writable array type as for an index built in memory, so numba compiles each
@@ -74,8 +78,12 @@ def open_node_columns(directory: Path) -> NodeTable:
     arrays = {}
     for column in NODE_TABLE_COLUMNS:
         path = directory / f"{column}.npy"
+        name = f"{directory.name}/{column}.npy"
         try:
-            arrays[column] = np.load(path, mmap_mode="c", allow_pickle=False)
+            if opened is not None and name in opened:
+                arrays[column] = _map_open_npy(opened[name])
+            else:
+                arrays[column] = np.load(path, mmap_mode="c", allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
         if arrays[column].dtype != column_dtype(column) or arrays[column].ndim != 1:
@@ -83,6 +91,27 @@ def open_node_columns(directory: Path) -> NodeTable:
                                    f"{arrays[column].shape}, not a column of "
                                    f"{np.dtype(column_dtype(column))}; rebuild the index")
     return NodeTable(**arrays)
+
+
+def node_column_files(directory: Path) -> list[str]:
+    """The node table's files, relative to the index (``columns/poi.npy``, ...)."""
+    return [f"{directory.name}/{column}.npy" for column in NODE_TABLE_COLUMNS]
+
+
+def _map_open_npy(fh: BinaryIO) -> np.ndarray:
+    """An open ``.npy`` file mapped copy-on-write, as ``np.load(..., mmap_mode="c")``
+    maps a path (which it cannot do for an open file)."""
+    fh.seek(0)
+    version = np.lib.format.read_magic(fh)
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                   (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+    if read_header is None:
+        raise ValueError(f".npy format version {version}, which this version does not map")
+    shape, fortran, dtype = read_header(fh)
+    if dtype.hasobject:
+        raise ValueError("a column of Python objects")
+    return np.memmap(fh, dtype=dtype, mode="c", shape=shape,
+                     order="F" if fortran else "C", offset=fh.tell())
 
 
 def write_node_columns(directory: Path, node_files: list[Path], tree_files: list[Path],

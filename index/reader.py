@@ -45,7 +45,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -61,7 +61,8 @@ from uncertain_cep.index.event_columns import open_event_columns, text_columns
 from uncertain_cep.index.event_index import EventIndex, rtree_properties
 from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.manifest import SELF_CHECKSUM, Manifest, manifest_digest
-from uncertain_cep.index.node_columns import open_node_columns
+from uncertain_cep.index.node_columns import node_column_files, open_node_columns
+from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.index.slice_reads import SliceRead, read_time_slice
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.storage import (
@@ -144,13 +145,13 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
 
 def _used_when_opened(name: str, manifest: Manifest) -> bool:
     """Whether opening an index reads or maps the file ``name`` (relative to the index):
-    the node and event columns (mapped: the kernels index with their numbers), the
-    statistics, the R*-tree file, and the events table when the archive has text columns
-    (string ids, categorical attributes), which are not mapped."""
+    the event columns (mapped: the kernels index with their numbers), the statistics,
+    the R*-tree file, and the events table when the archive has text columns (string
+    ids, categorical attributes), which are not mapped. The node table's columns are
+    hashed when a query first maps them (:meth:`IndexReader.load`)."""
     if name.startswith(f"{EVENTS}/"):
         return bool(text_columns(manifest))
-    return (name.startswith((f"{STATS}/", f"{COLUMNS}/", f"{EVENT_ARRAYS}/"))
-            or name in RTREE_FILES)
+    return name.startswith((f"{STATS}/", f"{EVENT_ARRAYS}/")) or name in RTREE_FILES
 
 
 def open_reader(path: str | os.PathLike[str], *, verify_all: bool = True) -> IndexReader:
@@ -292,24 +293,43 @@ class IndexReader:
             settings = self.manifest.settings.build_settings(pair_predicate)
             archive, layout = open_event_columns(root / EVENT_ARRAYS, self.manifest,
                                                  self._read_columns, EVENT_COLUMNS)
-            table = open_node_columns(root / COLUMNS)
+            # The node table's files are opened now and hashed, mapped and checked when
+            # a query first needs them (the index's largest part: opening stays cheap),
+            # from these very files even if the directory is rebuilt meanwhile.
+            opened = {name: open(root / name, "rb")  # noqa: SIM115 -- closed once mapped
+                      for name in node_column_files(root / COLUMNS)}
             rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
                      else None)
             statistics = self.statistics()
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
             raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
-        if table.n_nodes != self.manifest.counts.nodes:
-            raise IndexFormatError(f"{root} is damaged: its node table does not match its "
-                                   "manifest; rebuild the index")
-        # Once, here: the kernels index with these numbers unchecked.
-        check_node_table(table, root / COLUMNS, n_rows=archive.n_events,
-                         n_groups=len(archive.group_labels))
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
-                          statistics=statistics, node_table=table,
+                          statistics=statistics,
+                          load_node_table=lambda: self._node_table(opened, archive),
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive.group_labels,
                                                              settings.codes == "paper"))
+
+    def _node_table(self, opened: dict[str, BinaryIO], archive: Archive) -> NodeTable:
+        """The node table from its open files: hashed (unless opening hashed every file),
+        mapped, and its numbers checked once, since the kernels index with them
+        unchecked."""
+        root = self.root
+        try:
+            if not self.verified_all:
+                listed = dict(self.manifest.checksums)
+                verify_files(root, {name: listed[name] for name in opened}, opened)
+            table = open_node_columns(root / COLUMNS, opened)
+        finally:
+            for fh in opened.values():
+                fh.close()      # the maps keep what they need
+        if table.n_nodes != self.manifest.counts.nodes:
+            raise IndexFormatError(f"{root} is damaged: its node table does not match its "
+                                   "manifest; rebuild the index")
+        check_node_table(table, root / COLUMNS, n_rows=archive.n_events,
+                         n_groups=len(archive.group_labels))
+        return table
 
     def _forests(self, labels: np.ndarray, paper_codes: bool) -> list[GroupForest]:
         """Every group's forest from the Parquet tables (what the baselines walk)."""

@@ -138,7 +138,8 @@ def test_generate_replaces_an_existing_file(tmp_path):
     assert _temporaries(tmp_path) == []
 
 
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch,
+                                                                   capsys):
     out = tmp_path / "s.parquet"
     assert cli.main(["datasets", "generate", "synthetic", "--n", "10", "--out", str(out)]) == 0
     before = out.read_bytes()
@@ -148,8 +149,12 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, mon
         raise OSError("disk full")
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
-    with pytest.raises(OSError, match="disk full"):
-        cli.main(["datasets", "generate", "synthetic", "--n", "20", "--out", str(out)])
+    capsys.readouterr()
+    # One line naming the user's file (not the hidden temporary one), exit 1.
+    assert cli.main(["datasets", "generate", "synthetic", "--n", "20", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write the file {out}: disk full")
+    assert err.count("\n") == 1
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
 

@@ -79,4 +79,4 @@ def test_a_node_column_of_the_wrong_type_is_refused(tmp_path):
     reader = open_reader(tmp_path / "ix")
     np.save(tmp_path / "ix" / "columns" / "poi.npy", np.zeros(5, dtype=np.int32))
     with pytest.raises(IndexFormatError, match=r"poi\.npy holds int32"):
-        reader.load()
+        _ = reader.load().node_table     # mapped (and checked) when first needed

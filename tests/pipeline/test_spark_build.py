@@ -198,10 +198,10 @@ def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0xFF
     part.write_bytes(bytes(data))
-    with pytest.raises(IndexFormatError, match="does not match its checksum"):
+    with pytest.raises(IndexFormatError, match="does not match its xxh3_64 checksum"):
         uc.open_index(tmp_path / "ix", verify=True)
     # Queries read the node columns, not this table: verify=True hashes it anyway.
-    with pytest.raises(IndexFormatError, match="does not match its checksum"):
+    with pytest.raises(IndexFormatError, match="does not match its xxh3_64 checksum"):
         query_spark_rows(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
                          spark=spark, verify=True)
     manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())

@@ -8,11 +8,12 @@ Each case runs in a child process that receives a real SIGINT, as a terminal sen
 from __future__ import annotations
 
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -60,35 +61,45 @@ def _env() -> dict[str, str]:
                                                          os.environ.get("PYTHONPATH", "")]))
 
 
-def _spawn(args: list[str]) -> subprocess.Popen[str]:
-    # Python leaves SIGINT ignored when its parent ignored it (as a shell does for
-    # background jobs): give the child the default disposition, as a terminal would.
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(),
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+class _Child:
+    """A child process whose output lines are read by a thread into a queue: waiting for
+    one with a timeout must not depend on how much of the pipe a reader has buffered."""
 
+    def __init__(self, args: list[str]) -> None:
+        # Python leaves SIGINT ignored when its parent ignored it (as a shell does for
+        # background jobs): give the child the default disposition, as a terminal would.
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
 
-def _line(proc: subprocess.Popen[str], timeout: float) -> str:
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    if not ready:
-        proc.kill()
-        raise AssertionError(f"no line from the child within {timeout} s")
-    return proc.stdout.readline().strip()
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.strip())
+
+    def line(self, timeout: float) -> str:
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self.proc.kill()
+            raise AssertionError(f"no line from the child within {timeout} s") from None
 
 
 def test_ctrl_c_anywhere_in_a_query_is_a_prompt_keyboard_interrupt_and_the_index_answers():
-    proc = _spawn([sys.executable, "-c", CHILD, str(len(DELAYS))])
+    child = _Child([sys.executable, "-c", CHILD, str(len(DELAYS))])
+    proc = child.proc
     try:
         for delay in DELAYS:
-            assert _line(proc, 120) == "started"
+            assert child.line(120) == "started"
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
             sent = time.perf_counter()
-            line = _line(proc, PROMPT)
-            assert line == "interrupted", (delay, line, proc.stderr.read()[-3000:])
+            line = child.line(PROMPT)
+            assert line == "interrupted", (delay, line)
             assert time.perf_counter() - sent < PROMPT
-        assert _line(proc, 60).startswith("answers ")
+        assert child.line(60).startswith("answers ")
         assert proc.wait(60) == 0
         stderr = proc.stderr.read()
         assert "SystemError" not in stderr and "Traceback" not in stderr, stderr[-3000:]
@@ -101,8 +112,10 @@ def test_ctrl_c_on_the_command_line_prints_one_line_and_exits_130(tmp_path):
     subprocess.run([sys.executable, "-c", script], env=_env(), check=True, timeout=300)
     query = ("PATTERN SEQ(A, B, C) DEFINE A AS x < 5, B AS x >= 2, C AS x > 3 "
              "WITHIN 50")
-    proc = _spawn([sys.executable, "-m", "uncertain_cep.cli", "query", str(tmp_path / "ix"),
-                   query])
+    proc = subprocess.Popen([sys.executable, "-m", "uncertain_cep.cli", "query",
+                             str(tmp_path / "ix"), query], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(6.0)
         assert proc.poll() is None, proc.communicate()
