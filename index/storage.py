@@ -66,7 +66,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
-from uncertain_cep.errors import IndexBuildError, IndexFormatError
+from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
 from uncertain_cep.files import (
     check_write_target,
     process_alive,
@@ -107,7 +107,7 @@ from uncertain_cep.index.tables import (
     tree_schema,
 )
 from uncertain_cep.index.time_order import sort_table_by_time
-from uncertain_cep.model.time_axis import TimeAxis
+from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
            "FormatNames", "IndexDraft", "PartitionWriter", "check_replaceable", "finish_index",
@@ -465,6 +465,13 @@ def _write_rtree_and_stats(root: Path, group_by: str, numeric: tuple[str, ...],
     columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi, *categorical]
     keys = _group_keys(root) if table_files(root, TREES) else pd.Index([])
     n_rows, t0, t1 = _footer_summary(root)
+    if t0 is not None and t1 is not None and t1 - t0 > MAX_SPAN:
+        # The groups were read one by one (the Spark build): refused here, as the
+        # in-process reader refuses it (model/events.py), before anything is written.
+        raise InputError(f"the archive spans {t1 - t0} instants, from {t0} to {t1}, more "
+                         f"than the {MAX_SPAN} (2**60) a query can answer exactly; build it "
+                         "with a coarser time_unit (e.g. '1us' instead of '1ns'), or split "
+                         "it in time")
     extents = {a: (_footer_extreme(root, f"{a}_lo", min), _footer_extreme(root, f"{a}_hi", max))
                for a in numeric}
     grid = StatisticsGrid.for_domain(

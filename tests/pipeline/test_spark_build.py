@@ -331,3 +331,23 @@ def test_the_rejected_rows_of_a_csv_input_carry_their_row_numbers(spark, tmp_pat
     assert rejected["row"].tolist() == [2, 5]
     assert rejected["file"].str.endswith(("b.csv", "a.csv")).all()
     assert "row 2 of" in rejected["reason"].iloc[0]
+
+
+def test_a_spark_build_spanning_more_than_the_engine_answers_is_refused(spark, tmp_path):
+    # Each group spans a few instants; together they span more than 2**60 (issue 44
+    # item 2): the Spark build reads groups one by one, and refuses the whole at the end.
+    rows = [{"event_id": 1, "group": "g", "t_lo": -1, "t_hi": 0, "x": 1.0},
+            {"event_id": 2, "group": "g", "t_lo": 0, "t_hi": 1, "x": 2.0},
+            {"event_id": 3, "group": "h", "t_lo": 2**60, "t_hi": 2**60 + 1, "x": 3.0}]
+    with pytest.raises(InputError, match=r"spans \d+ instants, from -1 to \d+, more than"):
+        uc.build_index_spark(_write(tmp_path, rows), tmp_path / "ix", spark=spark,
+                             log=lambda _: None)
+    assert not (tmp_path / "ix").exists()
+    # Exactly 2**60 is answered, as in process.
+    rows[2].update(t_lo=2**60 - 2, t_hi=2**60 - 1)
+    uc.build_index_spark(_write(tmp_path, rows), tmp_path / "ix", spark=spark,
+                         log=lambda _: None)
+    got = uc.open_index(tmp_path / "ix").query("PATTERN SEQ(A, B) DEFINE A AS x < 2, "
+                                               "B AS x > 2")
+    assert [list(e) for e in got["events"]] == [[1, 3]]
+    assert got["t_last"].tolist() == [2**60 - 1]
