@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.model.feasibility import MaxSpeed
+from uncertain_cep.optional import require_matplotlib
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -287,6 +288,7 @@ class IndexSummary:
         -------
         matplotlib.axes.Axes
         """
+        require_matplotlib("describe().plot()")
         from matplotlib.ticker import MaxNLocator
 
         if ax is None:

@@ -36,7 +36,7 @@ fi
 log=.venv/setup.log
 if ! { .venv/bin/python -m pip install -q --upgrade "pip>=25.1" \
        && .venv/bin/python -m pip install -q --no-compile --group dev \
-            -e ".[spark,connect]"; } >"$log" 2>&1; then
+            -e ".[spark,connect,plot]"; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "setup failed: pip could not install the project (log above, also in $log)" >&2
   exit 1

@@ -96,3 +96,14 @@ def test_installed_wheel_runs_the_demo_and_answers_version(installed, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "480 readings" in proc.stdout
     assert (tmp_path / "demo" / "report.html").is_file()
+
+
+def test_the_wheel_says_matplotlib_is_the_plot_extra(wheel):
+    # The base install leaves out the plotting stack (about 90 MB with fontTools and
+    # Pillow): only plots and reports draw.
+    with zipfile.ZipFile(wheel) as z:
+        (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [line for line in z.read(meta).decode().splitlines()
+                    if line.startswith("Requires-Dist:")]
+    plotting = [r for r in requires if "matplotlib" in r]
+    assert plotting and all('extra == "plot"' in r for r in plotting), plotting

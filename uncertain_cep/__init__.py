@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         IndexFormatError,
         InputError,
         InvalidOptionError,
+        MissingDependencyError,
         PlanningError,
         QueryError,
         QueryParseError,
@@ -108,6 +109,7 @@ _EXPORTS = {
     "UsageError": "uncertain_cep.errors",
     "AnswerTooLargeError": "uncertain_cep.errors",
     "FileWriteError": "uncertain_cep.errors",
+    "MissingDependencyError": "uncertain_cep.errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -222,12 +222,13 @@ class UncertainIndex:
     # ------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to a directory, atomically (see :mod:`uncertain_cep.index.storage`)."""
-        from uncertain_cep.files import writing_to
+        from uncertain_cep.files import index_path, writing_to
         from uncertain_cep.index.storage import save_index
 
         # The draft beside the target is what fails: name the target.
-        with writing_to(path, "index"):
-            save_index(self._index, path)
+        target = index_path(path)
+        with writing_to(target, "index"):
+            save_index(self._index, target)
 
 
 def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
@@ -262,8 +263,10 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
         whole index memory-mapped once per executor process) or ``"row-groups"`` (only
         the row groups of the slice's time range; ``res.stats.scans`` counts them).
     """
+    from uncertain_cep.files import index_path
     from uncertain_cep.pipeline.time_slices import SliceReads
 
+    path = index_path(path)
     reads = SliceReads.get_value(slice_reads)
     if EngineName.get_value(engine) == "local":
         if reads != "mapped":
@@ -370,11 +373,13 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Uncerta
     IndexFormatError
         When ``path`` is not an index, or a damaged, edited or older one.
     """
+    from uncertain_cep.files import index_path
     from uncertain_cep.index.reader import load_index_and_manifest
 
     if not isinstance(path, str | os.PathLike):
         raise InputError(f"open_index takes the path of an index directory, got "
                          f"{type(path).__name__}")
+    path = index_path(path)
     index, manifest = load_index_and_manifest(path, verify_all=bool(verify))
     # What describe() reports of where the index came from.
     return UncertainIndex(index, {"path": os.fspath(path), **manifest.provenance()})

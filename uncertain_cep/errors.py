@@ -30,6 +30,7 @@ __all__ = [
     "IndexFormatError",
     "InputError",
     "InvalidOptionError",
+    "MissingDependencyError",
     "ParamEnum",
     "PlanningError",
     "QueryError",
@@ -114,3 +115,8 @@ class ParamEnum(enum.Enum):
             raise InvalidOptionError(
                 f"{item!r} is not a valid {name}; choose one of: {valid}"
             ) from None
+
+
+class MissingDependencyError(UncertainCepError, ImportError):
+    """An optional dependency that the asked-for feature needs is not installed (the
+    message names the extra to install)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["atomic_write", "check_table_path", "check_write_target", "exchange_paths",
+           "index_path", "local_path",
            "process_alive", "replace_directory", "write_table", "writing_to"]
 
 _RENAME_EXCHANGE = 2    # linux/fs.h
@@ -202,3 +204,41 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def local_path(text: str) -> Path | None:
+    """The local path a ``file:`` URI names (``file:/x``, ``file:///x``,
+    ``file://localhost/x``, percent-escapes decoded), else None.
+
+    >>> local_path("file:///tmp/a%20b.idx"), local_path("s3a://bucket/x")
+    (PosixPath('/tmp/a b.idx'), None)
+    """
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(text)
+    if parsed.scheme.lower() != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    return Path(unquote(parsed.path))
+
+
+def index_path(path: str | os.PathLike[str]) -> Path:
+    """Where an index is, from any form a function taking an index accepts: a path, or a
+    ``file:`` URI. Another URI is refused, saying why.
+
+    >>> index_path("file:///shared/office.idx"), index_path("office.idx")
+    (PosixPath('/shared/office.idx'), PosixPath('office.idx'))
+    """
+    from uncertain_cep.errors import InputError
+
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"an index is named by a path or a file: URI, got "
+                         f"{type(path).__name__}")
+    text = os.fspath(path)
+    local = local_path(text)
+    if local is not None:
+        return local
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", text):
+        raise InputError(f"{text!r}: an index is a directory that this process and the "
+                         "executors read as files (a local path, NFS, a mounted bucket), "
+                         "not a URI of another scheme; give its path or a file: URI")
+    return Path(text)

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from uncertain_cep.errors import MissingDependencyError
 from uncertain_cep.files import atomic_write
+from uncertain_cep.optional import require_matplotlib
 from uncertain_cep.results import QueryResult
 
 if TYPE_CHECKING:
@@ -108,8 +110,7 @@ def html_report(index: UncertainIndex, query: str, strategy: str = "selectivity"
         "<h2>Timeline</h2>",
         "<p class='meta'>Each row is a matched tuple (most confident on top); each bar is "
         "one event's possible instants, coloured by the pattern item it matched.</p>",
-        f"<img alt='timeline of the matched events' src='data:image/png;base64,"
-        f"{_timeline_png(answer, timeline_rows)}'>",
+        _timeline_img(answer, timeline_rows),
         "<h2>Answer</h2>",
         (f"<p class='meta'>{'; '.join(notes)}.</p>" if notes else ""),
         shown.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0)
@@ -125,9 +126,21 @@ def write_html_report(path: str | os.PathLike[str], page: str) -> None:
     atomic_write(Path(path), lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
 
 
+def _timeline_img(answer: QueryResult, rows: int) -> str:
+    """The timeline as an inline PNG; without matplotlib (the plot extra), a line saying
+    how to get it: the rest of the report needs no plotting."""
+    try:
+        png = _timeline_png(answer, rows)
+    except MissingDependencyError as e:
+        return f"<p class='meta'>{html.escape(str(e))}.</p>"
+    return (f"<img alt='timeline of the matched events' src='data:image/png;base64,"
+            f"{png}'>")
+
+
 def _timeline_png(answer: QueryResult, rows: int) -> str:
     # A Figure of its own (no pyplot state): the report neither needs nor changes the
     # caller's matplotlib backend.
+    require_matplotlib("the report's timeline")
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(9, 0.45 * max(min(len(answer), rows), 1) + 1.4))

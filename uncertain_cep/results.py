@@ -40,6 +40,7 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError
 from uncertain_cep.model.time_axis import TimeAxis
+from uncertain_cep.optional import require_matplotlib
 from uncertain_cep.query.stats import QueryStats
 
 __all__ = ["QueryResult"]
@@ -145,6 +146,7 @@ class QueryResult(pd.DataFrame):
         tuples far apart stay readable; ``"auto"`` picks ``"tuple"`` when the rows span
         over 10 times their longest tuple.
         """
+        require_matplotlib("res.plot()")
         import matplotlib.pyplot as plt
 
         if align not in ("auto", "absolute", "tuple"):

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, UncertainCepError
+from uncertain_cep.files import local_path
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
 from uncertain_cep.index.storage import (
@@ -60,7 +61,6 @@ from uncertain_cep.pipeline.sources import (
     empty_frame,
     input_files,
     is_spark_error,
-    local_path,
     master_of,
     nanos_as_long,
     read_input,

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
-from uncertain_cep.files import replace_directory
+from uncertain_cep.files import index_path, replace_directory
 from uncertain_cep.index.reader import IndexReader, open_reader
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
@@ -214,7 +214,7 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
                             "use --engine local, or with the Spark engine one of: "
                             f"{', '.join(map(repr, SLICE_STRATEGIES))}")
     # Checked once here; executors get the reader (the directory and its manifest).
-    reader = open_reader(Path(index).resolve(), verify_all=verify)
+    reader = open_reader(index_path(index).resolve(), verify_all=verify)
     archive = reader.empty_archive()
     # The window in instants (WITHIN 6s on an index of seconds is 6): the slices' halo.
     pattern = bind_query(query, archive.time_axis)

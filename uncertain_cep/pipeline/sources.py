@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import InputError, UncertainCepError
+from uncertain_cep.files import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 __all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", "input_files",
-           "is_connect", "is_nanos_failure", "is_spark_error", "local_path", "master_of",
+           "is_connect", "is_nanos_failure", "is_spark_error", "master_of",
            "nanos_as_long",
            "read_input", "resolve_input", "session_for", "spark_failure", "spark_input_error",
            "spark_schema", "task_slots", "timestamps_as_micros", "worker_exception"]
@@ -124,21 +125,6 @@ def session_for(spec: InputSpec, spark: SparkSession | None, master: str | None
     from uncertain_cep.pipeline.session import spark_session
 
     return spark_session(master)
-
-
-def local_path(text: str) -> Path | None:
-    """The local path a ``file:`` URI names (``file:/x``, ``file:///x``,
-    ``file://localhost/x``), else None.
-
-    >>> local_path("file:///tmp/a%20b.idx"), local_path("s3a://bucket/x")
-    (PosixPath('/tmp/a b.idx'), None)
-    """
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(text)
-    if parsed.scheme.lower() != "file" or parsed.netloc not in ("", "localhost"):
-        return None
-    return Path(unquote(parsed.path))
 
 
 def _format(input_format: str | None) -> str | None:
