@@ -42,7 +42,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -311,7 +311,7 @@ class IndexReader:
                           load_forests=lambda: self._forests(archive.group_labels,
                                                              settings.codes == "paper"))
 
-    def _node_table(self, opened: dict[str, BinaryIO], archive: Archive) -> NodeTable:
+    def _node_table(self, opened: Mapping[str, BinaryIO], archive: Archive) -> NodeTable:
         """The node table from its open files: hashed (unless opening hashed every file),
         mapped, and its numbers checked once, since the kernels index with them
         unchecked."""
