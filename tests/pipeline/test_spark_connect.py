@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from zone_cases import ZONES
 
 # Its Connect server runs in a subprocess: no shared session, so any test worker.
 
@@ -41,6 +42,13 @@ SCRIPT = textwrap.dedent("""
                            "B AS speed > 70 PATTERN A overlaps B", partitions=2)
     print("OK", summary.events, type(answer).__module__, len(got),
           [list(map(int, e)) for e in got["events"]], found.count())
+    # The session time-zone cases (tests/pipeline/zone_cases.py) on this Connect session,
+    # which costs a server start of its own otherwise.
+    from zone_cases import check_every_source, check_matches_in_every_zone
+
+    (d / "zones").mkdir()
+    print("ZONES", len(check_every_source(spark, d / "zones")),
+          check_matches_in_every_zone(spark))
     spark.stop()
 """)
 
@@ -59,6 +67,7 @@ def test_build_query_and_match_run_on_spark_connect(tmp_path):
                                                                  index=False)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]),
+                                           str(Path(__file__).parent),
                                            os.environ.get("PYTHONPATH", "")]))
     env.pop("SPARK_REMOTE", None)
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env,
@@ -71,7 +80,10 @@ def test_build_query_and_match_run_on_spark_connect(tmp_path):
 
     want = uc.build_index(pd.DataFrame(rows)).query(
         "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x > 3 WITHIN 5 CONFIDENCE 0.1")
-    words = out[-1].split(" ", 4)
+    # Every source in every session zone answers the in-process instants (issue "No
+    # wrong answer at the edges", item 1), here on Spark Connect.
+    assert out[-1] == f"ZONES {4 * len(ZONES)} {len(ZONES)}"
+    words = out[-2].split(" ", 4)
     assert words[:3] == ["OK", "10", "pyspark.sql.connect.dataframe"]
     assert int(words[3]) == len(want)
     assert words[4].rsplit(" ", 1)[0] == str([list(e) for e in want["events"]])

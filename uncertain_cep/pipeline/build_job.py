@@ -59,6 +59,7 @@ from uncertain_cep.pipeline.sources import (
     InputSpec,
     NanosTimestampsError,
     empty_frame,
+    has_nanos_timestamps,
     input_files,
     is_spark_error,
     master_of,
@@ -171,6 +172,10 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
     say(f"reading {what}")
     with ExitStack() as scope:
         try:
+            if has_nanos_timestamps(spec):
+                # Known from the files' own schemas: Spark never tries (and fails, with
+                # an ERROR and a JVM trace in the executor's log) to read them as times.
+                raise NanosTimestampsError(spec.label)
             frame = read_input(spark, spec)
         except NanosTimestampsError:
             # Pandas writes datetime64[ns] as Parquet nanosecond timestamps, which Spark

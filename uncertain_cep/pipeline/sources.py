@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame", "input_files",
-           "is_connect", "is_nanos_failure", "is_spark_error", "master_of",
-           "nanos_as_long",
-           "read_input", "resolve_input", "session_for", "spark_failure", "spark_input_error",
-           "spark_schema", "task_slots", "timestamps_as_micros", "worker_exception"]
+__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame",
+           "has_nanos_timestamps", "input_files", "is_connect", "is_nanos_failure",
+           "is_spark_error", "master_of", "nanos_as_long", "read_input", "resolve_input",
+           "session_for", "spark_failure", "spark_input_error", "spark_schema", "task_slots",
+           "timestamps_as_micros", "worker_exception"]
 
 # A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
 # drive letter (C:\x) is not one.
@@ -245,6 +245,27 @@ def _resolved(make: Any, spec: InputSpec) -> DataFrame:
 def is_nanos_failure(e: BaseException) -> bool:
     """Whether Spark refused a Parquet file for its nanosecond timestamps."""
     return "TIMESTAMP(NANOS" in str(e)
+
+
+def has_nanos_timestamps(spec: InputSpec) -> bool:
+    """Whether a local Parquet input's time columns are nanosecond timestamps (as pandas
+    writes ``datetime64[ns]``), from the files' footers (no Spark job)."""
+    if spec.fmt != "parquet" or not spec.files:
+        return False
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in spec.files:
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException):
+            return False     # Spark's reader names what is wrong with it
+        for name in _TIME_COLUMNS:
+            if name in schema.names:
+                kind = schema.field(name).type
+                if pa.types.is_timestamp(kind) and kind.unit == "ns":
+                    return True
+    return False
 
 
 @contextmanager

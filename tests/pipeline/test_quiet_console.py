@@ -1,0 +1,58 @@
+"""A successful Spark run prints no ERROR and no Java trace (issue "Spark SQL access, a
+quiet console", item 1): building from a DataFrame or a view (no files: no ``_metadata``
+probe that fails in Spark's analyser) and from Parquet written by pandas with datetimes
+(nanosecond timestamps, known from the footers before Spark reads them), then querying,
+in a process of its own whose whole stderr (the JVM's included) is read."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import pandas as pd
+    import uncertain_cep as uc
+    from uncertain_cep.pipeline.session import spark_session
+
+    d = Path(sys.argv[1])
+    start = pd.Timestamp("2024-01-01 08:00:00")
+    df = pd.DataFrame({"event_id": range(6), "group": ["a", "a", "a", "b", "b", "b"],
+                       "t_lo": [start + pd.Timedelta(seconds=3 * i) for i in range(6)],
+                       "x": [1.0, 5.0, 2.0, 6.0, 3.0, 7.0]})
+    df["t_hi"] = df["t_lo"] + pd.Timedelta(seconds=2)
+    df.to_parquet(d / "ns.parquet", index=False)          # TIMESTAMP(NANOS)
+    spark = spark_session("local[1]")
+    frame = spark.createDataFrame(df)
+    frame.createOrReplaceTempView("quiet_archive")
+    q = "PATTERN SEQ(A, B) DEFINE A AS x < 3, B AS x > 4 WITHIN 10s"
+    for name, source in (("parquet", str(d / "ns.parquet")), ("dataframe", frame),
+                         ("view", "quiet_archive")):
+        uc.build_index_spark(source, str(d / name), time_unit="1s", spark=spark,
+                             partitions=2, log=lambda _: None)
+        rows = uc.query_spark(str(d / name), q, spark=spark).count()
+        print("OK", name, rows, len(uc.query_index(d / name, q, engine="spark")))
+    spark.stop()
+""")
+
+# What Spark's log4j writes at ERROR, and the frames of a Java stack trace.
+_NOISE = re.compile(r"\bERROR\b|^\s+at [\w$.]+\(|Exception in thread|Py4JJavaError")
+
+
+def test_builds_and_queries_on_spark_print_no_error_and_no_java_trace(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    env.pop("SPARK_REMOTE", None)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ok = [line.split() for line in proc.stdout.splitlines() if line.startswith("OK ")]
+    assert [w[1] for w in ok] == ["parquet", "dataframe", "view"]
+    assert all(int(w[2]) == int(w[3]) > 0 for w in ok), ok
+    noise = [line for line in proc.stderr.splitlines() if _NOISE.search(line)]
+    assert noise == [], proc.stderr[-5000:]
