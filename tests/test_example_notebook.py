@@ -7,12 +7,12 @@ API. It needs no Spark and takes a few seconds.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from notebook_kernels import kernelspec
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -25,23 +25,11 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOTEBOOK = EXAMPLES / "quickstart.ipynb"
 
 
-def _kernelspec(root: Path) -> Path:
-    """A ``python3`` kernelspec running this interpreter, in a JUPYTER_PATH directory of its
-    own: the kernel must import the project from this environment, whatever kernelspecs
-    the user or the system has installed."""
-    spec = root / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (this environment)", "language": "python"}))
-    return root
-
-
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("notebook")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JUPYTER_PATH", str(_kernelspec(tmp / "jupyter")))
+        mp.setenv("JUPYTER_PATH", str(kernelspec(tmp / "jupyter")))
         mp.setenv("JUPYTER_RUNTIME_DIR", str(tmp / "runtime"))
         mp.setenv("IPYTHONDIR", str(tmp / "ipython"))  # no user profile or startup files
         mp.delenv("MPLBACKEND", raising=False)  # figures through the kernel's inline backend

@@ -4,13 +4,12 @@ outside a terminal or notebook nothing is shown."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from notebook_kernels import kernelspec
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -38,18 +37,9 @@ QUICK_QUERY = textwrap.dedent("""
 """)
 
 
-def _kernelspec(root: Path) -> Path:
-    spec = root / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (this environment)", "language": "python"}))
-    return root
-
-
 def test_a_long_query_in_a_notebook_shows_a_widget_and_a_quick_one_shows_none(tmp_path,
                                                                              monkeypatch):
-    monkeypatch.setenv("JUPYTER_PATH", str(_kernelspec(tmp_path / "jupyter")))
+    monkeypatch.setenv("JUPYTER_PATH", str(kernelspec(tmp_path / "jupyter")))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     nb = nbformat.v4.new_notebook()

@@ -24,7 +24,6 @@ import dataclasses
 import hashlib
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, UncertainCepError
-from uncertain_cep.files import local_path
+from uncertain_cep.files import index_path
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
 from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
 from uncertain_cep.index.storage import (
@@ -197,16 +196,9 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
 
 
 def _local_out(out: str | os.PathLike[str]) -> Path:
-    """The output directory as a local path: tasks write the index's files themselves."""
-    text = os.fspath(out)
-    local = local_path(text)
-    if local is not None:
-        return local
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", text):
-        raise InputError(f"out={text!r}: the index is written by the tasks to a filesystem "
-                         "path the executors share with the driver (a local path, NFS, a "
-                         "mounted bucket), not to a URI; give a path")
-    return Path(text)
+    """The output directory as a local path (or ``file:`` URI): the tasks write the
+    index's files themselves, to a path every executor shares with the driver."""
+    return index_path(out)
 
 
 def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,

@@ -249,22 +249,22 @@ def is_nanos_failure(e: BaseException) -> bool:
 
 def has_nanos_timestamps(spec: InputSpec) -> bool:
     """Whether a local Parquet input's time columns are nanosecond timestamps (as pandas
-    writes ``datetime64[ns]``), from the files' footers (no Spark job)."""
+    writes ``datetime64[ns]``), from the files' schemas: pandas reads no row (a filter
+    none passes) and keeps Arrow's types. No Spark job runs."""
     if spec.fmt != "parquet" or not spec.files:
         return False
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     for path in spec.files:
-        try:
-            schema = pq.read_schema(path)
-        except (OSError, pa.ArrowException):
-            return False     # Spark's reader names what is wrong with it
         for name in _TIME_COLUMNS:
-            if name in schema.names:
-                kind = schema.field(name).type
-                if pa.types.is_timestamp(kind) and kind.unit == "ns":
-                    return True
+            try:
+                column = pd.read_parquet(path, columns=[name], filters=[(name, "in", [])],
+                                         dtype_backend="pyarrow")[name]
+            except (KeyError, ValueError, OSError, pa.ArrowException):
+                continue     # no such column, or a file Spark's reader will name
+            kind = getattr(column.dtype, "pyarrow_dtype", None)
+            if kind is not None and pa.types.is_timestamp(kind) and kind.unit == "ns":
+                return True
     return False
 
 
