@@ -96,3 +96,44 @@ class QueryStats:
         if seconds is not None:
             out.seconds = seconds
         return out
+
+    def _lines(self) -> list[tuple[str, str]]:
+        where = (f"{self.engine}, {self.slices} time slices" if self.slices is not None
+                 else self.engine)
+        rows = [("strategy", f"{self.strategy or '-'} ({where})"),
+                ("time", f"{self.seconds:.3f} s"),
+                ("entries created (xi)", f"{self.entries_created:,}"),
+                ("range queries", f"{self.range_queries:,}"),
+                ("candidate events", f"{self.candidates:,}"),
+                ("tuples pruned", f"{self.tuples_pruned:,}")]
+        if self.steps:
+            rows.append(("steps", f"{len(self.steps)} (idx.explain(query) shows them)"))
+        for scan in self.scans:
+            rows.append((f"{scan.table} row groups read",
+                         f"{scan.row_groups_read:,} of {scan.row_groups:,}"))
+        return rows
+
+    def __repr__(self) -> str:
+        """A few aligned lines instead of the dataclass's one long line.
+
+        >>> print(QueryStats(strategy="selectivity", entries_created=1200, seconds=0.25))
+        QueryStats
+          strategy              selectivity (local)
+          time                  0.250 s
+          entries created (xi)  1,200
+          range queries         0
+          candidate events      0
+          tuples pruned         0
+        """
+        rows = self._lines()
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(["QueryStats", *(f"  {name:<{width}}  {value}"
+                                            for name, value in rows)])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(name)}</th>"
+                        f"<td style='text-align:right'>{html.escape(value)}</td></tr>"
+                        for name, value in self._lines())
+        return f"<table class='uncertain-cep-stats'>{cells}</table>"

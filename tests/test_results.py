@@ -53,15 +53,30 @@ def test_a_query_result_is_the_answer_frame_with_its_context(index, result):
                                   for e in matched}
 
 
-def test_pandas_methods_keep_working_and_derived_frames_are_plain(result):
+def test_pandas_methods_keep_working_and_derived_frames_stay_answers(result):
     # The context attributes must not hide DataFrame.query / DataFrame.items.
     confident = result.query("confidence > 0.5")
-    assert type(confident) is pd.DataFrame
     assert len(confident) == int((result["confidence"] > 0.5).sum())
     assert [name for name, _ in result.items()] == ["events", "confidence", "t_first",
                                                     "t_last"]
-    assert type(result.head()) is pd.DataFrame
-    assert type(result[result["confidence"] > 0]) is pd.DataFrame
+    # Issue "Spark SQL access, a quiet console", item 6: pandas habits keep the answer.
+    for derived in (confident, result.head(), result[result["confidence"] > 0],
+                    result.sort_values("t_first"), result.copy(), result.iloc[::-1]):
+        assert type(derived) is uc.QueryResult
+        assert derived.stats is result.stats and derived.query_text == TEXT
+        assert derived.pattern_items == result.pattern_items
+        assert f"{len(derived)} match" in derived._repr_html_()
+    # One that lost the answer's columns shows and plots as the DataFrame it is.
+    column = result[["confidence"]]
+    assert column._repr_html_() == pd.DataFrame(column)._repr_html_()
+    assert column.summary() == f"{len(result)} rows"
+
+
+def test_the_stats_read_as_a_few_lines_and_an_html_table(result):
+    shown = repr(result.stats)
+    assert shown.startswith("QueryStats\n  strategy") and len(shown.splitlines()) >= 6
+    assert max(len(line) for line in shown.splitlines()) < 80
+    assert "entries created (xi)" in shown and "<table" in result.stats._repr_html_()
 
 
 def test_the_notebook_display_shows_counts_query_and_top_rows(result):
@@ -91,6 +106,21 @@ def test_the_timeline_draws_every_event_of_the_top_tuples_coloured_by_item(resul
     assert colours[0] != colours[1]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["A", "B"]
     assert "(top 5)" in ax.get_title()
+    plt.close("all")
+
+
+def test_a_saved_timeline_keeps_its_labels_and_legend_inside_the_figure(result, tmp_path):
+    # Constrained layout (issue "Spark SQL access, a quiet console", item 6): savefig
+    # without bbox_inches clipped the tuple labels and the legend.
+    ax = result.plot(top=5)
+    figure = ax.figure
+    assert type(figure.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
+    figure.savefig(tmp_path / "t.png")
+    figure.canvas.draw()
+    box = figure.bbox
+    for text in [*ax.get_yticklabels(), ax.get_legend()]:
+        extent = text.get_window_extent()
+        assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, text
     plt.close("all")
 
 

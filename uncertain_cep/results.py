@@ -7,8 +7,10 @@ the pattern's positive items (the symbols the tuple's events matched, in order),
 matched event's possible instants ``[t_lo, t_hi]`` and the archive's time axis (for an
 archive whose times were datetimes, ``t_first``/``t_last`` are datetimes in its time zone
 and the timeline is drawn on dates). Everything a DataFrame does works as
-usual; frames derived from it (``res.head()``, ``res[res.confidence > .5]``) are plain
-DataFrames, so nothing stale travels with them.
+usual, and frames derived from it (``res.head()``, ``res[res.confidence > .5]``,
+``res.sort_values(...)``) are answers too, with the same context (``stats`` describes the
+whole query); one that lost the answer's columns (``res[["confidence"]]``) displays and
+plots as a DataFrame.
 
 * In Jupyter it shows as a compact HTML block: the number of matches, the confidence
   range, the query, and the top rows (``_repr_html_``).
@@ -24,8 +26,8 @@ DataFrames, so nothing stale travels with them.
 ...                      event_times={1: (0, 1), 2: (2, 3)})
 >>> res.summary()
 '1 match, confidence 0.75'
->>> type(res.head()).__name__
-'DataFrame'
+>>> type(res.head()).__name__, res.head().summary()
+('QueryResult', '1 match, confidence 0.75')
 """
 
 from __future__ import annotations
@@ -73,8 +75,16 @@ class QueryResult(pd.DataFrame):
 
     @property
     def _constructor(self) -> type[pd.DataFrame]:
-        # Derived frames drop the context: it describes this exact answer.
-        return pd.DataFrame
+        # Derived frames (res.head(), res[mask], res.sort_values(...)) stay answers, with
+        # the context pandas carries over (_metadata, through __finalize__); one that lost
+        # the answer's columns shows and plots as the DataFrame it is (_is_answer).
+        return QueryResult
+
+    def _is_answer(self) -> bool:
+        """Whether this frame still holds an answer's rows: its ``events`` and
+        ``confidence`` columns, and the context of the query they answer."""
+        return ({"events", "confidence"} <= set(self.columns)
+                and getattr(self, "query_text", None) is not None)
 
     @classmethod
     def of(cls, frame: pd.DataFrame, *, query: str, items: Sequence[str],
@@ -107,6 +117,8 @@ class QueryResult(pd.DataFrame):
     def summary(self) -> str:
         """One line: how many matches and their confidence range."""
         n = len(self)
+        if not self._is_answer():
+            return f"{n} row{'s' if n != 1 else ''}"
         if n == 0:
             return "no match"
         low, high = float(self["confidence"].min()), float(self["confidence"].max())
@@ -114,7 +126,10 @@ class QueryResult(pd.DataFrame):
         return f"{n} match{'es' if n != 1 else ''}, confidence {spread}"
 
     def _repr_html_(self) -> str | None:
-        name = self.stats.strategy
+        if not self._is_answer():
+            return pd.DataFrame(self)._repr_html_()  # type: ignore[operator]
+        stats = getattr(self, "stats", None)
+        name = stats.strategy if stats is not None else ""
         strategy = f" ({html.escape(name)})" if name else ""
         shown = pd.DataFrame(self.head(_SHOWN))
         more = len(self) - len(shown)
@@ -130,6 +145,8 @@ class QueryResult(pd.DataFrame):
     def plot(self) -> _Plot:  # type: ignore[override]
         """``res.plot()`` draws the timeline (:meth:`timeline`); ``res.plot.<kind>`` is
         pandas' plotting."""
+        if not self._is_answer():
+            return pd.DataFrame(self).plot  # type: ignore[return-value]
         return _Plot(self)
 
     def timeline(self, top: int = _DRAWN, ax: Any = None, align: str = "auto") -> Any:
@@ -160,7 +177,10 @@ class QueryResult(pd.DataFrame):
                           - min((lo for s in spans for lo, _ in s), default=0))
             align = "tuple" if longest and everything > 10 * longest else "absolute"
         if ax is None:
-            _, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 1) + 1.4))
+            # Constrained layout: the tuple labels and the legend stay inside a saved
+            # figure (fig.savefig clipped them).
+            _, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 1) + 1.4),
+                                 layout="constrained")
         dates = _Dates(self.time_axis)
         colours = plt.get_cmap("tab10")
         labels = []
