@@ -36,6 +36,7 @@ from uncertain_cep.interval.language import parse_temporal_query
 from uncertain_cep.interval.patterns import TemporalPattern
 from uncertain_cep.pipeline.sources import (
     InputSpec,
+    as_utc,
     empty_frame,
     is_spark_error,
     read_input,
@@ -99,11 +100,11 @@ def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
     InputError, QueryError
         Input that is missing or unreadable, or that the query cannot run on.
     """
-    frame, pattern, options, probe = _prepare(source, query, engine, time_column,
-                                              time_unit, tick, symbol_column, master,
-                                              spark, input_format)
+    frame, pattern, options, probe, micros = _prepare(source, query, engine, time_column,
+                                                      time_unit, tick, symbol_column, master,
+                                                      spark, input_format)
     grouped, _ = _grouped(frame, pattern, partitions)
-    return grouped.mapInPandas(_task(query, options, probe, detailed=False),
+    return grouped.mapInPandas(_task(query, options, probe, micros, detailed=False),
                                spark_schema(_utc(probe)))
 
 
@@ -119,9 +120,9 @@ def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *
     and the command line; ``log`` receives progress messages."""
     started = time.perf_counter()
     say = log or _log.info
-    frame, pattern, options, probe = _prepare(source, query, engine, time_column,
-                                              time_unit, tick, symbol_column, master,
-                                              spark, input_format)
+    frame, pattern, options, probe, micros = _prepare(source, query, engine, time_column,
+                                                      time_unit, tick, symbol_column, master,
+                                                      spark, input_format)
     keys = list(pattern.partition_by)
     grouped, n_tasks = _grouped(frame, pattern, partitions)
     label = os.fspath(source) if isinstance(source, str | os.PathLike) else "the DataFrame"
@@ -130,7 +131,7 @@ def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *
     # the driver as wall times of the session's zone.
     schema = spark_schema(_as_micros(probe).assign(**{_ERROR: pd.Series([], dtype=object)}))
     try:
-        answer = grouped.mapInPandas(_task(query, options, probe, detailed=True),
+        answer = grouped.mapInPandas(_task(query, options, probe, micros, detailed=True),
                                      schema).toPandas()
     except Exception as e:
         if not is_spark_error(e):
@@ -149,7 +150,8 @@ def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *
 def _prepare(source: Any, query: str, engine: str, time_column: str,
              time_unit: float | str | None, tick: float, symbol_column: str,
              master: str | None, spark: SparkSession | None, input_format: str | None
-             ) -> tuple[DataFrame, TemporalPattern, dict[str, Any], pd.DataFrame]:
+             ) -> tuple[DataFrame, TemporalPattern, dict[str, Any], pd.DataFrame,
+                        tuple[str, ...]]:
     """The input read, the query parsed, and the answer's empty form (the query run on
     zero rows of the input's schema: a query that cannot run on the data fails here)."""
     pattern = parse_temporal_query(query)
@@ -158,17 +160,13 @@ def _prepare(source: Any, query: str, engine: str, time_column: str,
                                "tick": tick, "symbol_column": symbol_column}
     spec = resolve_input(source, input_format)
     spark = session_for(spec, spark, master)
+    # The tasks see Spark's timestamps (``micros``, the columns sent as microseconds) as
+    # the instants they are: zone-aware, in UTC.
     frame, micros = timestamps_as_micros(_read(spark, spec))
-    # The tasks see Spark's timestamps as the instants they are: zone-aware, in UTC.
-    options["_micros"] = micros
     empty = empty_frame(frame.schema).astype({c: "datetime64[ns, UTC]" for c in micros})
     # The text, not the parsed pattern: an error about the query then points into it.
-    probe = match(empty, query, **_match_options(options))
-    return frame, pattern, options, probe
-
-
-def _match_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k != "_micros"}
+    probe = match(empty, query, **options)
+    return frame, pattern, options, probe, micros
 
 
 def _datetime_columns(frame: pd.DataFrame) -> list[str]:
@@ -178,9 +176,7 @@ def _datetime_columns(frame: pd.DataFrame) -> list[str]:
 def _utc(frame: pd.DataFrame) -> pd.DataFrame:
     """Datetime columns as zone-aware UTC: Arrow reads naive ones handed back by a task
     as wall times of the session's zone."""
-    return frame.assign(**{c: (frame[c].dt.tz_localize("UTC") if frame[c].dt.tz is None
-                               else frame[c].dt.tz_convert("UTC"))
-                           for c in _datetime_columns(frame)})
+    return frame.assign(**{c: as_utc(frame[c]) for c in _datetime_columns(frame)})
 
 
 def _as_micros(frame: pd.DataFrame) -> pd.DataFrame:
@@ -227,9 +223,10 @@ def _read(spark: SparkSession, spec: InputSpec) -> DataFrame:
                          for f in frame.schema.fields])
 
 
-def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, *, detailed: bool
-          ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """A task's matches (``detailed``: with the error column, errors as rows)."""
+def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, micros: tuple[str, ...],
+          *, detailed: bool) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """A task's matches (``detailed``: with the error column, errors as rows;
+    ``micros``: columns that arrive as microseconds since the epoch)."""
     columns = list(probe.columns)
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -238,9 +235,9 @@ def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, *, detailed:
             return
         data = pd.concat(parts, ignore_index=True)
         data = data.assign(**{c: pd.to_datetime(data[c], unit="us", utc=True)
-                              for c in options["_micros"]})
+                              for c in micros})
         try:
-            found = match(data, query, **_match_options(options))
+            found = match(data, query, **options)
         except UncertainCepError as e:
             if not detailed:
                 raise

@@ -37,7 +37,7 @@ from uncertain_cep.files import index_path, replace_directory
 from uncertain_cep.index.reader import IndexReader, open_reader
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.pipeline.sources import is_spark_error, spark_failure, task_slots
+from uncertain_cep.pipeline.sources import as_utc, is_spark_error, spark_failure, task_slots
 from uncertain_cep.pipeline.time_slices import (
     SLICE_STRATEGIES,
     SliceReads,
@@ -323,9 +323,7 @@ def _instants(axis: TimeAxis, instants: pd.Series) -> pd.Series:
     """Instants as zone-aware UTC datetimes: Arrow reads naive datetimes coming back
     from a task as wall times of the session's zone, which would shift every answer by
     the zone's offset; an aware one is the same instant in any session."""
-    stamps = axis.datetimes(instants.to_numpy())
-    return (stamps.dt.tz_localize("UTC") if stamps.dt.tz is None
-            else stamps.dt.tz_convert("UTC"))
+    return as_utc(axis.datetimes(instants.to_numpy()))
 
 
 def _datetime_axis(archive: Archive) -> TimeAxis | None:

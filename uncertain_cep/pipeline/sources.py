@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "empty_frame",
+__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "as_utc", "empty_frame",
            "has_nanos_timestamps", "input_files", "is_connect", "is_nanos_failure",
            "is_spark_error", "master_of", "nanos_as_long", "read_input", "resolve_input",
            "session_for", "spark_failure", "spark_input_error", "spark_schema", "task_slots",
@@ -412,6 +412,12 @@ def task_slots(spark: SparkSession) -> int:
 
 
 # ---------------------------------------------------------------- schemas
+
+def as_utc(stamps: pd.Series) -> pd.Series:
+    """Datetimes as zone-aware UTC (naive ones read as UTC): what a task hands back to
+    Spark, since Arrow reads a naive datetime as a wall time of the session's zone."""
+    return stamps.dt.tz_localize("UTC") if stamps.dt.tz is None else stamps.dt.tz_convert("UTC")
+
 
 def timestamps_as_micros(frame: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
     """Timestamp columns as microseconds since the epoch, computed in Spark, and their
