@@ -549,7 +549,6 @@ class BatchEngine:
         if self.ctx.negations:
             prob = batch.prob * negation_factors(table, batch.events, batch.nodes,
                                                  self.negated)
-            # An entry whose weighted sum is 0 holds in no world: it sets no instants.
             batch = Batch(batch.events, batch.nodes, prob)
         # An entry of probability 0 holds in no world: it sets no instants.
         batch = batch.take(batch.prob > 0)
