@@ -362,11 +362,12 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Uncerta
     verify
         Hash every file of the index against its manifest before answering. By default
         opening checks the manifest and its own checksum, that every file is there, and
-        hashes every file it reads or maps (the node and event columns, the statistics,
-        the R*-tree file, the events table when it has text columns: about 0.13 s per
-        GB), then checks the numbers the compiled kernels index with; the nodes and
+        hashes every file it reads or maps (the event columns, the statistics, the
+        R*-tree file, the events table when it has text columns: about 0.13 s per GB);
+        the node table's columns are opened then, and hashed and checked (the numbers
+        the compiled kernels index with) when the first query maps them; the nodes and
         trees tables, which only the baselines and a save read, are hashed when first
-        read. ``verify=True`` hashes those too, at once.
+        read. ``verify=True`` hashes every file at once.
 
     Raises
     ------
