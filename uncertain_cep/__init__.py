@@ -14,6 +14,7 @@ The public API (SEMANTICS.md defines every answer):
     uc.query_spark("index/", "PATTERN ...")           # a lazy pyspark DataFrame
     uc.match_spark(events_df, "PARTITION BY ...")     # a lazy pyspark DataFrame
     uc.query_index("index/", "PATTERN ...", engine="spark")   # pandas, for notebooks
+    uc.register(spark)                                # SQL: uc_query(...), uc_match(...)
 
 Names are loaded on first use, for start-up time: ``import uncertain_cep`` takes about
 0.05 s, loading every name (pandas, scipy, rtree, lark, matplotlib) about 1.4 s, which
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from uncertain_cep.pipeline.build_job import BuildSummary, build_index_spark
     from uncertain_cep.pipeline.match_job import match_spark, match_spark_pandas
     from uncertain_cep.pipeline.query_job import query_spark
+    from uncertain_cep.pipeline.sql_functions import register
     from uncertain_cep.query.explain import Explanation
     from uncertain_cep.query.language import parse_query
     from uncertain_cep.query.patterns import (
@@ -83,6 +85,7 @@ _EXPORTS = {
     "query_spark": "uncertain_cep.pipeline.query_job",
     "match_spark": "uncertain_cep.pipeline.match_job",
     "match_spark_pandas": "uncertain_cep.pipeline.match_job",
+    "register": "uncertain_cep.pipeline.sql_functions",
     "read_archive": "uncertain_cep.model.events",
     "MaxSpeed": "uncertain_cep.model.feasibility",
     "PairPredicate": "uncertain_cep.model.feasibility",

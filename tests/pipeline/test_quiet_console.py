@@ -7,15 +7,17 @@ in a process of its own whose whole stderr (the JVM's included) is read."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+from console_noise import noise_lines
+
 SCRIPT = textwrap.dedent("""
     import sys
     from pathlib import Path
+
     import pandas as pd
     import uncertain_cep as uc
     from uncertain_cep.pipeline.session import spark_session
@@ -40,8 +42,6 @@ SCRIPT = textwrap.dedent("""
     spark.stop()
 """)
 
-# What Spark's log4j writes at ERROR, and the frames of a Java stack trace.
-_NOISE = re.compile(r"\bERROR\b|^\s+at [\w$.]+\(|Exception in thread|Py4JJavaError")
 
 
 def test_builds_and_queries_on_spark_print_no_error_and_no_java_trace(tmp_path):
@@ -54,5 +54,4 @@ def test_builds_and_queries_on_spark_print_no_error_and_no_java_trace(tmp_path):
     ok = [line.split() for line in proc.stdout.splitlines() if line.startswith("OK ")]
     assert [w[1] for w in ok] == ["parquet", "dataframe", "view"]
     assert all(int(w[2]) == int(w[3]) > 0 for w in ok), ok
-    noise = [line for line in proc.stderr.splitlines() if _NOISE.search(line)]
-    assert noise == [], proc.stderr[-5000:]
+    assert noise_lines(proc.stderr) == [], proc.stderr[-5000:]

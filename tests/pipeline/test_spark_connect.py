@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from console_noise import noise_lines
 from zone_cases import ZONES
 
 # Its Connect server runs in a subprocess: no shared session, so any test worker.
@@ -40,6 +41,14 @@ SCRIPT = textwrap.dedent("""
     frame = spark.read.parquet(str(d / "cars.parquet"))
     found = uc.match_spark(frame, "PARTITION BY car DEFINE A AS accel > 8, "
                            "B AS speed > 70 PATTERN A overlaps B", partitions=2)
+    # SQL's table functions, registered on the Connect session, answer the same rows.
+    uc.register(spark)
+    frame.createOrReplaceTempView("connect_cars")
+    sql = spark.sql(f"SELECT * FROM uc_query('{d / 'ix'}', '{query}')")
+    matched = spark.sql("SELECT * FROM uc_match(TABLE(connect_cars), 'PARTITION BY car "
+                        "DEFINE A AS accel > 8, B AS speed > 70 PATTERN A overlaps B')")
+    print("SQL", sql.schema == answer.schema, sql.collect() == answer.collect(),
+          matched.schema == found.schema, sorted(matched.collect()) == sorted(found.collect()))
     print("OK", summary.events, type(answer).__module__, len(got),
           [list(map(int, e)) for e in got["events"]], found.count())
     # The session time-zone cases (tests/pipeline/zone_cases.py) on this Connect session,
@@ -70,12 +79,19 @@ def test_build_query_and_match_run_on_spark_connect(tmp_path):
                                            str(Path(__file__).parent),
                                            os.environ.get("PYTHONPATH", "")]))
     env.pop("SPARK_REMOTE", None)
+    # The driver's and the workers' own zone, unlike UTC and every session zone: a
+    # timestamp read as a wall time of the process's zone shows.
+    env["TZ"] = "Asia/Kolkata"
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout.strip().splitlines()
     if out and out[-1].startswith("CANNOT-START"):
         pytest.skip(f"a local Spark Connect server cannot start here: {out[-1]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # A successful run on Connect prints no ERROR and no Java trace either (issue "Spark
+    # SQL access, a quiet console", item 1).
+    assert noise_lines(proc.stderr) == [], proc.stderr[-5000:]
+    assert out[-3] == "SQL True True True True", out
     import uncertain_cep as uc
 
     want = uc.build_index(pd.DataFrame(rows)).query(

@@ -1,7 +1,8 @@
 """The session time-zone cases, run by tests/pipeline/test_session_time_zones.py on a
 classic session and, in a subprocess, on Spark Connect: every source (a DataFrame, a
 table, a ``file:`` URI, a path) built in a session of every zone answers the in-process
-build's instants."""
+build's instants, through the Python API and through SQL's ``uc_query`` and
+``uc_match``."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def check_every_source(spark: Any, folder: Path) -> list[str]:
     path = folder / "in.parquet"
     frame.to_parquet(path, index=False, coerce_timestamps="us")
     before = spark.conf.get("spark.sql.session.timeZone")
+    uc.register(spark)
     done = []
     try:
         for zone in ZONES:
@@ -74,6 +76,12 @@ def check_every_source(spark: Any, folder: Path) -> list[str]:
                                           "cast(t_last as long) AS l").toPandas()
                 assert seconds["f"].tolist() == instants["t_first"], (where, "query_spark")
                 assert seconds["l"].tolist() == instants["t_last"], (where, "query_spark")
+                if name == "path":
+                    # SQL's uc_query answers the same instants in every zone.
+                    sql = spark.sql(f"SELECT cast(t_first AS long) AS f, cast(t_last AS "
+                                    f"long) AS l FROM uc_query('{out}', '{QUERY}')").toPandas()
+                    assert sql["f"].tolist() == instants["t_first"], (where, "uc_query")
+                    assert sql["l"].tolist() == instants["t_last"], (where, "uc_query")
                 done.append(where)
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)
@@ -96,6 +104,7 @@ def check_matches_in_every_zone(spark: Any) -> int:
     assert len(want) >= 2, want
     stamps = [c for c in want.columns if c.endswith(("_ts", "_te")) or c == "detected_at"]
     before = spark.conf.get("spark.sql.session.timeZone")
+    uc.register(spark)
     checked = 0
     try:
         for zone in ZONES:
@@ -107,10 +116,19 @@ def check_matches_in_every_zone(spark: Any) -> int:
                     .selectExpr(*(f"cast(unix_micros(`{c}`) AS long) AS `{c}`"
                                   for c in stamps)).toPandas())
             lazy = lazy.sort_values(stamps).reset_index(drop=True)
+            # SQL's uc_match, whose worker gets timestamps as its own zone's wall times
+            # unless they cross over as microseconds.
+            frame.createOrReplaceTempView("uc_zone_cars")
+            sql = (spark.sql(f"SELECT * FROM uc_match(TABLE(uc_zone_cars), '{MATCH}', "
+                             "tick => '1s')")
+                   .selectExpr(*(f"cast(unix_micros(`{c}`) AS long) AS `{c}`"
+                                 for c in stamps)).toPandas())
+            sql = sql.sort_values(stamps).reset_index(drop=True)
             for c in stamps:
                 micros = (want[c].dt.tz_convert(None).astype("datetime64[us]")
                           .astype("int64").tolist())
                 assert lazy[c].tolist() == micros, (zone, c)
+                assert sql[c].tolist() == micros, (zone, c, "uc_match")
             checked += 1
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)

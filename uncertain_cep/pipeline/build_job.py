@@ -57,7 +57,6 @@ from uncertain_cep.pipeline.group_builder import (
 from uncertain_cep.pipeline.sources import (
     InputSpec,
     NanosTimestampsError,
-    empty_frame,
     has_nanos_timestamps,
     input_files,
     is_spark_error,
@@ -68,8 +67,8 @@ from uncertain_cep.pipeline.sources import (
     session_for,
     spark_failure,
     task_slots,
-    timestamps_as_micros,
 )
+from uncertain_cep.pipeline.spark_types import empty_frame, timestamps_as_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -51,7 +51,7 @@ class GroupJob:
     settings: BuildSettings
     reject_rows: bool        # set bad rows aside (True) or fail the build (False)
     # Timestamp columns that arrive as microseconds since the epoch (UTC), whatever the
-    # session's time zone (sources.timestamps_as_micros).
+    # session's time zone (spark_types.timestamps_as_micros).
     micros_columns: tuple[str, ...] = ()
     # Time columns that arrive as nanoseconds since the epoch: Parquet nanosecond
     # timestamps, which Spark reads only as longs (sources.nanos_as_long).

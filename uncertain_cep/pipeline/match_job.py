@@ -31,21 +31,25 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import PlanningError, UncertainCepError
-from uncertain_cep.interval.api import MatchEngine, match
+from uncertain_cep.interval.api import match
 from uncertain_cep.interval.language import parse_temporal_query
 from uncertain_cep.interval.patterns import TemporalPattern
+from uncertain_cep.pipeline.answer_forms import match_options, match_probe
 from uncertain_cep.pipeline.sources import (
     InputSpec,
-    as_utc,
-    empty_frame,
     is_spark_error,
     read_input,
     resolve_input,
     session_for,
     spark_failure,
-    spark_schema,
     task_slots,
+)
+from uncertain_cep.pipeline.spark_types import (
+    datetime_columns,
+    instants_from_micros,
+    spark_schema,
     timestamps_as_micros,
+    utc_datetimes,
 )
 
 if TYPE_CHECKING:
@@ -105,7 +109,7 @@ def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
                                                       spark, input_format)
     grouped, _ = _grouped(frame, pattern, partitions)
     return grouped.mapInPandas(_task(query, options, probe, micros, detailed=False),
-                               spark_schema(_utc(probe)))
+                               spark_schema(utc_datetimes(probe)))
 
 
 def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *,
@@ -155,41 +159,27 @@ def _prepare(source: Any, query: str, engine: str, time_column: str,
     """The input read, the query parsed, and the answer's empty form (the query run on
     zero rows of the input's schema: a query that cannot run on the data fails here)."""
     pattern = parse_temporal_query(query)
-    options: dict[str, Any] = {"engine": MatchEngine.get_value(engine),
-                               "time_column": time_column, "time_unit": time_unit,
-                               "tick": tick, "symbol_column": symbol_column}
+    options = match_options(engine=engine, time_column=time_column, time_unit=time_unit,
+                            tick=tick, symbol_column=symbol_column)
     spec = resolve_input(source, input_format)
     spark = session_for(spec, spark, master)
     # The tasks see Spark's timestamps (``micros``, the columns sent as microseconds) as
     # the instants they are: zone-aware, in UTC.
     frame, micros = timestamps_as_micros(_read(spark, spec))
-    empty = empty_frame(frame.schema).astype({c: "datetime64[ns, UTC]" for c in micros})
-    # The text, not the parsed pattern: an error about the query then points into it.
-    probe = match(empty, query, **options)
-    return frame, pattern, options, probe, micros
-
-
-def _datetime_columns(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if pd.api.types.is_datetime64_any_dtype(frame[c])]
-
-
-def _utc(frame: pd.DataFrame) -> pd.DataFrame:
-    """Datetime columns as zone-aware UTC: Arrow reads naive ones handed back by a task
-    as wall times of the session's zone."""
-    return frame.assign(**{c: as_utc(frame[c]) for c in _datetime_columns(frame)})
+    return frame, pattern, options, match_probe(frame.schema, micros, query, options), micros
 
 
 def _as_micros(frame: pd.DataFrame) -> pd.DataFrame:
     """Datetime columns as int64 microseconds since the epoch (naive ones read as UTC)."""
-    utc = _utc(frame)
+    utc = utc_datetimes(frame)
     return frame.assign(**{c: utc[c].dt.tz_convert(None).astype("datetime64[us]")
-                           .astype("int64") for c in _datetime_columns(frame)})
+                           .astype("int64") for c in datetime_columns(frame)})
 
 
 def _from_micros(answer: pd.DataFrame, probe: pd.DataFrame) -> pd.DataFrame:
     """:func:`_as_micros` undone, in the zone (or none) of the probe's columns."""
     out = {}
-    for c in _datetime_columns(probe):
+    for c in datetime_columns(probe):
         stamps = pd.to_datetime(answer[c].astype("int64"), unit="us", utc=True)
         zone = probe[c].dt.tz
         out[c] = stamps.dt.tz_convert(None) if zone is None else stamps.dt.tz_convert(zone)
@@ -233,9 +223,7 @@ def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, micros: tupl
         parts = list(batches)
         if not sum(len(p) for p in parts):
             return
-        data = pd.concat(parts, ignore_index=True)
-        data = data.assign(**{c: pd.to_datetime(data[c], unit="us", utc=True)
-                              for c in micros})
+        data = instants_from_micros(pd.concat(parts, ignore_index=True), micros)
         try:
             found = match(data, query, **options)
         except UncertainCepError as e:
@@ -248,5 +236,5 @@ def _task(query: str, options: dict[str, Any], probe: pd.DataFrame, micros: tupl
         if detailed:
             found = _as_micros(found)
             found[_ERROR] = None
-        yield _utc(found)
+        yield utc_datetimes(found)
     return run

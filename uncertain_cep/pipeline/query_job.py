@@ -33,31 +33,34 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
-from uncertain_cep.files import index_path, replace_directory
-from uncertain_cep.index.reader import IndexReader, open_reader
+from uncertain_cep.files import replace_directory
+from uncertain_cep.index.reader import IndexReader
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.pipeline.sources import as_utc, is_spark_error, spark_failure, task_slots
+from uncertain_cep.pipeline.answer_forms import (
+    ANSWER_COLUMNS,
+    answer_schema,
+    checked_query,
+    datetime_axis,
+    slice_frame,
+)
+from uncertain_cep.pipeline.sources import is_spark_error, spark_failure, task_slots
+from uncertain_cep.pipeline.spark_types import as_utc
+from uncertain_cep.pipeline.sql_functions import register_if_configured
 from uncertain_cep.pipeline.time_slices import (
-    SLICE_STRATEGIES,
     SliceReads,
     TimeSlice,
     evaluate_slice,
     plan_slices,
 )
-from uncertain_cep.query.answer import significant
-from uncertain_cep.query.language import bind_query
 from uncertain_cep.query.stats import QueryStats
-from uncertain_cep.query.symbols import check_symbols
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["ANSWER_COLUMNS", "query_spark", "query_spark_collected", "query_spark_rows",
+__all__ = ["query_spark", "query_spark_collected", "query_spark_rows",
            "write_answer_directory"]
-
-ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
 # The driver-side helper's extra columns: what a row is, a slice's counters, its error.
 _KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
 
@@ -109,11 +112,11 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
 
     spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
                                             verify, reads)
-    schema = _answer_schema(archive)
+    schema = answer_schema(archive)
     if not plan:
         return spark.createDataFrame([], schema)
     answer = _slices(spark, plan).mapInPandas(
-        _task(reader, plan, query, strategy, reads, axis=_datetime_axis(archive)), schema)
+        _task(reader, plan, query, strategy, reads, axis=datetime_axis(archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
     return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
@@ -145,7 +148,7 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
                                             verify, reads)
     if not plan:
         return [], QueryStats(strategy=strategy, engine="spark", slices=0), archive
-    schema = _detailed_schema(_answer_schema(archive, datetimes=False))
+    schema = _detailed_schema(answer_schema(archive, datetimes=False))
     try:
         out = _slices(spark, plan).mapInPandas(
             _task(reader, plan, query, strategy, reads, detailed=True), schema).toPandas()
@@ -209,20 +212,14 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
              ) -> tuple[SparkSession, IndexReader, Archive, list[TimeSlice]]:
     """The session, the checked index, its archive's columns (no rows) and the slices."""
     SliceReads.get_value(reads)
-    if strategy not in SLICE_STRATEGIES:
-        raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
-                            "use --engine local, or with the Spark engine one of: "
-                            f"{', '.join(map(repr, SLICE_STRATEGIES))}")
     # Checked once here; executors get the reader (the directory and its manifest).
-    reader = open_reader(index_path(index).resolve(), verify_all=verify)
-    archive = reader.empty_archive()
-    # The window in instants (WITHIN 6s on an index of seconds is 6): the slices' halo.
-    pattern = bind_query(query, archive.time_axis)
-    check_symbols(archive, pattern)
+    reader, archive, pattern = checked_query(index, query, strategy, verify)
     if spark is None:
         from uncertain_cep.pipeline.session import spark_session
 
         spark = spark_session(master)
+    else:
+        register_if_configured(spark)
     return spark, reader, archive, plan_slices(
         reader, pattern.window, slices or _default_slices(reader, spark, reads))
 
@@ -246,34 +243,6 @@ def _default_slices(reader: IndexReader, spark: SparkSession, reads: str) -> int
 def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
     """One row per slice (its number), each in its own partition: one task per slice."""
     return spark.range(0, len(plan), 1, len(plan))
-
-
-def _answer_schema(archive: Archive, *, datetimes: bool = True) -> StructType:
-    from pyspark.sql.types import (
-        ArrayType,
-        DoubleType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
-
-    kind = archive.event_ids.dtype.kind
-    if archive.event_ids.dtype == np.uint64:
-        # Spark's integers are signed 64-bit: these ids would wrap into negative numbers.
-        raise PlanningError("the index's event ids go past 2**63 - 1 (uint64), which Spark "
-                            "cannot hold; query it with engine='local' (uc.open_index), or "
-                            "rebuild it with ids within the int64 range or as strings")
-    ids = LongType() if kind in "iu" else DoubleType() if kind == "f" else StringType()
-    # Instants of an archive of datetimes are answered as timestamps, as in process
-    # (``datetimes=False``: as instants, for the driver-side helper to convert).
-    times = (TimestampType() if datetimes and _datetime_axis(archive) is not None
-             else LongType())
-    return StructType([StructField("events", ArrayType(ids, False), False),
-                       StructField("confidence", DoubleType(), False),
-                       StructField("t_first", times, False),
-                       StructField("t_last", times, False)])
 
 
 def _detailed_schema(answer: StructType) -> StructType:
@@ -306,7 +275,7 @@ def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
                     yield _detailed(pd.DataFrame({_KIND: ["error"],
                                                   _ERROR: [f"{type(e).__name__}: {e}"]}))
                     continue
-                frame = _frame(rows)
+                frame = slice_frame(rows)
                 if axis is not None:
                     frame["t_first"] = _instants(axis, frame["t_first"])
                     frame["t_last"] = _instants(axis, frame["t_last"])
@@ -326,24 +295,8 @@ def _instants(axis: TimeAxis, instants: pd.Series) -> pd.Series:
     return as_utc(axis.datetimes(instants.to_numpy()))
 
 
-def _datetime_axis(archive: Archive) -> TimeAxis | None:
-    """The archive's time axis when its times are datetimes (else None)."""
-    axis = archive.time_axis
-    return axis if axis is not None and axis.is_datetime else None
-
-
 def _detailed(frame: pd.DataFrame) -> pd.DataFrame:
     """Every column of the detailed schema, in its order (nulls where a row has none)."""
     names = [_KIND, *ANSWER_COLUMNS, _STATS, _ERROR]
     return frame.assign(**{c: pd.Series([None] * len(frame), dtype=object)
                            for c in names if c not in frame.columns})[names]
-
-
-def _frame(rows: list[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
-    """A slice's rows as the answer's columns; confidences rounded as the in-process
-    answer rounds them (:func:`~uncertain_cep.query.answer.significant`)."""
-    return pd.DataFrame({
-        "events": pd.Series([list(r[0]) for r in rows], dtype=object),
-        "confidence": significant(np.array([r[1] for r in rows], dtype=np.float64), 15),
-        "t_first": np.array([r[2] for r in rows], dtype=np.int64),
-        "t_last": np.array([r[3] for r in rows], dtype=np.int64)})

@@ -52,7 +52,9 @@ def spark_session(master: str | None = None) -> SparkSession:
     (never stopped, its master and ``PYSPARK_PYTHON`` untouched); asking for another
     master then is an :class:`~uncertain_cep.errors.InputError`. Only a session made
     here gets the project's settings (UTC, Arrow, this interpreter on the executors, the
-    JVM class archive).
+    JVM class archive, the SQL functions ``uc_query`` and ``uc_match``). Either session
+    gets those functions when its configuration sets ``spark.uncertain_cep.sql.functions``
+    to ``true`` (:func:`~uncertain_cep.pipeline.sql_functions.register_if_configured`).
     """
     try:
         from pyspark.sql import SparkSession
@@ -68,6 +70,7 @@ def spark_session(master: str | None = None) -> SparkSession:
         # A running session is the user's: used as it is, never stopped or reconfigured.
         running = active.conf.get("spark.master", None)
         if master is None or running == master:
+            _register_functions(active)
             return active
         from uncertain_cep.errors import InputError
 
@@ -104,6 +107,8 @@ def spark_session(master: str | None = None) -> SparkSession:
              .config("spark.driver.memory",
                      os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY") or DRIVER_MEMORY)
              .config("spark.log.structuredLogging.enabled", "false")
+             # SQL's uc_query and uc_match (pipeline/sql_functions.py).
+             .config(_FUNCTIONS_KEY, "true")
              .getOrCreate())
     # SPARK_REMOTE in the environment makes the builder return a Spark Connect session,
     # which has no SparkContext (its server keeps its own log level).
@@ -112,4 +117,16 @@ def spark_session(master: str | None = None) -> SparkSession:
         jvm = spark.sparkContext._jvm
         if classes.recording is not None and jvm is not None:
             classes.started(jvm.java.lang.ProcessHandle.current().pid())
+    _register_functions(spark)
     return spark
+
+
+# sql_functions.CONFIG_KEY, named here so that a session starts without importing the
+# engines; tests/pipeline/test_sql_functions.py checks the two agree.
+_FUNCTIONS_KEY = "spark.uncertain_cep.sql.functions"
+
+
+def _register_functions(spark: SparkSession) -> None:
+    from uncertain_cep.pipeline.sql_functions import register_if_configured
+
+    register_if_configured(spark)

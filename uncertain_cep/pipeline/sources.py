@@ -32,13 +32,11 @@ from uncertain_cep.files import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
-__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "as_utc", "empty_frame",
-           "has_nanos_timestamps", "input_files", "is_connect", "is_nanos_failure",
-           "is_spark_error", "master_of", "nanos_as_long", "read_input", "resolve_input",
-           "session_for", "spark_failure", "spark_input_error", "spark_schema", "task_slots",
-           "timestamps_as_micros", "worker_exception"]
+__all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "has_nanos_timestamps",
+           "input_files", "is_connect", "is_nanos_failure", "is_spark_error", "master_of",
+           "nanos_as_long", "read_input", "resolve_input", "session_for", "spark_failure",
+           "spark_input_error", "task_slots", "worker_exception"]
 
 # A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
 # drive letter (C:\x) is not one.
@@ -118,13 +116,16 @@ def session_for(spec: InputSpec, spark: SparkSession | None, master: str | None
                 ) -> SparkSession:
     """The session a job runs in: the one given, else the given DataFrame's own, else one
     the project makes (local mode by default, or ``master``)."""
-    if spark is not None:
-        return spark
-    if spec.kind == "dataframe":
-        return spec.value.sparkSession
-    from uncertain_cep.pipeline.session import spark_session
+    from uncertain_cep.pipeline.sql_functions import register_if_configured
 
-    return spark_session(master)
+    if spark is None and spec.kind == "dataframe":
+        spark = spec.value.sparkSession
+    if spark is None:
+        from uncertain_cep.pipeline.session import spark_session
+
+        return spark_session(master)
+    register_if_configured(spark)
+    return spark
 
 
 def _format(input_format: str | None) -> str | None:
@@ -409,56 +410,3 @@ def task_slots(spark: SparkSession) -> int:
             return 1                      # "local": one thread
         return max(1, os.cpu_count() or 1) if n == "*" else max(1, int(n))
     return max(1, int(conf.get("spark.sql.shuffle.partitions", "200") or 200) // 4)
-
-
-# ---------------------------------------------------------------- schemas
-
-def as_utc(stamps: pd.Series) -> pd.Series:
-    """Datetimes as zone-aware UTC (naive ones read as UTC): what a task hands back to
-    Spark, since Arrow reads a naive datetime as a wall time of the session's zone."""
-    return stamps.dt.tz_localize("UTC") if stamps.dt.tz is None else stamps.dt.tz_convert("UTC")
-
-
-def timestamps_as_micros(frame: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
-    """Timestamp columns as microseconds since the epoch, computed in Spark, and their
-    names: Arrow hands timestamps to pandas as wall times of the session's time zone, so
-    a session outside UTC would shift every instant (and a wall time in a daylight-saving
-    change is ambiguous). Tasks turn them back into UTC times
-    (``pd.to_datetime(..., unit="us", utc=True)``). ``timestamp_ntz`` columns, wall times
-    without a zone, stay as they are."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import TimestampType
-
-    names = tuple(f.name for f in frame.schema.fields if isinstance(f.dataType, TimestampType))
-    if not names:
-        return frame, ()
-    return frame.withColumns({n: F.unix_micros(F.col(f"`{n}`")) for n in names}), names
-
-
-def empty_frame(schema: StructType) -> pd.DataFrame:
-    """The pandas frame of zero rows that ``mapInPandas`` tasks would get for ``schema``:
-    the schema's Arrow form (``pyspark.sql.pandas.types``) on no rows, with timestamps as
-    naive ``datetime64[ns]`` as PySpark hands them to pandas. No Spark job runs."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow = to_arrow_schema(schema, timezone="UTC")
-    frame = arrow.empty_table().to_pandas()
-    for name in frame.columns:
-        col = frame[name]
-        if pd.api.types.is_datetime64_any_dtype(col):
-            if col.dt.tz is not None:
-                col = col.dt.tz_localize(None)
-            frame[name] = col.astype("datetime64[ns]")
-    return frame
-
-
-def spark_schema(frame: pd.DataFrame) -> StructType:
-    """The Spark schema of a pandas frame's columns, through its Arrow schema; an object
-    column of no rows (Arrow infers ``null``) is a string column."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    arrow = pa.Schema.from_pandas(frame, preserve_index=False)
-    arrow = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f
-                       for f in arrow])
-    return from_arrow_schema(arrow, prefer_timestamp_ntz=False)

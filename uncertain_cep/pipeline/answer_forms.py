@@ -1,0 +1,118 @@
+"""What the Spark engines answer with: the columns and forms every path shares.
+
+``uc.query_spark``, ``uc.query_index(..., engine="spark")`` and SQL's ``uc_query`` check
+an index and a query the same way (:func:`checked_query`) and answer in one schema
+(:func:`answer_schema`); ``uc.match_spark`` and SQL's ``uc_match`` derive theirs by
+matching zero rows of the input's schema (:func:`match_probe`). Nothing here starts or
+needs a session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from uncertain_cep.errors import PlanningError
+from uncertain_cep.files import index_path
+from uncertain_cep.index.reader import IndexReader, open_reader
+from uncertain_cep.interval.api import MatchEngine, match
+from uncertain_cep.model.events import Archive
+from uncertain_cep.model.time_axis import TimeAxis
+from uncertain_cep.pipeline.spark_types import empty_frame
+from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES
+from uncertain_cep.query.answer import significant
+from uncertain_cep.query.language import bind_query
+from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.symbols import check_symbols
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+__all__ = ["ANSWER_COLUMNS", "answer_schema", "checked_query", "datetime_axis",
+           "match_options", "match_probe", "slice_frame"]
+
+ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
+
+
+# ---------------------------------------------------------------- part A
+
+def checked_query(index: str | Path, query: str, strategy: str, verify: bool = False
+                  ) -> tuple[IndexReader, Archive, SequencePattern]:
+    """The index checked (format, checksums), its archive's columns (no rows), and the
+    query checked against them, with its window in instants (``WITHIN 6s`` on an index of
+    seconds is 6: the slices' halo)."""
+    if strategy not in SLICE_STRATEGIES:
+        raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
+                            "use --engine local, or with the Spark engine one of: "
+                            f"{', '.join(map(repr, SLICE_STRATEGIES))}")
+    reader = open_reader(index_path(index).resolve(), verify_all=verify)
+    archive = reader.empty_archive()
+    pattern = bind_query(query, archive.time_axis)
+    check_symbols(archive, pattern)
+    return reader, archive, pattern
+
+
+def answer_schema(archive: Archive, *, datetimes: bool = True) -> StructType:
+    """The columns of a part-A answer on Spark (``query_spark``, ``uc_query``)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    kind = archive.event_ids.dtype.kind
+    if archive.event_ids.dtype == np.uint64:
+        # Spark's integers are signed 64-bit: these ids would wrap into negative numbers.
+        raise PlanningError("the index's event ids go past 2**63 - 1 (uint64), which Spark "
+                            "cannot hold; query it with engine='local' (uc.open_index), or "
+                            "rebuild it with ids within the int64 range or as strings")
+    ids = LongType() if kind in "iu" else DoubleType() if kind == "f" else StringType()
+    # Instants of an archive of datetimes are answered as timestamps, as in process
+    # (``datetimes=False``: as instants, for the driver-side helper to convert).
+    times = (TimestampType() if datetimes and datetime_axis(archive) is not None
+             else LongType())
+    return StructType([StructField("events", ArrayType(ids, False), False),
+                       StructField("confidence", DoubleType(), False),
+                       StructField("t_first", times, False),
+                       StructField("t_last", times, False)])
+
+
+def datetime_axis(archive: Archive) -> TimeAxis | None:
+    """The archive's time axis when its times are datetimes (else None)."""
+    axis = archive.time_axis
+    return axis if axis is not None and axis.is_datetime else None
+
+
+def slice_frame(rows: list[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
+    """A slice's rows as the answer's columns; confidences rounded as the in-process
+    answer rounds them (:func:`~uncertain_cep.query.answer.significant`)."""
+    return pd.DataFrame({
+        "events": pd.Series([list(r[0]) for r in rows], dtype=object),
+        "confidence": significant(np.array([r[1] for r in rows], dtype=np.float64), 15),
+        "t_first": np.array([r[2] for r in rows], dtype=np.int64),
+        "t_last": np.array([r[3] for r in rows], dtype=np.int64)})
+
+
+# ---------------------------------------------------------------- part B
+
+def match_options(**options: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`uncertain_cep.match` a task passes on, the engine
+    checked (the rest are checked by the probe)."""
+    return {**options, "engine": MatchEngine.get_value(options["engine"])}
+
+
+def match_probe(schema: StructType, micros: tuple[str, ...], query: str,
+                options: dict[str, Any]) -> pd.DataFrame:
+    """The answer's empty form: ``query`` matched on zero rows of ``schema`` (whose
+    ``micros`` columns hold timestamps as microseconds), so that a query that cannot run
+    on the data fails before any task runs."""
+    empty = empty_frame(schema).astype({c: "datetime64[ns, UTC]" for c in micros})
+    # The text, not the parsed pattern: an error about the query then points into it.
+    return match(empty, query, **options)
