@@ -115,7 +115,7 @@ def register(spark: SparkSession) -> SparkSession:
     for name, cls in ((SqlFunction.uc_query, QueryFunction),
                       (SqlFunction.uc_match, MatchFunction)):
         # Rows pickled, not Arrow-optimised: Spark 4's Arrow path hands a table
-        # argument's rows over one by one all the same, and took 2.7 times as long
+        # argument's rows over one by one all the same, and took 3.5 times as long
         # (docs/benchmarks.md, "Spark SQL's table functions"). udtf(cls) is the function
         # itself (its other overload is the decorator's).
         spark.udtf.register(name.value, cast(UserDefinedTableFunction,
