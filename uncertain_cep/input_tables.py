@@ -52,7 +52,8 @@ import pyarrow as pa
 from uncertain_cep.errors import InputError, InvalidOptionError, ParamEnum
 
 __all__ = ["ACCEPTED_TABLES", "ArchiveColumn", "ColumnLabels", "arrow_table",
-           "arrow_to_pandas", "check_column_mapping", "is_arrow_stream", "rename_columns"]
+           "arrow_to_pandas", "check_column_mapping", "is_arrow_stream", "not_a_table",
+           "rename_columns"]
 
 # What the builders accept as a table, for messages refusing anything else.
 ACCEPTED_TABLES = ("a pandas DataFrame, an Arrow table or stream (any object with "
@@ -73,12 +74,33 @@ def is_arrow_stream(obj: object) -> bool:
     """Whether ``obj`` offers its rows through the Arrow PyCapsule interface.
 
     pandas frames (which have ``__arrow_c_stream__`` since pandas 2.2) and series are
-    not: pandas input is read as it is.
+    not: pandas input is read as it is. Nor are Spark DataFrames (which have it since
+    Spark 4): reading one here would collect it to the driver, unasked; the Spark jobs
+    take them as they are (:func:`not_a_table` says so).
     """
-    if isinstance(obj, pd.DataFrame | pd.Series):
+    if isinstance(obj, pd.DataFrame | pd.Series) or _is_spark(obj):
         return False
     kind = type(obj)
     return hasattr(kind, "__arrow_c_stream__") or hasattr(kind, "__arrow_c_array__")
+
+
+def _is_spark(obj: object) -> bool:
+    return type(obj).__module__.startswith("pyspark.")
+
+
+def not_a_table(obj: object, what: str, accepted: str) -> InputError:
+    """The error for ``obj`` given as ``what`` (``"the archive"``) where ``accepted`` is
+    what is taken; for a Spark DataFrame, where to take it instead.
+
+    >>> print(not_a_table([1], "the data", "a table"))
+    the data must be a table; got list
+    """
+    message = f"{what} must be {accepted}; got {type(obj).__name__}"
+    if _is_spark(obj):
+        message += (" (a Spark DataFrame stays in Spark: pass it to uc.build_index_spark "
+                    "or uc.match_spark, or collect it first with .toArrow() to work in "
+                    "this process)")
+    return InputError(message)
 
 
 def arrow_table(obj: Any) -> pa.Table:

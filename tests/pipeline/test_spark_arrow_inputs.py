@@ -102,3 +102,24 @@ def test_a_table_of_unsigned_ids_past_int64_is_refused_naming_the_column(spark, 
                                          "uint64 values that Spark has no type for"):
         uc.build_index_spark(table, tmp_path / "ix", columns={"event_id": "reading_id"},
                              spark=spark, log=lambda _: None)
+
+
+def test_tables_of_this_process_resolve_before_spark_starts():
+    spec = resolve_input(_readings(), columns=COLUMNS)
+    assert (spec.kind, spec.label) == ("memory", "the given pandas DataFrame")
+    assert isinstance(spec.value, pa.Table) and spec.source_name("t_lo") == "start"
+    # The table's columns are known here: a mapping they contradict fails at once.
+    with pytest.raises(InputError, match="the input has no column 'begin'"):
+        resolve_input(pa.Table.from_pandas(_readings()), columns={"t_lo": "begin"})
+    with pytest.raises(InputError, match="a pandas DataFrame, an Arrow table or stream"):
+        resolve_input(3)
+
+
+def test_a_spark_dataframe_is_not_collected_by_the_in_process_builder(spark):
+    frame = spark.createDataFrame(pd.DataFrame({"event_id": [1], "group": "g", "t_lo": [1],
+                                                "t_hi": [2]}))
+    jobs = _jobs(spark)
+    with pytest.raises(InputError, match=r"got DataFrame \(a Spark DataFrame stays in "
+                                         r"Spark: pass it to uc.build_index_spark"):
+        uc.build_index(frame)
+    assert _jobs(spark) == jobs

@@ -41,7 +41,12 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError, ParamEnum, QueryError
 from uncertain_cep.grammar import located
-from uncertain_cep.input_tables import ACCEPTED_TABLES, arrow_to_pandas, is_arrow_stream
+from uncertain_cep.input_tables import (
+    ACCEPTED_TABLES,
+    arrow_to_pandas,
+    is_arrow_stream,
+    not_a_table,
+)
 from uncertain_cep.interval.automata_join import match_automata
 from uncertain_cep.interval.brute_force import match_brute_force
 from uncertain_cep.interval.join import match_join
@@ -133,7 +138,7 @@ def match(data: pd.DataFrame | Any, query: str | TemporalPattern, engine: str = 
     if is_arrow_stream(data):
         data = arrow_to_pandas(data)
     if not isinstance(data, pd.DataFrame):
-        raise InputError(f"the data must be {ACCEPTED_TABLES}; got {type(data).__name__}")
+        raise not_a_table(data, "the data", ACCEPTED_TABLES)
     data, clock = _as_nanoseconds(data, time_column, symbol_column)
     if clock is not None:
         _refuse_plain_numbers(pattern, query if isinstance(query, str) else None)

@@ -55,6 +55,7 @@ from uncertain_cep.input_tables import (
     arrow_to_pandas,
     check_column_mapping,
     is_arrow_stream,
+    not_a_table,
     rename_columns,
 )
 from uncertain_cep.model.number_columns import as_numbers, is_plain_text, mostly_numbers
@@ -249,8 +250,8 @@ def _load_frame(source: pd.DataFrame | Any | str | os.PathLike[str]) -> pd.DataF
             return source    # read only; reset_index would copy every column
         return source.reset_index(drop=True)
     if not isinstance(source, str | os.PathLike):
-        raise InputError(f"the archive must be {ACCEPTED_TABLES}, or the path of a Parquet "
-                         f"or CSV file; got {type(source).__name__}")
+        raise not_a_table(source, "the archive",
+                          f"{ACCEPTED_TABLES}, or the path of a Parquet or CSV file")
     path = os.fspath(source)
     if not os.path.exists(path):
         raise InputError(f"archive file {path!r} does not exist")
