@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pyspark.sql.functions import udtf  # noqa: E402
+from pyspark.sql.udtf import UserDefinedTableFunction  # noqa: E402
 
 import uncertain_cep as uc  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
@@ -84,7 +85,7 @@ def main() -> None:
     spark = spark_session(args.master)
     # The functions as registered, and Arrow-optimised twins for comparison.
     for name, cls in (("uc_query_arrow", QueryFunction), ("uc_match_arrow", MatchFunction)):
-        spark.udtf.register(name, udtf(cls, useArrow=True))
+        spark.udtf.register(name, cast(UserDefinedTableFunction, udtf(cls, useArrow=True)))
     out: dict[str, Any] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores",
                            "python": platform.python_version(), "master": args.master,
                            "date": date.today().isoformat()}

@@ -217,7 +217,8 @@ def test_event_index_search_returns_exactly_the_events_whose_box_meets_the_query
 
 
 def test_arguments_of_the_wrong_kind_get_clear_errors(tmp_path):
-    with pytest.raises(uc.InputError, match=r"DataFrame or the path .* got list"):
+    with pytest.raises(uc.InputError, match=r"a pandas DataFrame, an Arrow table .*, or the path "
+                                           r".* got list"):
         uc.build_index([1, 2])
     with pytest.raises(uc.InputError, match="path of an index directory, got NoneType"):
         uc.open_index(None)

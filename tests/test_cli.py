@@ -365,3 +365,57 @@ def test_window_past_int64_exits_1_with_one_line_naming_its_position(tmp_path, c
     assert err.startswith("error: line 1, column 57: WITHIN 99999999999999999999999 is "
                           "longer than the largest window")
     assert "Traceback" not in err and "numba" not in err
+
+
+def test_build_columns_names_the_input_columns_and_answers_as_the_api(tmp_path, capsys):
+    theirs = _events().rename(columns={"event_id": "reading_id", "t_lo": "start",
+                                       "t_hi": "end"})
+    theirs.to_csv(tmp_path / "e.csv", index=False)
+    # One pair per --columns or several in one: both add up to one mapping.
+    assert cli.main(["build", str(tmp_path / "e.csv"), "--out", str(tmp_path / "ix"),
+                     "--group-by", "person", "--engine", "local",
+                     "--columns", "event_id=reading_id,t_lo=start", "--columns",
+                     "t_hi=end"]) == 0
+    assert cli.main(["query", str(tmp_path / "ix"), QUERY, "--out",
+                     str(tmp_path / "a.parquet")]) == 0
+    want = uc.build_index(_events(), group_by="person").query(QUERY)
+    pd.testing.assert_frame_equal(_read(tmp_path / "a.parquet"), _expected(want))
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("event_id", "'event_id' is not NAME=COLUMN; write the archive's name, '=' and the "
+     "input's column"),
+    ("event_id=a,,t_lo=b", "'' is not NAME=COLUMN"),
+    ("start=t_lo", "in 'start=t_lo': 'start' is not a valid archive column; choose one of: "
+     "'event_id', 't_lo', 't_hi', 't'"),
+    ("t_lo=a,t_lo=b", "t_lo is given twice (t_lo=a and t_lo=b); give each name once"),
+])
+def test_a_malformed_columns_option_is_a_usage_error(tmp_path, capsys, value, says):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["build", "e.csv", "--out", str(tmp_path / "ix"), "--columns", value])
+    assert e.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_name_given_by_two_columns_options_is_a_usage_error(tmp_path, capsys):
+    _events().to_csv(tmp_path / "e.csv", index=False)
+    assert cli.main(["build", str(tmp_path / "e.csv"), "--out", str(tmp_path / "ix"),
+                     "--engine", "local", "--columns", "t_lo=t_hi",
+                     "--columns", "t_lo=x_lo"]) == 2
+    assert "--columns gives t_lo twice (t_lo=t_hi and t_lo=x_lo)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("renamed", "columns", "says"), [
+    ({}, "t_lo=x_lo", "--columns renames 'x_lo' to 't_lo', but the input has a column "
+     "'t_lo' too"),
+    ({"event_id": "reading_id", "t_lo": "begin"}, "event_id=reading_id",
+     "column 't_lo' is missing (its pair is column 't_hi'); if the input calls it "
+     "otherwise, pass --columns t_lo=<its name>"),
+])
+def test_columns_errors_name_the_option_as_typed(tmp_path, capsys, renamed, columns, says):
+    _events().rename(columns=renamed).to_csv(tmp_path / "e.csv", index=False)
+    assert cli.main(["build", str(tmp_path / "e.csv"), "--out", str(tmp_path / "ix"),
+                     "--group-by", "person", "--engine", "local", "--columns", columns]) == 1
+    err = capsys.readouterr().err
+    assert says in err and "columns=" not in err
+    assert not (tmp_path / "ix").exists()

@@ -23,6 +23,7 @@ from project_modules import modules
 # Bottom to top; each layer is a list of groups, each group a list of module prefixes.
 LAYERS: list[list[list[str]]] = [
     [["uncertain_cep.errors", "uncertain_cep.files", "uncertain_cep.grammar",
+      "uncertain_cep.input_tables",
       "uncertain_cep.durations", "uncertain_cep.progress", "uncertain_cep.optional"]],
     [["uncertain_cep.model"], ["uncertain_cep.datasets"], ["uncertain_cep.sample"]],
     [["uncertain_cep.index"]],

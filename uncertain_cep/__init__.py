@@ -3,14 +3,16 @@
 The public API (SEMANTICS.md defines every answer):
 
     import uncertain_cep as uc
-    idx = uc.build_index(df, group_by="group", max_speed=None)
+    idx = uc.build_index(df, group_by="group", max_speed=None)   # pandas, pyarrow, DuckDB
+    idx = uc.build_index(table, columns={"event_id": "reading_id"})  # the input's names
     res = idx.query("PATTERN SEQ(A, B) DEFINE ... WITHIN 6 CONFIDENCE 0.2")
     idx.save(path); idx2 = uc.open_index(path)
     print(idx.describe())                             # groups, OI-trees, codes, time
     uc.match(events, "PARTITION BY car DEFINE A AS ..., B AS ... PATTERN A meets B")
 
     uc.build_index_spark("archive/", "index/")        # the Spark batch job (a path, a
-                                                      # URI, a table or a DataFrame)
+                                                      # URI, a table, a DataFrame, or
+                                                      # a pandas or Arrow table)
     uc.query_spark("index/", "PATTERN ...")           # a lazy pyspark DataFrame
     uc.match_spark(events_df, "PARTITION BY ...")     # a lazy pyspark DataFrame
     uc.query_index("index/", "PATTERN ...", engine="spark")   # pandas, for notebooks

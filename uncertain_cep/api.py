@@ -309,18 +309,22 @@ def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "group",
+def build_index(data: pd.DataFrame | Any | str | os.PathLike[str], group_by: str = "group",
                 max_speed: float | MaxSpeed | None = None, *,
                 coordinates: Sequence[str] = ("x", "y"),
                 pair_predicate: Callable[..., bool] | None = None,
                 time_unit: float | str | None = None, multi_tree: bool = True,
-                codes: str = "compact", node_budget: int | None = 2_000_000) -> UncertainIndex:
+                codes: str = "compact", node_budget: int | None = 2_000_000,
+                columns: Mapping[str, str] | None = None) -> UncertainIndex:
     """Validate an archive and build its index in this process.
 
     Parameters
     ----------
     data
-        Events (SEMANTICS A1): a DataFrame, or a Parquet/CSV path.
+        Events (SEMANTICS A1): a pandas DataFrame; any object with the Arrow PyCapsule
+        interface (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a polars
+        DataFrame, a DuckDB relation such as ``duckdb.sql("SELECT ...")``), read as
+        ``pd.read_parquet`` reads the same table; or a Parquet/CSV path.
     group_by
         The dependency-group column.
     max_speed
@@ -336,8 +340,28 @@ def build_index(data: pd.DataFrame | str | os.PathLike[str], group_by: str = "gr
     multi_tree, codes, node_budget
         Index layout: multi-tree (default) or single tree; ``"compact"`` or ``"paper"``
         codes; the largest number of nodes one group may need.
+    columns
+        The input's names for the archive's columns, keys ``event_id``, ``t_lo``,
+        ``t_hi`` or ``t``: ``columns={"event_id": "reading_id", "t_lo": "start",
+        "t_hi": "end"}``. Messages about those columns name them as the input does.
+
+    Raises
+    ------
+    InputError
+        Input that is not a table or path, a ``columns=`` mapping that names a missing
+        column, maps one column to two names or to a name the input already holds, and
+        bad rows (naming the event, the row and the column).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> readings = pa.table({"reading_id": [1, 2], "group": ["g", "g"],
+    ...                      "start": [1, 1], "end": [2, 2]})
+    >>> build_index(readings, columns={"event_id": "reading_id", "t_lo": "start",
+    ...                                "t_hi": "end"}).n_events
+    2
     """
-    archive = read_archive(data, group_by=group_by, time_unit=time_unit)
+    archive = read_archive(data, group_by=group_by, time_unit=time_unit, columns=columns)
     condition2: PairConstraint | None = None
     if max_speed is not None and pair_predicate is not None:
         raise InputError("give either max_speed or pair_predicate for Condition 2, not both")

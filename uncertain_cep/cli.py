@@ -5,7 +5,9 @@ Subcommands:
 * ``demo``: build the bundled sample archive's index and run a few meaningful queries,
   writing the index and the reports under ``--out`` (default ``out/demo``);
 * ``build INPUT --out DIR``: validate an archive (a Parquet/CSV file or a directory of
-  them) and write its index with the Spark batch job (``--master URL`` for a cluster);
+  them) and write its index with the Spark batch job (``--master URL`` for a cluster) or
+  in this process (``--engine local``); ``--columns event_id=reading_id,t_lo=start``
+  names the input's columns for the archive's;
 * ``query DIR "QUERY"``: answer a query over a saved index, in this process or by time
   slices on Spark (``--engine spark``), printing the table or writing it to
   ``--out report.parquet|.csv`` (with ``--engine spark``, ``--out answers/`` is a
@@ -149,7 +151,10 @@ def _add_verbosity(parser: argparse.ArgumentParser) -> None:
 
 # Keyword arguments the library's messages name, as this command line spells them.
 _KEYWORD = re.compile(r"\b(time_unit|group_by|max_speed|node_budget|on_bad_rows|"
-                      r"on_bad_groups|time_column|symbol_column|tick)=")
+                      r"on_bad_groups|time_column|symbol_column|tick|columns)=")
+# A columns= mapping written out in a message, and its pairs.
+_MAPPING = re.compile(r"\bcolumns=\{([^{}]*)\}")
+_PAIR = re.compile(r"'([^']*)': '([^']*)'")
 
 
 def _as_typed(message: str) -> str:
@@ -159,12 +164,20 @@ def _as_typed(message: str) -> str:
     "pass --time-unit (e.g. '1s')"
     >>> _as_typed("time_unit='1s' is a duration")
     "--time-unit '1s' is a duration"
+    >>> _as_typed("pass columns={'t_lo': '<its name>', 't_hi': 'end'}")
+    'pass --columns t_lo=<its name>,t_hi=end'
     """
     def flag(m: re.Match[str]) -> str:
         rest = message[m.end():m.end() + 1]
         return "--" + m.group(1).replace("_", "-") + ("" if rest in (" ", "") else " ")
 
-    return _KEYWORD.sub(flag, message)
+    def mapping(m: re.Match[str]) -> str:
+        pairs = _PAIR.findall(m.group(1))
+        if ", ".join(f"'{k}': '{v}'" for k, v in pairs) != m.group(1):
+            return m.group(0)          # names the pairs cannot spell: left as written
+        return "--columns " + ",".join(f"{k}={v}" for k, v in pairs)
+
+    return _KEYWORD.sub(flag, _MAPPING.sub(mapping, message))
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -237,6 +250,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="number of build tasks")
     build.add_argument("--engine", default="spark", choices=_choices(EngineName),
                        help="build with Spark, or in this process (local)")
+    build.add_argument("--columns", type=_column_mapping, action="append", default=None,
+                       metavar="NAME=COLUMN[,NAME=COLUMN...]",
+                       help="the input's columns for the archive's event_id, t_lo, t_hi "
+                            "or t, e.g. event_id=reading_id,t_lo=start,t_hi=end (may be "
+                            "repeated)")
     build.set_defaults(run=_build)
 
     query = sub.add_parser("query", help="answer a query over a saved index")
@@ -309,6 +327,56 @@ def _html_path(text: str) -> str:
     if Path(text).suffix.lower() not in (".html", ".htm"):
         raise argparse.ArgumentTypeError(f"{text} must end in .html")
     return text
+
+
+def _column_mapping(text: str) -> dict[str, str]:
+    """An argparse type: ``event_id=reading_id,t_lo=start`` as ``{"event_id":
+    "reading_id", "t_lo": "start"}``, its names checked (the columns are checked when the
+    input is read).
+
+    >>> _column_mapping("event_id=reading_id,t_lo=start")
+    {'event_id': 'reading_id', 't_lo': 'start'}
+    >>> _column_mapping("reading_id")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'reading_id' is not NAME=COLUMN; ...
+    """
+    from uncertain_cep.errors import InvalidOptionError
+    from uncertain_cep.input_tables import ArchiveColumn
+
+    mapping: dict[str, str] = {}
+    for part in text.split(","):
+        name, equals, column = part.partition("=")
+        if not equals or not name or not column:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not NAME=COLUMN; write the archive's name, '=' and the "
+                "input's column, pairs separated by commas, e.g. "
+                "event_id=reading_id,t_lo=start")
+        try:
+            ArchiveColumn.get_value(name)
+        except InvalidOptionError as e:
+            raise argparse.ArgumentTypeError(f"in {part!r}: {e}") from None
+        if name in mapping:
+            raise argparse.ArgumentTypeError(f"{name} is given twice ({name}={mapping[name]} "
+                                             f"and {part}); give each name once")
+        mapping[name] = column
+    return mapping
+
+
+def _merged_columns(given: list[dict[str, str]] | None) -> dict[str, str] | None:
+    """The mappings of repeated ``--columns`` as one, refusing a name given twice."""
+    if not given:
+        return None
+    from uncertain_cep.errors import UsageError
+
+    merged: dict[str, str] = {}
+    for mapping in given:
+        for name, column in mapping.items():
+            if name in merged:
+                raise UsageError(f"--columns gives {name} twice ({name}={merged[name]} and "
+                                 f"{name}={column}); give each name once")
+            merged[name] = column
+    return merged
 
 
 def _time_unit(text: str) -> float | str:
@@ -403,10 +471,12 @@ def _build(args: argparse.Namespace) -> int:
     from uncertain_cep.api import EngineName
 
     coordinates = tuple(args.coordinates.split(","))
+    columns = _merged_columns(args.columns)
     if EngineName.get_value(args.engine) == "local":
         idx = uc.build_index(args.input, group_by=args.group_by, max_speed=args.max_speed,
                              coordinates=coordinates, time_unit=args.time_unit,
-                             codes=args.codes, node_budget=args.node_budget)
+                             codes=args.codes, node_budget=args.node_budget,
+                             columns=columns)
         idx.save(args.out)
         print(f"{idx} written to {args.out}")
         return 0
@@ -414,7 +484,8 @@ def _build(args: argparse.Namespace) -> int:
         args.input, args.out, group_by=args.group_by, time_unit=args.time_unit,
         max_speed=args.max_speed, coordinates=coordinates, codes=args.codes,
         node_budget=args.node_budget, on_bad_rows=args.on_bad_rows,
-        on_bad_groups=args.on_bad_groups, master=args.master, partitions=args.partitions)
+        on_bad_groups=args.on_bad_groups, master=args.master, partitions=args.partitions,
+        columns=columns)
     print(f"{summary}; index written to {args.out}")
     return 0
 

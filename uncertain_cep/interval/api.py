@@ -41,6 +41,12 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError, ParamEnum, QueryError
 from uncertain_cep.grammar import located
+from uncertain_cep.input_tables import (
+    ACCEPTED_TABLES,
+    arrow_to_pandas,
+    is_arrow_stream,
+    not_a_table,
+)
 from uncertain_cep.interval.automata_join import match_automata
 from uncertain_cep.interval.brute_force import match_brute_force
 from uncertain_cep.interval.join import match_join
@@ -76,17 +82,19 @@ ENGINES: dict[MatchEngine, Engine] = {
 }
 
 
-def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join", *,
+def match(data: pd.DataFrame | Any, query: str | TemporalPattern, engine: str = "join", *,
           time_column: str = "time", time_unit: float | str | None = None, tick: float = 1,
           symbol_column: str = "symbol") -> pd.DataFrame:
     """Every match of a temporal pattern in ``data`` (SEMANTICS B3).
 
     Parameters
     ----------
-    data : DataFrame
+    data : DataFrame or Arrow table
         Point events (a ``time_column``) or interval events (``ts``, ``te``,
         ``symbol_column``); see the module's description. Plus the PARTITION BY columns
-        and the columns the query reads.
+        and the columns the query reads. A pandas DataFrame, or any object with the Arrow
+        PyCapsule interface (``__arrow_c_stream__``: a pyarrow Table, a polars DataFrame,
+        a DuckDB relation), read as ``pd.read_parquet`` reads the same table.
     query : str or TemporalPattern
         Part-B query text (SEMANTICS C) or a parsed pattern.
     engine : {"join", "automata", "brute_force"}
@@ -127,8 +135,10 @@ def match(data: pd.DataFrame, query: str | TemporalPattern, engine: str = "join"
     """
     chosen = MatchEngine(MatchEngine.get_value(engine))
     pattern = _pattern(query)
+    if is_arrow_stream(data):
+        data = arrow_to_pandas(data)
     if not isinstance(data, pd.DataFrame):
-        raise InputError(f"the data must be a pandas DataFrame, got {type(data).__name__}")
+        raise not_a_table(data, "the data", ACCEPTED_TABLES)
     data, clock = _as_nanoseconds(data, time_column, symbol_column)
     if clock is not None:
         _refuse_plain_numbers(pattern, query if isinstance(query, str) else None)

@@ -11,6 +11,10 @@ An archive is a table with one row per event:
   normal when ``<a>_mu``/``<a>_sigma`` are given) or a single column ``<a>`` (certain),
 * string columns as certain categorical attributes.
 
+The table is a pandas DataFrame, any Arrow table or stream (``__arrow_c_stream__``:
+pyarrow, polars, DuckDB) or a Parquet/CSV file. ``columns=`` maps the names above to the
+input's own (:mod:`uncertain_cep.input_tables`); messages then name the input's columns.
+
 Bad rows raise :class:`~uncertain_cep.errors.InputError` naming the event id and column;
 nothing is dropped or clipped.
 
@@ -25,13 +29,18 @@ nothing is dropped or clipped.
 Traceback (most recent call last):
 ...
 uncertain_cep.errors.InputError: event 1 (row 0): t_lo = 4 is greater than t_hi = 3; every event needs t_lo <= t_hi
+>>> read_archive(df.rename(columns={"t_lo": "start"}).assign(start=[4, 2]),
+...              columns={"t_lo": "start"})
+Traceback (most recent call last):
+...
+uncertain_cep.errors.InputError: event 1 (row 0): start (t_lo) = 4 is greater than t_hi = 3; every event needs t_lo <= t_hi
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +49,15 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import InputError
+from uncertain_cep.input_tables import (
+    ACCEPTED_TABLES,
+    ColumnLabels,
+    arrow_to_pandas,
+    check_column_mapping,
+    is_arrow_stream,
+    not_a_table,
+    rename_columns,
+)
 from uncertain_cep.model.number_columns import as_numbers, is_plain_text, mostly_numbers
 from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis, timezone_name
 
@@ -147,16 +165,21 @@ def canonical_order(t_lo: np.ndarray, t_hi: np.ndarray, event_ids: np.ndarray) -
     return np.lexsort((canonical_rank(event_ids), t_hi, t_lo))
 
 
-def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = "group",
+def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: str = "group",
                  time_unit: float | str | pd.Timedelta | None = None, *,
+                 columns: Mapping[str, str] | None = None,
                  check_unique_ids: bool = True,
-                 numeric_text: Collection[str] | None = None) -> Archive:
-    """Validate a DataFrame (or a Parquet/CSV file) of uncertain events into an :class:`Archive`.
+                 numeric_text: Collection[str] | None = None,
+                 renamed: Mapping[str, str] | None = None) -> Archive:
+    """Validate a table (or a Parquet/CSV file) of uncertain events into an :class:`Archive`.
 
     Parameters
     ----------
     source
-        A pandas DataFrame, or the path of a Parquet or CSV file.
+        A pandas DataFrame; any object with the Arrow PyCapsule interface
+        (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a polars
+        DataFrame, a DuckDB relation), read as ``pd.read_parquet`` would read the same
+        table; or the path of a Parquet or CSV file.
     group_by
         The dependency-group column.
     time_unit
@@ -165,6 +188,11 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
         or a ``pd.Timedelta`` (instants are whole units since the Unix epoch in UTC). The
         archive keeps it as its :class:`~uncertain_cep.model.time_axis.TimeAxis`, with
         the datetimes' time zone (``t_lo`` and ``t_hi`` must share it).
+    columns
+        The input's names for the archive's columns, e.g. ``{"event_id": "reading_id",
+        "t_lo": "start", "t_hi": "end"}`` (keys ``event_id``, ``t_lo``, ``t_hi``, ``t``;
+        see :func:`~uncertain_cep.input_tables.check_column_mapping` for what is refused).
+        Applied before validation; messages name the input's columns.
     check_unique_ids
         Refuse repeated event ids (default). An index's own events table was checked
         when it was built (and its checksum vouches for it since), so opening one skips
@@ -174,17 +202,27 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
         number a bad row); ``None`` (default): those where most values are numbers
         (:mod:`uncertain_cep.model.number_columns`). A build that sees the archive in
         parts (Spark's tasks) passes the decision it made over the whole input.
+    renamed
+        A ``columns=`` mapping the caller has already applied to ``source`` (the Spark
+        build renames in Spark): nothing is renamed, but messages name those columns as
+        the input does.
     """
     df = _load_frame(source)
+    mapping = check_column_mapping(columns, df.columns)
+    df = rename_columns(df, mapping)
+    shown = ColumnLabels({**(renamed or {}), **mapping})
     if group_by in _RESERVED:
         raise InputError(f"group_by={group_by!r} names a reserved column; pick the column "
                          "that holds the dependency-group key")
-    for col in ("event_id", group_by):
-        if col not in df.columns:
-            raise InputError(f"the archive has no {col!r} column (columns: {list(df.columns)}); "
-                             + ("pass group_by= to name the dependency-group column"
-                                if col == group_by else "every event needs a unique event_id"))
-    ids = _event_ids(df, check_unique_ids)
+    if "event_id" not in df.columns:
+        raise InputError(f"the archive has no 'event_id' column (columns: {list(df.columns)}); "
+                         "every event needs a unique event_id: if the input calls it "
+                         "otherwise, pass columns={'event_id': '<its name>'}")
+    if group_by not in df.columns:
+        raise InputError(f"the archive has no {group_by!r} column (columns: "
+                         f"{list(df.columns)}); pass group_by= to name the dependency-group "
+                         "column")
+    ids = _event_ids(df, shown, check_unique_ids)
     groups = df[group_by]
     missing_group = groups.isna().to_numpy()
     if missing_group.any():
@@ -192,7 +230,7 @@ def read_archive(source: pd.DataFrame | str | os.PathLike[str], group_by: str = 
         raise InputError(f"event {_eid(ids[i])} (row {i}): column {group_by!r} is missing; "
                          "every event needs a dependency group", row=i)
     labels, group_of = _dense_codes(groups)
-    t_lo, t_hi, time_axis = _time_columns(df, ids, time_unit)
+    t_lo, t_hi, time_axis = _time_columns(df, ids, time_unit, shown)
     numeric, categorical = _attributes(df, ids, group_by, numeric_text)
     return Archive(event_ids=ids, group_by=group_by, group_labels=labels,
                    group_of=group_of, t_lo=t_lo, t_hi=t_hi, numeric=numeric,
@@ -204,14 +242,16 @@ def _eid(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def _load_frame(source: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
+def _load_frame(source: pd.DataFrame | Any | str | os.PathLike[str]) -> pd.DataFrame:
+    if is_arrow_stream(source):
+        source = arrow_to_pandas(source)
     if isinstance(source, pd.DataFrame):
         if source.index.equals(pd.RangeIndex(len(source))):
             return source    # read only; reset_index would copy every column
         return source.reset_index(drop=True)
     if not isinstance(source, str | os.PathLike):
-        raise InputError(f"the archive must be a pandas DataFrame or the path of a Parquet or "
-                         f"CSV file, got {type(source).__name__}")
+        raise not_a_table(source, "the archive",
+                          f"{ACCEPTED_TABLES}, or the path of a Parquet or CSV file")
     path = os.fspath(source)
     if not os.path.exists(path):
         raise InputError(f"archive file {path!r} does not exist")
@@ -223,14 +263,17 @@ def _load_frame(source: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
         raise InputError(f"could not read archive {path!r}: {e}") from e
 
 
-def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
+def _event_ids(df: pd.DataFrame, labels: ColumnLabels, check_unique: bool = True
+               ) -> np.ndarray:
     col = df["event_id"]
+    name = labels.quoted("event_id")
     missing = col.isna().to_numpy()
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        raise InputError(f"row {i}: column 'event_id' is missing; every event needs a unique id", row=i)
+        raise InputError(f"row {i}: column {name} is missing; every event needs a unique id",
+                         row=i)
     if pd.api.types.is_bool_dtype(col):
-        raise InputError("column 'event_id' holds booleans; use int64 or string ids")
+        raise InputError(f"column {name} holds booleans; use int64 or string ids")
     if pd.api.types.is_integer_dtype(col):
         ids = _integer_ids(col)
     elif pd.api.types.is_float_dtype(col):
@@ -239,8 +282,9 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
         bad = (values != np.round(values)) | (np.abs(values) >= 2.0**63)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"row {i}: event_id {_eid(values[i])} is not an integer within the "
-                             "int64 range; use integer or string ids", row=i)
+            raise InputError(f"row {i}: {labels.plain('event_id')} {_eid(values[i])} is not an "
+                             "integer within the int64 range; use integer or string ids",
+                             row=i)
         ids = values.astype(np.int64)
     else:
         ids = text_values(col)
@@ -251,8 +295,8 @@ def _event_ids(df: pd.DataFrame, check_unique: bool = True) -> np.ndarray:
         rows = np.flatnonzero(dup)
         first = ids[rows[0]]
         where = [int(r) for r in rows if ids[r] == first]
-        raise InputError(f"event_id {_eid(first)} appears {len(where)} times (rows {where}); "
-                         "event ids must be unique in the archive")
+        raise InputError(f"{labels.plain('event_id')} {_eid(first)} appears {len(where)} times "
+                         f"(rows {where}); event ids must be unique in the archive")
     return ids
 
 
@@ -274,35 +318,41 @@ def _dense_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return labels, codes.astype(np.int64)
 
 
-def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Timedelta | None
-                  ) -> tuple[np.ndarray, np.ndarray, TimeAxis | None]:
+def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Timedelta | None,
+                  labels: ColumnLabels) -> tuple[np.ndarray, np.ndarray, TimeAxis | None]:
     if "t_lo" in df.columns or "t_hi" in df.columns:
-        for col in ("t_lo", "t_hi"):
+        for col, other in (("t_lo", "t_hi"), ("t_hi", "t_lo")):
             if col not in df.columns:
                 raise InputError(f"the archive has t_lo/t_hi only in part: column {col!r} is "
-                                 "missing")
+                                 f"missing (its pair is column {labels.quoted(other)}); if "
+                                 f"the input calls it otherwise, pass columns={{{col!r}: "
+                                 "'<its name>'}")
         names = ["t_lo", "t_hi"]
     elif "t" in df.columns:
         names = ["t"]
     else:
-        raise InputError("the archive has no time columns: give t_lo and t_hi (or t for "
-                         "certain times)")
+        raise InputError(f"the archive has no time columns (columns: {list(df.columns)}): "
+                         "give t_lo and t_hi (or t for certain times); if the input calls "
+                         "them otherwise, pass columns={'t_lo': '<its name>', 't_hi': "
+                         "'<its name>'}")
     for name in names:
         zones = _zones_of_datetimes(df[name])
         if len(zones) > 1:
-            raise InputError(f"column {name!r} holds datetimes in several time zones "
-                             f"({', '.join(sorted(zones))}), so it has no one zone to answer "
-                             f"in; convert it to one, e.g. pd.to_datetime(df[{name!r}], "
+            shown = labels.renamed.get(name, name)
+            raise InputError(f"column {labels.quoted(name)} holds datetimes in several time "
+                             f"zones ({', '.join(sorted(zones))}), so it has no one zone to "
+                             f"answer in; convert it to one, e.g. pd.to_datetime(df[{shown!r}], "
                              "utc=True).dt.tz_convert('Europe/Paris')")
-    axis = _time_axis(df, names, unit)
-    lo = _instants(df[names[0]], names[0], ids, unit)
-    hi = _instants(df[names[-1]], names[-1], ids, unit) if len(names) == 2 else lo
+    axis = _time_axis(df, names, unit, labels)
+    lo = _instants(df[names[0]], names[0], ids, unit, labels)
+    hi = _instants(df[names[-1]], names[-1], ids, unit, labels) if len(names) == 2 else lo
     bad = lo > hi
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): t_lo = {lo[i]} is greater than t_hi = "
-                         f"{hi[i]}; every event needs t_lo <= t_hi", row=i)
-    _check_span(lo, hi, ids, names)
+        raise InputError(f"event {_eid(ids[i])} (row {i}): {labels.plain('t_lo')} = {lo[i]} is "
+                         f"greater than {labels.plain('t_hi')} = {hi[i]}; every event needs "
+                         "t_lo <= t_hi", row=i)
+    _check_span(lo, hi, ids, [labels.plain(n) for n in names])
     return lo, hi, axis
 
 
@@ -324,8 +374,8 @@ def _check_span(lo: np.ndarray, hi: np.ndarray, ids: np.ndarray, names: list[str
             "'1ns') or split the archive", row=last)
 
 
-def _time_axis(df: pd.DataFrame, names: list[str],
-               unit: float | str | pd.Timedelta | None) -> TimeAxis | None:
+def _time_axis(df: pd.DataFrame, names: list[str], unit: float | str | pd.Timedelta | None,
+               labels: ColumnLabels) -> TimeAxis | None:
     """What the instants will stand for: the unit, and for datetimes its length and the
     columns' time zone, which answers are given back in (so the columns must share it)."""
     if unit is None:
@@ -335,20 +385,21 @@ def _time_axis(df: pd.DataFrame, names: list[str],
         return TimeAxis(str(unit))
     zones = {n: timezone_name(df[n].dtype, n) for n in dated}
     if len(dated) != len(names) or len(set(zones.values())) > 1:
-        shown = ", ".join(f"{n} is in {zones[n]}" if zones.get(n) else
-                          f"{n} is naive" if n in zones else f"{n} is not datetimes"
-                          for n in names)
+        shown = ", ".join(f"{labels.plain(n)} is in {zones[n]}" if zones.get(n) else
+                          f"{labels.plain(n)} is naive" if n in zones
+                          else f"{labels.plain(n)} is not datetimes" for n in names)
         raise InputError(f"the time columns must be datetimes in one time zone (or all naive), "
                          f"since answers are given in it: {shown}; convert them with "
                          ".dt.tz_convert(...) or .dt.tz_localize(...)")
-    return TimeAxis(str(unit), unit_ns=_step(unit, dated[0]).value, timezone=zones[dated[0]])
+    return TimeAxis(str(unit), unit_ns=_step(unit, labels.quoted(dated[0])).value,
+                    timezone=zones[dated[0]])
 
 
-def _step(unit: float | str | pd.Timedelta, name: str) -> pd.Timedelta:
-    """The length of one instant of a datetime column."""
+def _step(unit: float | str | pd.Timedelta, column: str) -> pd.Timedelta:
+    """The length of one instant of a datetime column (``column``: as messages name it)."""
     # pandas reads a bare number as nanoseconds: time_unit=2 would silently mean 2 ns.
     if not isinstance(unit, (str, timedelta, np.timedelta64)):
-        raise InputError(f"time_unit={unit!r} is a number but column {name!r} holds "
+        raise InputError(f"time_unit={unit!r} is a number but column {column} holds "
                          "datetimes; give a duration such as '1s', '100ms' or '1min'")
     try:
         step = pd.Timedelta(unit)
@@ -361,27 +412,28 @@ def _step(unit: float | str | pd.Timedelta, name: str) -> pd.Timedelta:
 
 
 def _instants(col: pd.Series, name: str, ids: np.ndarray,
-              unit: float | str | pd.Timedelta | None) -> np.ndarray:
+              unit: float | str | pd.Timedelta | None, labels: ColumnLabels) -> np.ndarray:
+    column = labels.quoted(name)
     missing = col.isna().to_numpy()
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is missing or NaN; "
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {column} is missing or NaN; "
                          "every event needs both time bounds", row=i)
     if pd.api.types.is_datetime64_any_dtype(col):
         if unit is None:
-            raise InputError(f"column {name!r} holds datetimes; pass time_unit= (e.g. '1s') to "
+            raise InputError(f"column {column} holds datetimes; pass time_unit= (e.g. '1s') to "
                              "discretise time into integer instants")
-        step = _step(unit, name)
+        step = _step(unit, column)
         # Aware timestamps count from the epoch in UTC, not in their local wall clock.
         since = col.dt.tz_convert(None) if col.dt.tz is not None else col
         ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]").astype(np.int64)
         return np.floor_divide(ns, step.value)
     if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
-        raise InputError(f"column {name!r} has type {col.dtype}; time bounds must be integer "
+        raise InputError(f"column {column} has type {col.dtype}; time bounds must be integer "
                          "instants, numbers with time_unit=, or datetimes with time_unit=")
     if unit is not None:
         if isinstance(unit, (str, pd.Timedelta)):
-            raise InputError(f"time_unit={unit!r} is a duration but column {name!r} is numeric; "
+            raise InputError(f"time_unit={unit!r} is a duration but column {column} is numeric; "
                              "give a number")
         if not 0 < unit < math.inf:
             raise InputError(f"time_unit must be a positive finite number, got {unit!r}: "
@@ -390,7 +442,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
         bad = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**62)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = "
+            raise InputError(f"event {_eid(ids[i])} (row {i}): column {column} = "
                              f"{_eid(col.iloc[i])} is not a finite time within the int64 "
                              "range of instants once divided by time_unit", row=i)
         return scaled.astype(np.int64)
@@ -400,7 +452,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
     bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**62)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} = {_eid(values[i])} is "
+        raise InputError(f"event {_eid(ids[i])} (row {i}): column {column} = {_eid(values[i])} is "
                          "not an integer instant; pass time_unit= to discretise time", row=i)
     return values.astype(np.int64)
 

@@ -1,7 +1,9 @@
 """The Spark batch job: archive files in, index directory out (Zhou et al. 4, at scale).
 
 1. Read the input through Spark's own reader (a DataFrame, a table, a local path or any
-   URI Spark reads; :mod:`~uncertain_cep.pipeline.sources`), cast decimals and dates
+   URI Spark reads, or a pandas or Arrow table of this process;
+   :mod:`~uncertain_cep.pipeline.sources`), rename its columns as ``columns=`` asks
+   (refusing a mapping its schema contradicts), cast decimals and dates
    that have exact counterparts, and check the schema with the in-process reader on
    zero rows of it, before any work is distributed.
 2. Find duplicate event ids (an aggregation; only the duplicates reach the driver).
@@ -25,7 +27,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ from uncertain_cep.index.storage import (
     finish_index,
     write_index_tables,
 )
+from uncertain_cep.input_tables import ColumnLabels, arrow_to_pandas
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis, timezone_name
@@ -63,6 +66,7 @@ from uncertain_cep.pipeline.sources import (
     master_of,
     nanos_as_long,
     read_input,
+    rename_input,
     resolve_input,
     session_for,
     spark_failure,
@@ -107,7 +111,7 @@ class BuildSummary:
                 f"OI-trees, {self.nodes} nodes in {self.seconds:.1f} s{rejected}")
 
 
-def build_index_spark(source: DataFrame | str | os.PathLike[str],
+def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike[str],
                       out: str | os.PathLike[str], *,
                       group_by: str = "group", time_unit: float | str | None = None,
                       max_speed: float | None = None, coordinates: Sequence[str] = ("x", "y"),
@@ -117,6 +121,7 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
                       on_bad_groups: str = "error", master: str | None = None,
                       spark: SparkSession | None = None, partitions: int | None = None,
                       input_format: str | None = None,
+                      columns: Mapping[str, str] | None = None,
                       log: Callable[[str], None] | None = None) -> BuildSummary:
     """Build the index of an archive with Spark and write it to ``out`` atomically.
 
@@ -126,7 +131,11 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
         The archive: a ``pyspark.sql.DataFrame`` (classic or Spark Connect); a table or
         view name of the session's catalog; a local Parquet or CSV file or directory of
         them (partition folders included); or any URI Spark's reader understands
-        (``s3a://``, ``hdfs://``, ``abfss://``, ``file:``), read by Spark itself.
+        (``s3a://``, ``hdfs://``, ``abfss://``, ``file:``), read by Spark itself; or a
+        table of this process: a pandas DataFrame or any object with the Arrow PyCapsule
+        interface (``__arrow_c_stream__``: a pyarrow Table, a polars DataFrame, a DuckDB
+        relation), handed to Spark as a pyarrow Table. Its timestamps keep their instants
+        and its time zone is the one answers are given in (naive ones stay naive).
     out
         The index directory to write (replaced atomically if it holds an index): a local
         path, or ``file:`` URI, on a filesystem the executors share with the driver.
@@ -144,13 +153,20 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
     input_format
         ``"parquet"`` or ``"csv"`` for a URI or table-less path whose name does not say
         (default: a local input's file suffixes; for a URI, CSV if it ends in ``.csv``).
+    columns
+        The input's names for the archive's columns (keys ``event_id``, ``t_lo``,
+        ``t_hi``, ``t``), as for :func:`uncertain_cep.build_index`: applied to the Spark
+        DataFrame once its schema is read, and checked against that schema before any job
+        runs. Messages name the input's columns.
+    log
+        Receives progress messages (default: the ``uncertain_cep`` logger).
 
     Notes
     -----
     The manifest's ``input_fingerprint`` identifies the input: for a local path, a
-    SHA-256 over its files' names, sizes and modification times; for a DataFrame, a table
-    or a URI (whose files this process may not see), the SHA-256 of the index's own
-    events table, which is what was indexed.
+    SHA-256 over its files' names, sizes and modification times; for a DataFrame (Spark's,
+    pandas' or an Arrow table), a table or a URI (whose files this process may not see),
+    the SHA-256 of the index's own events table, which is what was indexed.
     """
     started = time.perf_counter()
     phases: dict[str, float] = {}
@@ -159,7 +175,7 @@ def build_index_spark(source: DataFrame | str | os.PathLike[str],
     report_groups = BadInputPolicy.get_value(on_bad_groups) == "report"
     settings = BuildSettings(condition2=_condition2(max_speed, coordinates, pair_predicate),
                              multi_tree=multi_tree, codes=codes, node_budget=node_budget)
-    spec = resolve_input(source, input_format)
+    spec = resolve_input(source, input_format, columns)
     out = _local_out(out)
     # Before Spark starts: an --out that is not an index (the input itself, say) is
     # refused at once, and nothing is ever deleted.
@@ -207,6 +223,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
            phases: dict[str, float]) -> BuildSummary:
     mark = time.perf_counter()
     frame = _with_origin(frame, spec)
+    frame = rename_input(frame, spec, keep=(FILE_COLUMN, ROW_COLUMN))
     frame = _supported_types(frame, spec)
     numeric_text = numeric_text_columns(frame, group_by)
     probe = _check_schema(frame, group_by, time_unit, spec, numeric_text)
@@ -214,7 +231,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
                            _session_zone(spark))
     draft = IndexDraft(out)
     try:
-        frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft, say)
+        frame, duplicate_rows = _drop_duplicates(frame, group_by, reject_rows, draft, say,
+                                                 ColumnLabels(spec.columns))
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups")
@@ -222,7 +240,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
                        numeric_text=numeric_text,
-                       nanos_columns=spec.nanos_columns)
+                       nanos_columns=spec.nanos_columns, renamed=spec.columns)
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
                    .mapInPandas(_task(job), _summary_schema()))
@@ -344,17 +362,16 @@ def _time_axis(probe: TimeAxis | None, spec: InputSpec, instant_columns: bool,
     CSV holds no zone, so its datetimes are naive (read as UTC, whatever the session's
     zone). Inputs without files this process can read (a DataFrame, a table, another
     URI) answer in the session's zone (``spark.sql.session.timeZone``), the zone Spark
-    itself shows their timestamps in; ``timestamp_ntz`` columns stay naive.
+    itself shows their timestamps in; ``timestamp_ntz`` columns stay naive. A table of
+    this process (pandas, Arrow) records its zone as the files do.
     """
     if probe is None or not probe.is_datetime or spec.fmt == "csv":
         return probe
-    if spec.fmt == "parquet" and spec.files:
+    if (spec.fmt == "parquet" and spec.files) or spec.kind == "memory":
         zones: dict[str | None, str] = {}
-        for f in spec.files:
-            for name in ("t_lo", "t_hi", "t"):
-                dtype = _parquet_dtype(f, name)
-                if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
-                    zones.setdefault(timezone_name(dtype, name), f"column {name!r} of {f}")
+        for dtype, name, where in _time_column_dtypes(spec):
+            if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
+                zones.setdefault(timezone_name(dtype, name), f"column {name!r} of {where}")
         if len(zones) > 1:
             shown = "; ".join(f"{where} is {zone or 'naive'}"
                               for zone, where in zones.items())
@@ -363,6 +380,20 @@ def _time_axis(probe: TimeAxis | None, spec: InputSpec, instant_columns: bool,
                              "files with one zone")
         return dataclasses.replace(probe, timezone=next(iter(zones), None))
     return dataclasses.replace(probe, timezone=session_zone if instant_columns else None)
+
+
+def _time_column_dtypes(spec: InputSpec) -> Iterator[tuple[Any, str, str]]:
+    """``(pandas dtype or None, the input's column name, where)`` of each time column of
+    each file of a Parquet input, or of a table of this process (its schema, no rows)."""
+    names = [spec.source_name(n) for n in ("t_lo", "t_hi", "t")]
+    if spec.kind == "memory":
+        empty = arrow_to_pandas(spec.value.schema.empty_table())
+        for name in names:
+            yield (empty[name].dtype if name in empty.columns else None), name, spec.label
+        return
+    for f in spec.files:
+        for name in names:
+            yield _parquet_dtype(f, name), name, str(f)
 
 
 def _instant_columns(frame: DataFrame) -> bool:
@@ -465,11 +496,12 @@ def _check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None
     for name in spec.nanos_columns:
         probe[name] = probe[name].astype("datetime64[ns]")
     return read_archive(probe, group_by=group_by, time_unit=time_unit,
-                        numeric_text=numeric_text)
+                        numeric_text=numeric_text, renamed=spec.columns)
 
 
 def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexDraft,
-                     say: Callable[[str], None]) -> tuple[DataFrame, int]:
+                     say: Callable[[str], None], labels: ColumnLabels
+                     ) -> tuple[DataFrame, int]:
     """Fail on repeated event ids, or set their rows aside; returns the rest and how
     many rows were set aside."""
     from pyspark.sql import functions as F
@@ -485,8 +517,9 @@ def _drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: Index
         where = frame.where(F.col("event_id") == eid).select(FILE_COLUMN, ROW_COLUMN).limit(5)
         places = ", ".join(f"row {r[1]} of {r[0]}" if r[1] is not None else f"in {r[0]}"
                            for r in where.collect())
-        raise InputError(f"event_id {eid!r} appears {n} times ({places}); event ids must be "
-                         f"unique in the archive ({n_dups} ids are repeated). Fix the input, "
+        raise InputError(f"{labels.plain('event_id')} {eid!r} appears {n} times ({places}); "
+                         f"event ids must be unique in the archive ({n_dups} ids are "
+                         "repeated). Fix the input, "
                          "or pass --on-bad-rows report to set them aside")
     say(f"setting aside the rows of {n_dups} repeated event ids")
     bad = frame.join(dups, "event_id")

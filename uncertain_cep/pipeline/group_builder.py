@@ -21,7 +21,7 @@ plain Python and testable without a cluster.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -59,6 +59,9 @@ class GroupJob:
     # String columns read as numbers (build_job.numeric_text_columns decides, over the
     # whole input).
     numeric_text: tuple[str, ...] = ()
+    # The build's columns= (the archive's names -> the input's), already applied in
+    # Spark: messages name the input's columns.
+    renamed: dict[str, str] = field(default_factory=dict)
 
 
 def build_partition(job: GroupJob, partition: int, attempt: int,
@@ -174,7 +177,7 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
         try:
             archive = read_archive(data.iloc[keep].reset_index(drop=True),
                                    group_by=job.group_by, time_unit=job.time_unit,
-                                   numeric_text=job.numeric_text)
+                                   numeric_text=job.numeric_text, renamed=job.renamed)
             return archive, bad, reasons
         except InputError as e:
             if e.row is None:

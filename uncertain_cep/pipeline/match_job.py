@@ -62,7 +62,7 @@ _log = logging.getLogger(__name__)
 _ERROR = "_uc_error"
 
 
-def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
+def match_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike[str], query: str, *,
                 engine: str = "join", time_column: str = "time",
                 time_unit: float | str | None = None, tick: float = 1,
                 symbol_column: str = "symbol", master: str | None = None,
@@ -75,7 +75,10 @@ def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
     source
         Point events or interval events (as :func:`uncertain_cep.match` reads them): a
         ``pyspark.sql.DataFrame``, a table or view name, a local Parquet or CSV file or
-        directory, or any URI Spark's reader understands (``s3a://``, ``hdfs://``, ...).
+        directory, any URI Spark's reader understands (``s3a://``, ``hdfs://``, ...), or
+        a table of this process: a pandas DataFrame or any object with the Arrow
+        PyCapsule interface (``__arrow_c_stream__``: a pyarrow Table, a polars DataFrame,
+        a DuckDB relation), handed to Spark as a pyarrow Table.
     query
         Part-B query text (SEMANTICS C); parsed before Spark starts.
     engine, time_column, time_unit, tick, symbol_column
@@ -112,7 +115,8 @@ def match_spark(source: DataFrame | str | os.PathLike[str], query: str, *,
                                spark_schema(utc_datetimes(probe)))
 
 
-def match_spark_pandas(source: DataFrame | str | os.PathLike[str], query: str, *,
+def match_spark_pandas(source: DataFrame | pd.DataFrame | Any | str | os.PathLike[str],
+                       query: str, *,
                        engine: str = "join", time_column: str = "time",
                        time_unit: float | str | None = None, tick: float = 1,
                        symbol_column: str = "symbol", master: str | None = None,

@@ -3,12 +3,21 @@
 A job's input is one of
 
 * a ``pyspark.sql.DataFrame`` (classic or Spark Connect), used as it is;
+* a table in this process: a pandas DataFrame or any object with the Arrow PyCapsule
+  interface (a pyarrow Table, a polars DataFrame, a DuckDB relation), handed to Spark as
+  a pyarrow Table (``spark.createDataFrame``): aware timestamps stay the same instants,
+  naive ones become ``timestamp_ntz`` wall times (read as UTC, as the in-process reader
+  reads them), unsigned integers become longs when they fit;
 * a path or URI: a local path (a file, or a directory of Parquet or CSV files, with
   partition folders if any), or any URI Spark's reader understands (``s3a://``,
   ``hdfs://``, ``abfss://``, ``file:``); local paths are checked here before Spark
   starts, URIs go straight to Spark's reader;
 * a table or view name of the session's catalog (``spark.table``), when no local file
   or directory has that name.
+
+A build's ``columns=`` (the input's names for the archive's columns) travels with the
+input (:attr:`InputSpec.columns`): :func:`rename_input` applies it once the schema is
+known, and the file-level checks here look the time columns up by the input's names.
 
 Everything here works through DataFrame operations and the SQL configuration, never
 through ``sparkContext``, so the same jobs run on classic Spark and on Spark Connect.
@@ -19,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +38,20 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError, UncertainCepError
 from uncertain_cep.files import local_path
+from uncertain_cep.input_tables import (
+    ACCEPTED_TABLES,
+    arrow_table,
+    check_column_mapping,
+    is_arrow_stream,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["NANOS_AS_LONG", "InputSpec", "NanosTimestampsError", "has_nanos_timestamps",
            "input_files", "is_connect", "is_nanos_failure", "is_spark_error", "master_of",
-           "nanos_as_long", "read_input", "resolve_input", "session_for", "spark_failure",
-           "spark_input_error", "task_slots", "worker_exception"]
+           "nanos_as_long", "read_input", "rename_input", "resolve_input", "session_for",
+           "spark_failure", "spark_input_error", "task_slots", "worker_exception"]
 
 # A URI names its scheme (s3a://bucket/x, hdfs://nn/x, file:/x, file:///x); a Windows
 # drive letter (C:\x) is not one.
@@ -60,8 +75,10 @@ class NanosTimestampsError(InputError):
 class InputSpec:
     """An input resolved as far as possible without Spark.
 
-    ``kind`` is ``"dataframe"``, ``"path"`` (local, checked), ``"uri"`` or ``"table"``;
-    ``files`` lists a local input's files (for the build's fingerprint and messages).
+    ``kind`` is ``"dataframe"``, ``"memory"`` (a table in this process, as a pyarrow
+    Table), ``"path"`` (local, checked), ``"uri"`` or ``"table"``; ``files`` lists a local
+    input's files (for the build's fingerprint and messages); ``columns`` maps the
+    archive's column names to the input's (a build's ``columns=``).
     """
 
     kind: str
@@ -71,6 +88,11 @@ class InputSpec:
     files: list[Path] = field(default_factory=list)
     # Filled in when read: time columns that arrived as nanoseconds since the epoch.
     nanos_columns: tuple[str, ...] = ()
+    columns: dict[str, str] = field(default_factory=dict)
+
+    def source_name(self, name: str) -> str:
+        """The input's own name for the archive's column ``name``."""
+        return self.columns.get(name, name)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -80,14 +102,34 @@ class InputSpec:
         return (self.label,)
 
 
-def resolve_input(source: Any, input_format: str | None = None) -> InputSpec:
-    """Classify ``source`` and check what can be checked before Spark starts."""
-    fmt = _format(input_format)
+def resolve_input(source: Any, input_format: str | None = None,
+                  columns: Mapping[str, str] | None = None) -> InputSpec:
+    """Classify ``source`` and check what can be checked before Spark starts (of
+    ``columns``, its keys and values; the input's columns once Spark reads its schema)."""
+    spec = _resolve(source, _format(input_format))
+    if columns is not None:
+        if spec.kind == "memory":
+            check_column_mapping(columns, spec.value.schema.names)
+        elif isinstance(columns, Mapping):
+            check_column_mapping(columns, list(columns.values()))
+        else:
+            check_column_mapping(columns, ())      # refuses what is not a mapping
+        spec.columns = dict(columns)
+    return spec
+
+
+def _resolve(source: Any, fmt: str | None) -> InputSpec:
     if not isinstance(source, str | os.PathLike):
         if _is_dataframe(source):
             return InputSpec("dataframe", source, fmt or "dataframe", "the given DataFrame")
-        raise InputError(f"an input is a pyspark DataFrame, a table name, or a path or URI "
-                         f"Spark can read; got {type(source).__name__}")
+        if isinstance(source, pd.DataFrame):
+            return InputSpec("memory", _from_pandas(source), "memory",
+                             "the given pandas DataFrame")
+        if is_arrow_stream(source):
+            return InputSpec("memory", arrow_table(source), "memory",
+                             f"the given {type(source).__name__}")
+        raise InputError(f"an input is a pyspark DataFrame, {ACCEPTED_TABLES}, a table "
+                         f"name, or a path or URI Spark can read; got {type(source).__name__}")
     text = os.fspath(source)
     if _URI.match(text) and not re.match(r"^[A-Za-z]:[\\/]", text):
         # Spark's reader decides what the URI holds; a directory URI is Parquet unless
@@ -178,16 +220,75 @@ def read_input(spark: SparkSession, spec: InputSpec, *, nanos: bool = False) -> 
     """
     if spec.kind == "dataframe":
         frame = spec.value
+    elif spec.kind == "memory":
+        frame = _resolved(lambda: _from_arrow(spark, spec.value, spec), spec)
     elif spec.kind == "table":
         frame = _resolved(lambda: spark.table(spec.value), spec)
     else:
         location = str(spec.value)
         frame = _resolved(lambda: _read_location(spark, spec.fmt, location, spec), spec)
     if nanos:
-        spec.nanos_columns = tuple(f.name for f in frame.schema.fields
-                                   if f.name in _TIME_COLUMNS
-                                   and f.dataType.typeName() == "long")
+        # Named as the archive names them (the frame is renamed later: rename_input).
+        ours = {spec.source_name(n): n for n in _TIME_COLUMNS}
+        spec.nanos_columns = tuple(ours[f.name] for f in frame.schema.fields
+                                   if f.name in ours and f.dataType.typeName() == "long")
     return frame
+
+
+def rename_input(frame: DataFrame, spec: InputSpec, keep: tuple[str, ...] = ()) -> DataFrame:
+    """``frame`` with ``spec.columns`` applied (one projection, no job), checked against
+    its schema first (:func:`~uncertain_cep.input_tables.check_column_mapping`; ``keep``:
+    the columns the job added, which are not the input's). ``spec.columns`` keeps the
+    renames made, for messages."""
+    from pyspark.sql import functions as F
+
+    spec.columns = check_column_mapping(spec.columns,
+                                        [c for c in frame.columns if c not in keep])
+    if not spec.columns:
+        return frame
+    ours = {theirs: name for name, theirs in spec.columns.items()}
+    return frame.select(*(F.col(f"`{c}`").alias(ours.get(c, c)) for c in frame.columns))
+
+
+def _from_pandas(frame: pd.DataFrame) -> Any:
+    """A pandas frame as a pyarrow Table (its index left out, as the in-process reader
+    leaves it)."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise InputError(f"the given pandas DataFrame cannot be handed to Spark: {e}; give "
+                         "each column one type (numbers, strings or datetimes)") from e
+
+
+def _from_arrow(spark: SparkSession, table: Any, spec: InputSpec) -> DataFrame:
+    """A pyarrow Table as a Spark DataFrame whose timestamps are the table's: aware ones
+    the same instants, naive ones wall times (``timestamp_ntz``, which the tasks read as
+    UTC, as the in-process reader does), never shifted by the session's zone; unsigned
+    integers as longs (Spark has no unsigned type), dictionary columns as their values."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    fields = []
+    for fld in table.schema:
+        kind = fld.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_unsigned_integer(kind):
+            kind = pa.int64()
+        fields.append(pa.field(fld.name, kind))
+    for i, (fld, want) in enumerate(zip(table.schema, fields)):
+        if fld.type != want.type:
+            try:
+                table = table.set_column(i, want, table.column(i).cast(want.type))
+            except pa.ArrowInvalid as e:
+                raise InputError(f"column {fld.name!r} of {spec.label} holds {fld.type} "
+                                 f"values that Spark has no type for ({e}); build it in this "
+                                 "process (uc.build_index, --engine local), or give such ids "
+                                 "as strings") from e
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema,
+                                                                 prefer_timestamp_ntz=True))
 
 
 def _read_location(spark: SparkSession, fmt: str, location: str, spec: InputSpec
@@ -257,7 +358,7 @@ def has_nanos_timestamps(spec: InputSpec) -> bool:
     import pyarrow as pa
 
     for path in spec.files:
-        for name in _TIME_COLUMNS:
+        for name in map(spec.source_name, _TIME_COLUMNS):
             try:
                 column = pd.read_parquet(path, columns=[name], filters=[(name, "in", [])],
                                          dtype_backend="pyarrow")[name]
