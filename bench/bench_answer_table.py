@@ -1,7 +1,7 @@
 """Benchmark of the answer table alone: what a query's answer rows cost once found.
 
 The public answer table (``idx.query``) holds one tuple of event ids per row, sorted by
-confidence and ids (:func:`uncertain_cep.query.answer.answer_table`). Its cost grows with
+confidence and ids (:func:`uncertain_cep.query.evaluation.answer.answer_table`). Its cost grows with
 rows times positive items, whatever engine found the rows, so it bounds how fast any
 query with many answers can finish. Here it is timed on random answer rows over 5,000
 events (the localization archive's size), with about 400 rows per distinct confidence
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.doc_sections import replace_section, write_json  # noqa: E402
-from uncertain_cep.query.answer import Answer, answer_table  # noqa: E402
+from uncertain_cep.query.evaluation.answer import Answer, answer_table  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "answer_table.json"
 DOC = ROOT / "docs" / "benchmarks.md"

@@ -39,11 +39,6 @@ sys.path.insert(0, str(ROOT))
 import uncertain_cep as uc  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
 from uncertain_cep.datasets import generate_synthetic  # noqa: E402
-from uncertain_cep.query import selectivity as selectivity_module  # noqa: E402
-from uncertain_cep.query import sequential as sequential_module  # noqa: E402
-from uncertain_cep.query.answer import Answer, answer_table  # noqa: E402
-from uncertain_cep.query.evaluation import QueryContext  # noqa: E402
-from uncertain_cep.query.language import parse_query  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "batches.json"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -81,17 +76,10 @@ def dense(n: int, groups: int, seed: int) -> pd.DataFrame:
 def _evaluate(idx: uc.UncertainIndex, query: str, engine: str) -> tuple[Any, ...]:
     strategy, entries = ENGINES[engine]
     started = time.perf_counter()
-    if not entries:
-        res = idx.query(query, strategy=strategy)
-        stats = res.stats
-        table = pd.DataFrame(res)
-    else:
-        ctx = QueryContext(idx.event_index, parse_query(query))
-        run = (selectivity_module._selectivity_entries if strategy == "selectivity"
-               else sequential_module._sequential_entries)
-        answer = Answer.from_matches(run(ctx), len(ctx.positive))
-        table = answer_table(answer, idx.archive.event_ids)
-        stats = ctx.stats
+    # The entry-by-entry engines are the baselines query/baselines/entry_*.py.
+    res = idx.query(query, strategy=f"{strategy}_entries" if entries else strategy)
+    stats = res.stats
+    table = pd.DataFrame(res)
     seconds = time.perf_counter() - started
     digest = (len(table), round(float(table["confidence"].sum()), 6),
               hash(tuple(sorted(map(tuple, table["events"])))))

@@ -40,6 +40,7 @@ from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, S
 from uncertain_cep.index.tables import group_extents
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
+from uncertain_cep.model.values import plain
 from uncertain_cep.progress import progress_bar
 
 __all__ = ["BoxSearch", "BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
@@ -151,7 +152,7 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
                               settings.node_budget)
             return build_forest(plan)
     except GroupInfeasible as e:
-        names = ", ".join(repr(_plain(event_ids[i])) for i in e.events)
+        names = ", ".join(repr(plain(event_ids[i])) for i in e.events)
         if e.window is None:
             violation = hall_violation({i: interval(int(t_lo[i]), int(t_hi[i]))
                                         for i in e.events})
@@ -162,7 +163,7 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
                  f"{window[1] - window[0] + 1} instants for {len(e.events)} events"
                  if window else " cannot all be placed at distinct instants"
                  + (" satisfying Condition 2" if pair_check is not None else ""))
-        raise InputError(f"group {_plain(label)!r} has no order instance: events {names}{where}; "
+        raise InputError(f"group {plain(label)!r} has no order instance: events {names}{where}; "
                          "widen their intervals or use a finer time unit") from None
     except IndexBuildError as e:
         raise IndexBuildError(f"{_too_large(label, len(t_lo))}: {e}; {_REMEDY}raise "
@@ -181,7 +182,7 @@ _REMEDY = ("use a coarser time unit (time_unit= with a larger unit) so that inte
 
 
 def _too_large(label: object, n_events: int) -> str:
-    return f"group {_plain(label)!r} ({n_events} events) is too large to index"
+    return f"group {plain(label)!r} ({n_events} events) is too large to index"
 
 
 def _budget(settings: BuildSettings) -> str:
@@ -200,9 +201,6 @@ def _recursion_for(n_events: int) -> Iterator[None]:
     finally:
         sys.setrecursionlimit(before)
 
-
-def _plain(x: object) -> object:
-    return x.item() if isinstance(x, np.generic) else x
 
 
 class BoxSearch(Protocol):

@@ -7,7 +7,7 @@ row (-1 for roots, virtual nodes and events outside a time slice), instant, tree
 code and subtree end (4.2); per tree: its parent tree, nesting level, the virtual node
 standing for it and the last compact code inside it.
 
-That is all a chain of nodes needs (:mod:`uncertain_cep.query.chains` as arrays):
+That is all a chain of nodes needs (:mod:`uncertain_cep.query.evaluation.chains` as arrays):
 
 * ``b`` descends from ``a`` (an OI passes ``a`` and later ``b``) iff ``b``'s code lies in
   ``a``'s subtree ``(code[a], code_end[a]]``, or, for a tree ``T`` enclosing ``a``, after
@@ -61,7 +61,7 @@ class NodeTable:
     tree_last_code: np.ndarray  # per tree: last compact code inside it
     row_nodes_start: np.ndarray  # (rows + 1,) CSR of each archive row's real nodes
     row_nodes: np.ndarray
-    # What the weighted sum over OIs (negation, query/negation_kernels.py) walks:
+    # What the weighted sum over OIs (negation, query/engine/kernels/negation.py) walks:
     kind: np.ndarray            # per node: ROOT / REAL / VIRTUAL
     parent: np.ndarray          # per node: global parent in its tree, -1 for a root
     cond: np.ndarray            # per node: P(an OI through its parent goes on to it)

@@ -85,6 +85,7 @@ from uncertain_cep.index.storage import (
 from uncertain_cep.index.tables import forests_from_frames
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
+from uncertain_cep.model.values import plain
 
 __all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest",
            "open_reader", "read_event_times", "read_manifest"]
@@ -431,7 +432,7 @@ def read_event_times(root: str | os.PathLike[str], ids: Collection[Any]
     frame = pads.dataset(Path(root) / EVENTS, format="parquet").to_table(
         columns=["event_id", "t_lo", "t_hi"], filter=pads.field("event_id").isin(list(ids))
     ).to_pandas()
-    return {_plain(e): (int(lo), int(hi))
+    return {plain(e): (int(lo), int(hi))
             for e, lo, hi in zip(frame["event_id"], frame["t_lo"], frame["t_hi"])}
 
 
@@ -454,7 +455,3 @@ def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
         return rtree_index.Index(str(private / RTREE), properties=props, interleaved=False)
     finally:
         shutil.rmtree(private, ignore_errors=True)
-
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x

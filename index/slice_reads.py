@@ -47,6 +47,7 @@ from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.storage import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
 from uncertain_cep.index.tables import forests_from_frames
 from uncertain_cep.model.events import Archive, read_archive
+from uncertain_cep.model.values import plain
 
 __all__ = ["BoxScan", "ScanCount", "SliceRead", "archive_from_events", "read_time_slice"]
 
@@ -103,7 +104,7 @@ def read_time_slice(root: Path, manifest: Manifest, statistics: EventStatistics,
     if not events.num_rows:
         return SliceRead(None, (scans,))
     archive, layout = archive_from_events(events.to_pandas(), manifest)
-    labels = [_plain(x) for x in archive.group_labels]
+    labels = [plain(x) for x in archive.group_labels]
     span = (int(layout.t_min.min()), int(layout.t_max.max()))
     in_groups = pads.field("group").isin(labels)
     trees, tree_scan = _scan(root, TREES, in_groups & (pads.field("t_hi") >= span[0])
@@ -198,7 +199,3 @@ def _group_codes(table: pa.Table, keys: pd.Index) -> np.ndarray:
 def _bound(x: float) -> int:
     # An infinite halo (a query without WITHIN) bounds nothing.
     return int(min(x, np.iinfo(np.int64).max))
-
-
-def _plain(x: object) -> object:
-    return x.item() if isinstance(x, np.generic) else x

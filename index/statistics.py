@@ -10,7 +10,7 @@ candidate when its range *meets* the condition) and the window cover. Categorica
 predicates scale the sum by the share of events with an allowed value (the paper has only
 numeric attributes; independence is assumed).
 
-These are estimates that order the search (:mod:`uncertain_cep.query.selectivity`); answers never
+These are estimates that order the search (:mod:`uncertain_cep.query.plan.choosers`); answers never
 depend
 on them.
 

@@ -69,6 +69,7 @@ from rtree import index as rtree_index
 from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
 from uncertain_cep.files import (
     check_write_target,
+    current_umask,
     process_alive,
     replace_directory,
     writing_to,
@@ -108,6 +109,7 @@ from uncertain_cep.index.tables import (
 )
 from uncertain_cep.index.time_order import sort_table_by_time
 from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis
+from uncertain_cep.model.values import plain
 
 __all__ = ["EVENT_COLUMNS", "FORMAT_NAMES", "FORMAT_VERSION", "REJECTED_ROW_COLUMNS",
            "FormatNames", "IndexDraft", "PartitionWriter", "check_replaceable", "finish_index",
@@ -206,7 +208,7 @@ class IndexDraft:
                                               dir=target.parent))
         # mkdtemp makes the directory private (0700); an index is as readable as any
         # directory made under the user's umask.
-        os.chmod(self.path, 0o777 & ~_umask())
+        os.chmod(self.path, 0o777 & ~current_umask())
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -365,7 +367,7 @@ def write_index_tables(index: EventIndex, root: Path) -> None:
     table = pa.Table.from_pandas(events, preserve_index=False)
     _write(table, root / EVENTS / PART.format(0))
     group_type = table.schema.field(archive.group_by).type
-    pairs = [forest_tables(f, _plain(archive.group_labels[g]), group_type)
+    pairs = [forest_tables(f, plain(archive.group_labels[g]), group_type)
              for g, f in enumerate(index.forests)]
     _write(pa.concat_tables([n for n, _ in pairs]) if pairs
            else node_schema(group_type).empty_table(), root / NODES / PART.format(0))
@@ -631,11 +633,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
 
 def _host() -> str:
     return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
@@ -719,7 +716,3 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
     # One atomic exchange where the system has it: the path never goes missing for a
     # process opening it meanwhile (which then reads the old index or the new one).
     replace_directory(tmp, target, old_prefix=_draft_prefix(target, "old"))
-
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x

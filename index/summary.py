@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.model.feasibility import MaxSpeed
+from uncertain_cep.model.values import plain
 from uncertain_cep.optional import require_matplotlib
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class IndexSummary:
             sizes = np.bincount(forest.tree, minlength=forest.n_trees)
             t = int(np.argmax(sizes))
             if largest is None or int(sizes[t]) > largest[2]:
-                largest = (_plain(archive.group_labels[g]), t, int(sizes[t]))
+                largest = (plain(archive.group_labels[g]), t, int(sizes[t]))
             lo, hi = _code_extremes(forest, index.settings.codes)
             code_lo = lo if code_lo is None else min(code_lo, lo)
             code_hi = hi if code_hi is None else max(code_hi, hi)
@@ -176,7 +177,7 @@ class IndexSummary:
             numeric=tuple(numeric), categorical=categorical, multi_tree=settings.multi_tree,
             condition2=_describe_condition2(settings.condition2),
             node_budget=settings.node_budget,
-            group_keys=tuple(_plain(k) for k in archive.group_labels),
+            group_keys=tuple(plain(k) for k in archive.group_labels),
             group_events=tuple(int(c) for c in group_events),
             group_trees=tuple(f.n_trees for f in forests),
             group_nodes=tuple(f.n_nodes for f in forests),
@@ -337,7 +338,3 @@ def _int_column(values: tuple[int, ...]) -> np.ndarray:
 
 def _num(x: float) -> str:
     return f"{x:.6g}"
-
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x

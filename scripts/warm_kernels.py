@@ -6,7 +6,7 @@ test worker, each of their Spark Python workers and each command a test starts w
 compile the same kernels at once (about 90 s of one core each). scripts/test.sh runs it
 before the tests. It answers a few small queries that reach every kernel: both
 strategies, with one and with two negations in a gap, in small batches, as entries and
-as tuples (query/tuple_batches.py). numba compiles a
+as tuples (query/engine/tuple_batches.py). numba compiles a
 kernel once per argument types; an index opened from disk maps its columns copy-on-write
 (index/node_columns.py), so it hands the kernels the same writable arrays as one built in
 memory and needs no compilation of its own.
@@ -28,10 +28,11 @@ import numpy as np
 
 import uncertain_cep as uc
 from uncertain_cep.datasets.synthetic import generate_synthetic
-from uncertain_cep.query import batch_engine, negation_kernels
-from uncertain_cep.query.evaluation import QueryContext
-from uncertain_cep.query.language import parse_query
-from uncertain_cep.query.tuple_kernels import TupleTable, negated_probabilities
+from uncertain_cep.query.engine import batch_engine
+from uncertain_cep.query.engine.kernels import negation as negation_kernels
+from uncertain_cep.query.engine.kernels.tuples import TupleTable, negated_probabilities
+from uncertain_cep.query.evaluation.context import QueryContext
+from uncertain_cep.query.language.parse import parse_query
 
 QUERIES = (
     "PATTERN SEQ(A, B, C) DEFINE A AS a0 > 0, B AS a0 > 0.5, C AS a0 > 0 WITHIN 6 "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from hypothesis import strategies as st
 
-from uncertain_cep.query.patterns import (
+from uncertain_cep.query.language.patterns import (
     Between,
     Comparison,
     InSet,

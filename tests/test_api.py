@@ -59,7 +59,7 @@ def test_an_unknown_attribute_raises_attribute_error():
 
 @pytest.mark.parametrize("first", ["uncertain_cep.index", "uncertain_cep.query",
                                    "uncertain_cep.interval", "uncertain_cep.index.event_index",
-                                   "uncertain_cep.query.language"])
+                                   "uncertain_cep.query.language.parse"])
 def test_importing_a_layer_first_then_the_facade_works(first):
     code = f"import {first}; import uncertain_cep as uc; uc.build_index; uc.parse_query"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -71,7 +71,8 @@ def test_files_named_index_or_query_in_the_working_folder_do_not_shadow_the_pack
         tmp_path):
     for name in ("index", "query", "model", "interval"):
         (tmp_path / f"{name}.py").write_text("raise SystemExit('the user file was imported')\n")
-    code = ("import uncertain_cep as uc, uncertain_cep.query.chains, uncertain_cep.index.codes; "
+    code = ("import uncertain_cep as uc, uncertain_cep.query.evaluation.chains, "
+            "uncertain_cep.index.codes; "
             "import pandas as pd; "
             "uc.build_index(pd.DataFrame({'event_id': [1], 'group': 0, 't_lo': [0], 't_hi': [0]}))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,

@@ -35,6 +35,18 @@ LAYERS: list[list[list[str]]] = [
 ]
 SPARK_LAYER = "uncertain_cep.pipeline"
 
+# The rooms of the query wing, bottom to top (query/__init__.py): a module imports its own
+# room and rooms below it. The bare package (the registry, strategies.py) is the top.
+QUERY_ROOMS = [
+    "uncertain_cep.query.language",
+    "uncertain_cep.query.engine.kernels",
+    "uncertain_cep.query.evaluation",
+    "uncertain_cep.query.plan",
+    "uncertain_cep.query.engine",
+    "uncertain_cep.query.baselines",
+    "uncertain_cep.query",
+]
+
 
 def place(module: str) -> tuple[int, int]:
     """(layer, group) of a module: the entry that is its longest prefix."""
@@ -110,6 +122,43 @@ def test_module_imports_only_layers_below_it_or_its_own_group(module):
         assert t_layer < layer or (t_layer, t_group) == (layer, group), (
             f"{module} (layer {layer}) imports {target} (layer {t_layer}, another group): "
             "an import may only run downward")
+
+
+def query_room(module: str) -> int:
+    """The position of a query module's room in :data:`QUERY_ROOMS` (longest prefix)."""
+    fits = [i for i, room in enumerate(QUERY_ROOMS)
+            if module == room or module.startswith(room + ".")]
+    return max(fits, key=lambda i: len(QUERY_ROOMS[i]))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules()
+                                          if m.startswith("uncertain_cep.query")))
+def test_a_query_room_imports_only_its_own_room_and_rooms_below(module):
+    room = query_room(module)
+    for target in sorted(graph()[module]):
+        if target.startswith("uncertain_cep.query"):
+            assert query_room(target) <= room, (
+                f"{module} ({QUERY_ROOMS[room]}) imports {target} "
+                f"({QUERY_ROOMS[query_room(target)]}), a room above it")
+
+
+def test_every_query_module_is_in_a_room():
+    loose = sorted(m for m in modules() if m.rpartition(".")[0] == "uncertain_cep.query"
+                   and m.rpartition(".")[2] not in ("strategies",))
+    assert loose == [], f"{loose} lie on the query wing's floor: put them in a room"
+
+
+def test_no_module_imports_another_modules_private_names():
+    # A name a module keeps to itself (a leading underscore) stays there; what siblings
+    # share is public in the module that defines it (issue "The query wing as rooms").
+    found = []
+    for name, path in sorted(modules().items()):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.ImportFrom) and not node.level and node.module
+                    and node.module.split(".")[0] == "uncertain_cep" and node.module != name):
+                found += [f"{name} imports {node.module}.{alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert found == []
 
 
 def test_project_modules_import_each_other_without_cycles():

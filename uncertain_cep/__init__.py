@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from uncertain_cep.pipeline.match_job import match_spark, match_spark_pandas
     from uncertain_cep.pipeline.query_job import query_spark
     from uncertain_cep.pipeline.sql_functions import register
-    from uncertain_cep.query.explain import Explanation
-    from uncertain_cep.query.language import parse_query
-    from uncertain_cep.query.patterns import (
+    from uncertain_cep.query.evaluation.explain import Explanation
+    from uncertain_cep.query.language.parse import parse_query
+    from uncertain_cep.query.language.patterns import (
         Between,
         Comparison,
         InSet,
@@ -93,16 +93,16 @@ _EXPORTS = {
     "PairPredicate": "uncertain_cep.model.feasibility",
     "TimeAxis": "uncertain_cep.model.time_axis",
     "Duration": "uncertain_cep.durations",
-    "parse_query": "uncertain_cep.query.language",
-    "SequencePattern": "uncertain_cep.query.patterns",
-    "Explanation": "uncertain_cep.query.explain",
+    "parse_query": "uncertain_cep.query.language.parse",
+    "SequencePattern": "uncertain_cep.query.language.patterns",
+    "Explanation": "uncertain_cep.query.evaluation.explain",
     "QueryResult": "uncertain_cep.results",
     "IndexSummary": "uncertain_cep.index.summary",
-    "PatternItem": "uncertain_cep.query.patterns",
-    "Symbol": "uncertain_cep.query.patterns",
-    "Between": "uncertain_cep.query.patterns",
-    "Comparison": "uncertain_cep.query.patterns",
-    "InSet": "uncertain_cep.query.patterns",
+    "PatternItem": "uncertain_cep.query.language.patterns",
+    "Symbol": "uncertain_cep.query.language.patterns",
+    "Between": "uncertain_cep.query.language.patterns",
+    "Comparison": "uncertain_cep.query.language.patterns",
+    "InSet": "uncertain_cep.query.language.patterns",
     "UncertainCepError": "uncertain_cep.errors",
     "InputError": "uncertain_cep.errors",
     "IndexBuildError": "uncertain_cep.errors",

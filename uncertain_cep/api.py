@@ -34,12 +34,12 @@ from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.query.answer import answer_table, table_from_rows
-from uncertain_cep.query.chains import order_instance_fraction
-from uncertain_cep.query.evaluation import QueryContext
-from uncertain_cep.query.explain import Explanation
-from uncertain_cep.query.language import bind_query, parse_query
-from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.evaluation.answer import answer_table, table_from_rows
+from uncertain_cep.query.evaluation.chains import order_instance_fraction
+from uncertain_cep.query.evaluation.context import QueryContext
+from uncertain_cep.query.evaluation.explain import Explanation
+from uncertain_cep.query.language.parse import bind_query
+from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import StrategyName, get_strategy
 from uncertain_cep.results import QueryResult
 
@@ -134,7 +134,7 @@ class UncertainIndex:
         ----------
         query
             Query text (SEMANTICS C, part A) or a
-            :class:`~uncertain_cep.query.patterns.SequencePattern`.
+            :class:`~uncertain_cep.query.language.patterns.SequencePattern`.
         strategy
             ``"selectivity"`` (default: rarest item first, Zhou et al. 5.2),
             ``"sequential"`` (items in pattern order, 5.1), or the baselines
@@ -149,7 +149,7 @@ class UncertainIndex:
             by event ids. ``t_first``/``t_last`` are instants, or for an archive whose
             times were datetimes the start of those instants as datetimes in the input's
             time zone. ``res.stats`` holds the evaluation counters
-            (:class:`~uncertain_cep.query.stats.QueryStats`); in Jupyter
+            (:class:`~uncertain_cep.query.evaluation.stats.QueryStats`); in Jupyter
             it shows as a compact table, and ``res.plot()`` draws the matched events'
             possible times (:class:`~uncertain_cep.results.QueryResult`).
         """
@@ -159,7 +159,7 @@ class UncertainIndex:
                 ) -> Explanation:
         """Evaluate ``query`` and report what the strategy did: the order items were
         matched in, estimated vs actual candidates per step, entries created (the paper's
-        xi), range queries and time per step (:mod:`uncertain_cep.query.explain`).
+        xi), range queries and time per step (:mod:`uncertain_cep.query.evaluation.explain`).
 
         >>> import pandas as pd
         >>> idx = build_index(pd.DataFrame({"event_id": [1, 2], "group": 0,
@@ -275,15 +275,16 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
         return open_index(path, verify=verify).query(query, strategy=strategy)
     from uncertain_cep.pipeline.query_job import query_spark_collected
 
-    rows, stats, empty = query_spark_collected(
+    found = query_spark_collected(
         os.fspath(path), query, StrategyName.get_value(strategy), master=master,
         verify=verify, reads=reads)
-    frame = answer_frame(rows, time_axis=empty.time_axis)
-    return QueryResult.of(frame, query=query, items=_item_symbols(parse_query(query)),
-                          stats=stats, id_dtype=empty.event_ids.dtype,
-                          event_times=_stored_event_times(Path(path),
-                                                          {e for r in rows for e in r[0]}),
-                          time_axis=empty.time_axis)
+    axis = found.archive.time_axis
+    frame = answer_frame(found.rows, time_axis=axis)
+    return QueryResult.of(frame, query=query, items=_item_symbols(found.pattern),
+                          stats=found.stats, id_dtype=found.archive.event_ids.dtype,
+                          event_times=_stored_event_times(
+                              Path(path), {e for r in found.rows for e in r[0]}),
+                          time_axis=axis)
 
 
 def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:
@@ -304,9 +305,6 @@ class EngineName(ParamEnum):
     local = "local"
     spark = "spark"
 
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x
 
 
 def build_index(data: pd.DataFrame | Any | str | os.PathLike[str], group_by: str = "group",

@@ -561,7 +561,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
-    from uncertain_cep.query.language import parse_query
+    from uncertain_cep.query.language.parse import parse_query
     from uncertain_cep.report import html_report, write_html_report
 
     text = _query_text(args.query)

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["atomic_write", "check_table_path", "check_write_target", "exchange_paths",
-           "index_path", "local_path",
-           "process_alive", "replace_directory", "write_table", "writing_to"]
+__all__ = ["atomic_write", "check_table_path", "check_write_target", "current_umask",
+           "exchange_paths", "index_path", "local_path", "process_alive",
+           "replace_directory", "write_table", "writing_to"]
 
 _RENAME_EXCHANGE = 2    # linux/fs.h
 _AT_FDCWD = -100
@@ -55,7 +55,7 @@ def _atomic_write(target: Path, write: Callable[[str], object]) -> None:
     os.close(fd)
     # mkstemp makes the file private (0600); the result is as readable as any file
     # written under the user's umask.
-    os.chmod(tmp, 0o666 & ~_umask())
+    os.chmod(tmp, 0o666 & ~current_umask())
     try:
         write(tmp)
         os.replace(tmp, target)
@@ -188,7 +188,8 @@ def write_table(frame: pd.DataFrame, target: Path, *, csv_header: bool = True) -
         atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's file mode creation mask (read without changing it for long)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask

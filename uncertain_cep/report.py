@@ -1,12 +1,13 @@
 """A standalone HTML report of one query over an index.
 
-One self-contained page (no external files, styles or scripts: it can be mailed or
-archived) with what a reader needs to trust an answer: the index it ran on
+One self-contained page (no external files, styles or scripts: it can be mailed or archived)
+with what a reader needs to trust an answer: the index it ran on
 (:meth:`~uncertain_cep.api.UncertainIndex.describe`), the query, the plan and its counters
-(:class:`~uncertain_cep.query.explain.Explanation`: per step the items matched, estimated vs actual
-candidates, entries, range queries, time), the answer's top rows and the timeline of
-:meth:`QueryResult.plot <uncertain_cep.results.QueryResult.timeline>` embedded as a PNG.
-The full answer goes to Parquet or CSV beside it (``uncertain-cep report --table``).
+(:class:`~uncertain_cep.query.evaluation.explain.Explanation`: per step the items matched,
+estimated vs actual candidates, entries, range queries, time), the answer's top rows and the
+timeline of :meth:`QueryResult.plot <uncertain_cep.results.QueryResult.timeline>` embedded
+as a PNG. The full answer goes to Parquet or CSV beside it (``uncertain-cep report
+--table``).
 
 >>> import pandas as pd
 >>> import uncertain_cep as uc

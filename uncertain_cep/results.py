@@ -43,7 +43,7 @@ import pandas as pd
 from uncertain_cep.errors import InputError
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.optional import require_matplotlib
-from uncertain_cep.query.stats import QueryStats
+from uncertain_cep.query.evaluation.stats import QueryStats
 
 __all__ = ["QueryResult"]
 
@@ -59,7 +59,7 @@ class QueryResult(pd.DataFrame):
     DataFrame's (named so as not to hide ``DataFrame.query`` and ``DataFrame.items``):
     ``query_text``, ``pattern_items`` (the positive items' symbols in pattern order),
     ``event_times`` (event id -> ``(t_lo, t_hi)`` in instants, for the matched events),
-    ``stats`` (what the evaluation did, a :class:`~uncertain_cep.query.stats.QueryStats`)
+    ``stats`` (what the evaluation did, a :class:`~uncertain_cep.query.evaluation.stats.QueryStats`)
     and ``time_axis`` (the archive's :class:`~uncertain_cep.model.time_axis.TimeAxis`, or
     None for integer instants).
     """

@@ -17,8 +17,8 @@ from uncertain_cep.index.forest_builder import build_forest
 from uncertain_cep.index.oi_tree import GroupInfeasible, plan_group
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed
-from uncertain_cep.query.chains import chain_probability
-from uncertain_cep.query.possible_worlds import enumerate_order_instances
+from uncertain_cep.query.baselines.possible_worlds import enumerate_order_instances
+from uncertain_cep.query.evaluation.chains import chain_probability
 
 
 def node_paths(forest: GroupForest, tree: int = 0) -> list[tuple[int, ...]]:

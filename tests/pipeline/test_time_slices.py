@@ -45,7 +45,7 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, reads, df
     assert all(a.hi <= b.lo for a, b in pairwise(plan))
     rows = []
     for piece in plan:
-        got, stats = evaluate_slice(reader, piece, str(pattern), reads=reads)
+        got, stats = evaluate_slice(reader, piece, pattern, reads=reads)
         rows += got
         assert bool(stats.scans) == (reads == "row-groups")
     full = idx.query(pattern)
@@ -73,11 +73,11 @@ def test_strategies_that_need_whole_groups_are_refused_per_slice(tmp_path):
     reader = open_reader(tmp_path / "ix")
     piece = plan_slices(reader, 5, 1)[0]
     with pytest.raises(PlanningError, match="needs the whole index"):
-        evaluate_slice(reader, piece, "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0",
-                       strategy="tree_traversal")
+        evaluate_slice(reader, piece, uc.parse_query("PATTERN SEQ(A, B) DEFINE A AS a0 > 0, "
+                                                     "B AS a0 > 0"), strategy="tree_traversal")
     with pytest.raises(ValueError, match="'mapped', 'row-groups'"):
-        evaluate_slice(reader, piece, "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0",
-                       reads="rowgroups")
+        evaluate_slice(reader, piece, uc.parse_query("PATTERN SEQ(A, B) DEFINE A AS a0 > 0, "
+                                                     "B AS a0 > 0"), reads="rowgroups")
 
 
 def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path):
@@ -97,7 +97,8 @@ def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path
                                              ("mapped", "row-groups")):
         rows_got = []
         for piece in plan_slices(reader, float("inf"), 2):
-            rows_got += evaluate_slice(reader, piece, query, strategy, reads)[0]
+            rows_got += evaluate_slice(reader, piece, uc.parse_query(query), strategy,
+                                       reads)[0]
         full = idx.query(query, strategy=strategy)
         assert ((7, 4), 0.05) in [(tuple(e), round(c, 9)) for e, c, _, _ in rows_got]
         _assert_same_answers(rows_got, zip(full["events"], full["confidence"],
@@ -110,7 +111,7 @@ def test_a_reader_from_another_host_answers_and_a_rebuild_is_refused(tmp_path):
     from uncertain_cep.datasets.synthetic import generate_synthetic
     from uncertain_cep.errors import IndexFormatError
 
-    query = "PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0 WITHIN 20"
+    query = uc.parse_query("PATTERN SEQ(A, B) DEFINE A AS a0 > 0, B AS a0 > 0 WITHIN 20")
     uc.build_index(generate_synthetic(60, seed=2)).save(tmp_path / "ix")
     reader = open_reader(tmp_path / "ix")
     # On an executor the directory's device and inode differ from the driver's (another
@@ -142,7 +143,7 @@ def test_slices_answer_instants_and_windows_near_int64s_ends(tmp_path, reads, ba
     pattern = uc.parse_query(query)
     rows = []
     for piece in plan_slices(reader, pattern.window, 3):
-        rows += evaluate_slice(reader, piece, query, reads=reads)[0]
+        rows += evaluate_slice(reader, piece, pattern, reads=reads)[0]
     full = idx.query(query, strategy="possible_worlds")
     assert len(full) > 0
     _assert_same_answers(rows, list(zip(full["events"], full["confidence"], full["t_first"],

@@ -1,4 +1,4 @@
-"""The answer table (query/answer.py): the same table whether the rows' tuples of ids
+"""The answer table (query/evaluation/answer.py): the same table whether the rows' tuples of ids
 were made beforehand (as the batch engine does while its spare thread finishes) or by
 the table itself, whatever the parts and the id type."""
 
@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uncertain_cep.query.answer import Answer, answer_table, with_ids
+from uncertain_cep.query.evaluation.answer import Answer, answer_table, with_ids
 
 
 @st.composite

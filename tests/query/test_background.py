@@ -1,4 +1,4 @@
-"""Work on spare threads (query/background.py): every result comes back once, to the
+"""Work on spare threads (query/engine/background.py): every result comes back once, to the
 thread that submitted it, errors included; and the engine's answers and counters are
 the same whether its negation programmes run there or in line."""
 
@@ -17,8 +17,8 @@ from test_batch_engine import two_negations_in_one_gap
 from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
-from uncertain_cep.query import background, batch_engine
-from uncertain_cep.query.background import Background
+from uncertain_cep.query.engine import background, batch_engine
+from uncertain_cep.query.engine.background import Background
 
 
 @pytest.mark.parametrize("threads", [0, 1, 3])

@@ -17,16 +17,17 @@ from random_archives import archives, patterns, symbols
 from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
-from uncertain_cep.query import batch_engine, chain_kernels
-from uncertain_cep.query.batches import every_item_window, windows_from_instants
-from uncertain_cep.query.chain_kernels import insertion_factors
-from uncertain_cep.query.chains import extension_factor
-from uncertain_cep.query.grouping_kernels import (
+from uncertain_cep.query.engine import batch_engine
+from uncertain_cep.query.engine.batches import every_item_window, windows_from_instants
+from uncertain_cep.query.engine.kernels import chains as chain_kernels
+from uncertain_cep.query.engine.kernels.chains import insertion_factors
+from uncertain_cep.query.engine.kernels.grouping import (
     group_rows,
     group_rows_in_segments,
     order_by_group,
 )
-from uncertain_cep.query.patterns import PatternItem, SequencePattern
+from uncertain_cep.query.evaluation.chains import extension_factor
+from uncertain_cep.query.language.patterns import PatternItem, SequencePattern
 
 QUERY = "PATTERN SEQ(A, B, C) DEFINE A AS x < 5, B AS x >= 1, C AS tag = 'a' WITHIN 6"
 
@@ -262,8 +263,8 @@ def test_nodes_stand_for_their_class_only_without_condition2(tmp_path):
     # Classes of nodes rely on every OI of a group being equally likely (SEMANTICS A2),
     # which Condition 2 breaks; an index opened without the user's predicate it was
     # built with still knows it had one.
-    from uncertain_cep.query.evaluation import QueryContext
-    from uncertain_cep.query.language import parse_query
+    from uncertain_cep.query.evaluation.context import QueryContext
+    from uncertain_cep.query.language.parse import parse_query
 
     df = pd.DataFrame({"event_id": [1, 2, 3], "group": 0, "t_lo": [1, 2, 3],
                        "t_hi": [4, 5, 6], "x": [0.0, 1.0, 2.0], "y": [0.0, 0.0, 0.0]})

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uncertain_cep.query.event_room import EventRoom
-from uncertain_cep.query.instants import NO_TIME
+from uncertain_cep.query.engine.event_room import EventRoom
+from uncertain_cep.query.engine.kernels.instants import NO_TIME
 
 
 @st.composite

@@ -12,7 +12,7 @@ from random_archives import archives, patterns
 from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
-from uncertain_cep.query.patterns import SequencePattern
+from uncertain_cep.query.language.patterns import SequencePattern
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INDEX_STRATEGIES = ("selectivity", "sequential", "tree_traversal")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from uncertain_cep.durations import Duration, TimeUnit
 from uncertain_cep.errors import QueryError, QueryParseError
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.query.language import bind_query, parse_query
-from uncertain_cep.query.patterns import (
+from uncertain_cep.query.language.parse import bind_query, parse_query
+from uncertain_cep.query.language.patterns import (
     Between,
     Comparison,
     InSet,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uncertain_cep.query.negation_folds import _segments
+from uncertain_cep.query.engine.kernels.negation_folds import fold_segments
 
 
 def _fold_columns(slots: list[int], gap_after: list[int], rel: list[int]
                   ) -> tuple[list[tuple[int, int, int]], list[int], list[int]]:
-    """``_segments`` of a complete tuple whose columns are in groups ``slots``, with a
+    """``fold_segments`` of a complete tuple whose columns are in groups ``slots``, with a
     gap after each of ``gap_after``: per segment (its ends, its fold), and per column
     and gap the fold after which they leave the key."""
     m, n_groups, n_gaps = len(slots), max(slots) + 1, len(gap_after)
@@ -21,7 +21,7 @@ def _fold_columns(slots: list[int], gap_after: list[int], rel: list[int]
     seg_gaps = np.zeros((most, n_gaps), dtype=np.int64)
     keep_until = np.full(m, -1, dtype=np.int64)
     bounds_until = np.full(n_gaps, -1, dtype=np.int64)
-    n_segs, _ = _segments(np.arange(m, dtype=np.int64), m, np.array(slots, dtype=np.int64),
+    n_segs, _ = fold_segments(np.arange(m, dtype=np.int64), m, np.array(slots, dtype=np.int64),
                           n_groups, np.array(gap_after, dtype=np.int64), False,
                           np.array(rel, dtype=np.int64), seg_group, seg_ends, seg_fold,
                           seg_gaps, keep_until, bounds_until)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import uncertain_cep as uc
 from uncertain_cep.datasets import generate_synthetic
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
-from uncertain_cep.query.estimates import LONE_ITEM_WEIGHT, ItemEstimates
-from uncertain_cep.query.evaluation import QueryContext
+from uncertain_cep.query.evaluation.context import QueryContext
+from uncertain_cep.query.plan.estimates import LONE_ITEM_WEIGHT, ItemEstimates
 
 
 def _rare_and_common(n: int = 400, seed: int = 3) -> pd.DataFrame:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from random_archives import archives, patterns
 
 import uncertain_cep as uc
-from uncertain_cep.query import batch_engine, chain_kernels
+from uncertain_cep.query.engine import batch_engine
+from uncertain_cep.query.engine.kernels import chains as chain_kernels
 
 TOL = 1e-9
 

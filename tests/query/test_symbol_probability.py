@@ -1,9 +1,8 @@
 """Pr(S | e) (SEMANTICS A3): the product over attributes of pdf masses, and symbol checks.
 
-Chosen reading, documented here and in ``uncertain_cep.query.symbols``: several predicates on one
-attribute
-constrain the same random value, so they are intersected first. ``x >= 1 AND x <= 3`` is
-``P(1 <= x <= 3)``, not ``P(x >= 1) * P(x <= 3)``.
+Chosen reading, documented here and in ``uncertain_cep.query.language.symbols``: several
+predicates on one attribute constrain the same random value, so they are intersected first.
+``x >= 1 AND x <= 3`` is ``P(1 <= x <= 3)``, not ``P(x >= 1) * P(x <= 3)``.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ from hypothesis import strategies as st
 from uncertain_cep.errors import QueryError
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.probability import interval_mass
-from uncertain_cep.query.language import parse_query
-from uncertain_cep.query.symbols import check_symbols, symbol_probability
+from uncertain_cep.query.language.parse import parse_query
+from uncertain_cep.query.language.symbols import check_symbols, symbol_probability
 
 # Uniform ranges, points (rows 1 and 4) and truncated normals (rows 2 and 5).
 ARCHIVE = read_archive(pd.DataFrame({

@@ -1,4 +1,4 @@
-"""Tuples instead of entries: each tuple's programme (query/tuple_kernels.py) against the
+"""Tuples instead of entries: each tuple's programme (query/engine/kernels/tuples.py) against the
 possible-worlds baseline, and the engine's answers when batches go on as tuples."""
 
 from __future__ import annotations
@@ -18,21 +18,21 @@ from test_strategies_match_possible_worlds import assert_same_answer, cases
 
 import uncertain_cep as uc
 from uncertain_cep.datasets import generate_synthetic
-from uncertain_cep.query import batch_engine, tuple_steps
-from uncertain_cep.query.batch_engine import BatchEngine
-from uncertain_cep.query.completion import Completion
-from uncertain_cep.query.evaluation import QueryContext
-from uncertain_cep.query.event_room import EventRoom
-from uncertain_cep.query.instants import NO_TIME
-from uncertain_cep.query.negation_bounds import CertainWeighers
-from uncertain_cep.query.patterns import PatternItem, SequencePattern
-from uncertain_cep.query.tuple_kernels import (
+from uncertain_cep.query.engine import batch_engine, tuple_steps
+from uncertain_cep.query.engine.batch_engine import BatchEngine
+from uncertain_cep.query.engine.completion import Completion
+from uncertain_cep.query.engine.event_room import EventRoom
+from uncertain_cep.query.engine.kernels.instants import NO_TIME
+from uncertain_cep.query.engine.kernels.tuples import (
     NEGATED_ROOM,
     ROOM,
     TupleTable,
     negated_probabilities,
     tuple_probabilities,
 )
+from uncertain_cep.query.engine.negation_bounds import CertainWeighers
+from uncertain_cep.query.evaluation.context import QueryContext
+from uncertain_cep.query.language.patterns import PatternItem, SequencePattern
 
 TOL = 1e-9
 

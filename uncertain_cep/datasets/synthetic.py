@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["disjoint_sequence", "generate_synthetic"]
+__all__ = ["disjoint_sequence", "generate_synthetic", "nearest_free"]
 
 
 def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int] = (2, 5),
@@ -74,15 +74,15 @@ def _timestamps(rng: np.random.Generator, k: int, domain: int, clustered: bool,
     raw = np.rint(rng.normal(centers[rng.integers(0, 10, size=k)], spread * domain)).astype(int)
     raw = np.clip(raw, 0, domain - 1)
     # Move collisions to the nearest free instant, so true timestamps stay distinct.
-    return _nearest_free(raw, domain)
+    return nearest_free(raw, domain)
 
 
-def _nearest_free(raw: np.ndarray, domain: int) -> np.ndarray:
+def nearest_free(raw: np.ndarray, domain: int) -> np.ndarray:
     """Distinct instants in ``[0, domain)``: each of ``raw`` (all inside the domain), taken
     in order, keeps its instant if no earlier one has it, else moves to the nearest free
     instant (the later one on a tie).
 
-    >>> _nearest_free(np.array([3, 3, 3, 0]), 5).tolist()
+    >>> nearest_free(np.array([3, 3, 3, 0]), 5).tolist()
     [3, 4, 2, 0]
     """
     if len(raw) > domain:

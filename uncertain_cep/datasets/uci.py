@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uncertain_cep.datasets.synthetic import _nearest_free
+from uncertain_cep.datasets.synthetic import nearest_free
 from uncertain_cep.errors import InputError
 
 __all__ = ["load_dodgers", "load_icu", "load_localization"]
@@ -335,7 +335,7 @@ def _uncertain_archive(times: np.ndarray, values: dict[str, np.ndarray],
                              f"only {instants} instants, so its events cannot take distinct "
                              "instants; raise instants or groups, or lower n_events")
         # normalised[idx] is sorted, so the sorted free instants keep the events' order.
-        truth[idx] = np.sort(_nearest_free(normalised[idx], instants))
+        truth[idx] = np.sort(nearest_free(normalised[idx], instants))
     width = rng.integers(f[0], f[1] + 1, size=n)
     # Offset of the true instant from t_lo, among those keeping the interval in the domain.
     left = rng.integers(np.maximum(0, truth + width - instants), np.minimum(width - 1, truth) + 1)

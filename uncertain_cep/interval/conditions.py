@@ -30,7 +30,7 @@ import pandas as pd
 
 from uncertain_cep.errors import QueryError, QueryParseError
 
-__all__ = ["And", "Column", "Compare", "Condition", "Literal", "Not", "Or"]
+__all__ = ["And", "Column", "Compare", "Condition", "Literal", "Not", "Or", "check_condition"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -160,7 +160,7 @@ class Not:
     operand: Condition
 
     def __post_init__(self) -> None:
-        _check_condition(self.operand)
+        check_condition(self.operand)
 
     @property
     def columns(self) -> frozenset[str]:
@@ -223,7 +223,7 @@ Condition = Compare | Not | And | Or
 _CONDITION_TYPES = (Compare, Not, And, Or)
 
 
-def _check_condition(value: object) -> None:
+def check_condition(value: object) -> None:
     if not isinstance(value, _CONDITION_TYPES):
         raise QueryParseError(f"a condition must be Compare, Not, And or Or, got {value!r}")
 
@@ -235,7 +235,7 @@ def _check_operands(node: And | Or, word: str) -> None:
     if len(operands) < 2:
         raise QueryParseError(f"{word} needs at least two conditions, got {len(operands)}")
     for operand in operands:
-        _check_condition(operand)
+        check_condition(operand)
     object.__setattr__(node, "operands", tuple(operands))
 
 

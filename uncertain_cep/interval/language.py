@@ -67,7 +67,7 @@ from uncertain_cep.interval.patterns import (
     ReturnItem,
     SituationDefinition,
     TemporalPattern,
-    _pattern_problem,
+    pattern_problem,
 )
 from uncertain_cep.interval.relations import (
     AllenRelation,
@@ -240,7 +240,7 @@ class _Builder:
         items = parts["returns"].children if "returns" in parts else []
         returns = tuple(self.return_item(item) for item in items)
         with self.blame(_position(tree)):
-            problem = _pattern_problem(symbols, tuple(constraints), within, source,
+            problem = pattern_problem(symbols, tuple(constraints), within, source,
                                        partition, returns)
         if problem is not None:
             message, part, index = problem

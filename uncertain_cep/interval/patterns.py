@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from uncertain_cep.durations import Duration, TimeUnit, seconds_per_unit
 from uncertain_cep.errors import InvalidOptionError, ParamEnum, QueryError, QueryParseError
-from uncertain_cep.interval.conditions import Condition, _check_condition
+from uncertain_cep.interval.conditions import Condition, check_condition
 from uncertain_cep.interval.relations import (
     ALLEN_RELATIONS,
     AllenRelation,
@@ -42,18 +42,9 @@ from uncertain_cep.interval.relations import (
     inverse,
 )
 
-__all__ = [
-    "Aggregate",
-    "Constraint",
-    "Duration",
-    "FollowedBy",
-    "RelationConstraint",
-    "ReturnItem",
-    "SituationDefinition",
-    "TemporalPattern",
-    "TimeUnit",
-    "seconds_per_unit",
-]
+__all__ = ["Aggregate", "Constraint", "Duration", "FollowedBy", "RelationConstraint", "ReturnItem",
+           "SituationDefinition", "TemporalPattern", "TimeUnit", "pattern_problem",
+           "seconds_per_unit"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -84,7 +75,7 @@ class SituationDefinition:
 
     def __post_init__(self) -> None:
         _check_name(self.name, "a symbol name")
-        _check_condition(self.condition)
+        check_condition(self.condition)
         for bound in (self.min_duration, self.max_duration):
             if bound is not None and not isinstance(bound, Duration):
                 raise QueryParseError(f"symbol {self.name}: a duration bound must be a "
@@ -275,7 +266,7 @@ class TemporalPattern:
             if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
                 raise QueryParseError(f"{field} must be a tuple, got {value!r}")
             object.__setattr__(self, field, tuple(value))
-        problem = _pattern_problem(self.symbols, self.constraints, self.within, self.source,
+        problem = pattern_problem(self.symbols, self.constraints, self.within, self.source,
                                    self.partition_by, self.returns)
         if problem is not None:
             raise QueryParseError(problem[0])
@@ -361,7 +352,7 @@ class TemporalPattern:
         return "\n".join(lines)
 
 
-def _pattern_problem(symbols: tuple[SituationDefinition, ...],
+def pattern_problem(symbols: tuple[SituationDefinition, ...],
                      constraints: tuple[Constraint, ...], within: Duration | None,
                      source: str | None, partition_by: tuple[str, ...],
                      returns: tuple[ReturnItem, ...]) -> tuple[str, str, int] | None:

@@ -358,7 +358,7 @@ def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Time
 
 def _check_span(lo: np.ndarray, hi: np.ndarray, ids: np.ndarray, names: list[str]) -> None:
     """Refuse an archive whose instants span more than the query engine answers
-    (:data:`~uncertain_cep.query.instants.MAX_SPAN`, 2**60: 36.5 years of nanoseconds),
+    (:data:`~uncertain_cep.query.engine.kernels.instants.MAX_SPAN`, 2**60: 36.5 years of nanoseconds),
     naming its earliest and latest events."""
     if not len(lo):
         return

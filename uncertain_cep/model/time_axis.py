@@ -30,8 +30,8 @@ from uncertain_cep.errors import InputError
 __all__ = ["MAX_SPAN", "TimeAxis", "timezone_name"]
 
 # The widest archive (max t_hi - min t_lo, in instants) the build accepts and the query
-# engine answers exactly (query/instants.py: the engine's instants and windows stay far
-# from int64's ends); 2**60 nanoseconds are about 36.5 years.
+# engine answers exactly (query/engine/kernels/instants.py: the engine's instants and
+# windows stay far from int64's ends); 2**60 nanoseconds are about 36.5 years.
 MAX_SPAN = 1 << 60
 
 _INT64 = np.iinfo(np.int64)

@@ -23,10 +23,10 @@ from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.spark_types import empty_frame
 from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES
-from uncertain_cep.query.answer import significant
-from uncertain_cep.query.language import bind_query
-from uncertain_cep.query.patterns import SequencePattern
-from uncertain_cep.query.symbols import check_symbols
+from uncertain_cep.query.evaluation.answer import significant
+from uncertain_cep.query.language.parse import bind_query
+from uncertain_cep.query.language.patterns import SequencePattern
+from uncertain_cep.query.language.symbols import check_symbols
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -92,7 +92,7 @@ def datetime_axis(archive: Archive) -> TimeAxis | None:
 
 def slice_frame(rows: list[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataFrame:
     """A slice's rows as the answer's columns; confidences rounded as the in-process
-    answer rounds them (:func:`~uncertain_cep.query.answer.significant`)."""
+    answer rounds them (:func:`~uncertain_cep.query.evaluation.answer.significant`)."""
     return pd.DataFrame({
         "events": pd.Series([list(r[0]) for r in rows], dtype=object),
         "confidence": significant(np.array([r[1] for r in rows], dtype=np.float64), 15),

@@ -32,6 +32,7 @@ from uncertain_cep.index.event_index import BuildSettings, build_group_forest
 from uncertain_cep.index.storage import PartitionWriter
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
 from uncertain_cep.model.number_columns import OTHER_ROWS
+from uncertain_cep.model.values import plain
 
 __all__ = ["FILE_COLUMN", "ROW_COLUMN", "SUMMARY_COLUMNS", "GroupJob", "build_partition"]
 
@@ -197,7 +198,7 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: PartitionWri
     order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
     c2 = job.settings.condition2
     check = c2.for_group(archive, order) if c2 is not None else None
-    label = _plain(key)
+    label = plain(key)
     try:
         forest = build_group_forest(label, archive.event_ids[order], archive.t_lo[order],
                                     archive.t_hi[order], check, job.settings)
@@ -212,10 +213,6 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: PartitionWri
                     trees=forest.n_trees, bad_rows=bad_rows)
 
 
-def _plain(x: object) -> object:
-    return x.item() if isinstance(x, np.generic) else x
-
 
 def _eid(x: object) -> str:
-    return repr(_plain(x))
-
+    return repr(plain(x))

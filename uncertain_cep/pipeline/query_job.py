@@ -14,7 +14,7 @@ and nothing runs until an action (``.write.parquet``, ``.count()``, ``.toPandas(
 :func:`query_spark_rows` is the driver-side helper behind
 ``uc.query_index(..., engine="spark")`` and the command line: it runs the same tasks,
 which also return their evaluation counters (pickled
-:class:`~uncertain_cep.query.stats.QueryStats`, one row per slice) and their errors as
+:class:`~uncertain_cep.query.evaluation.stats.QueryStats`, one row per slice) and their errors as
 rows, and collects everything in one job.
 """
 
@@ -27,7 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -53,16 +53,26 @@ from uncertain_cep.pipeline.time_slices import (
     evaluate_slice,
     plan_slices,
 )
-from uncertain_cep.query.stats import QueryStats
+from uncertain_cep.query.evaluation.stats import QueryStats
+from uncertain_cep.query.language.patterns import SequencePattern
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["query_spark", "query_spark_collected", "query_spark_rows",
+__all__ = ["CollectedAnswer", "query_spark", "query_spark_collected", "query_spark_rows",
            "write_answer_directory"]
 # The driver-side helper's extra columns: what a row is, a slice's counters, its error.
 _KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
+
+
+class CollectedAnswer(NamedTuple):
+    """A query's answer on Spark collected on the driver (:func:`query_spark_collected`)."""
+
+    rows: list[tuple[tuple[Any, ...], float, int, int]]
+    stats: QueryStats
+    archive: Archive            # the index's columns, no rows: id type and time axis
+    pattern: SequencePattern    # the query, parsed and bound once
 
 
 def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
@@ -110,13 +120,12 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     """
     from pyspark.sql import functions as F
 
-    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
-                                            verify, reads)
-    schema = answer_schema(archive)
-    if not plan:
-        return spark.createDataFrame([], schema)
-    answer = _slices(spark, plan).mapInPandas(
-        _task(reader, plan, query, strategy, reads, axis=datetime_axis(archive)), schema)
+    job = _prepare(index, query, strategy, spark, master, slices, verify, reads)
+    schema = answer_schema(job.archive)
+    if not job.plan:
+        return job.spark.createDataFrame([], schema)
+    answer = _slices(job.spark, job.plan).mapInPandas(
+        _task(job, strategy, reads, axis=datetime_axis(job.archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
     return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
@@ -129,29 +138,27 @@ def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity
     """Answer rows and counters of ``query`` over the index, computed on Spark and
     collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
     line; :func:`query_spark` keeps them in Spark)."""
-    rows, stats, _ = query_spark_collected(index, query, strategy, master=master,
-                                           spark=spark, slices=slices, verify=verify,
-                                           reads=reads)
-    return rows, stats
+    collected = query_spark_collected(index, query, strategy, master=master, spark=spark,
+                                      slices=slices, verify=verify, reads=reads)
+    return collected.rows, collected.stats
 
 
 def query_spark_collected(index: str | Path, query: str, strategy: str = "selectivity", *,
                           master: str | None = None, spark: SparkSession | None = None,
                           slices: int | None = None, verify: bool = False,
-                          reads: str = "mapped"
-                          ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]],
-                                     QueryStats, Archive]:
-    """:func:`query_spark_rows`, and the archive's columns (no rows) the index was checked
-    by: its id type and time axis, for the driver's answer table."""
+                          reads: str = "mapped") -> CollectedAnswer:
+    """:func:`query_spark_rows`, with the archive's columns (no rows) the index was
+    checked by (its id type and time axis, for the driver's answer table) and the bound
+    pattern."""
     started = time.perf_counter()
-    spark, reader, archive, plan = _prepare(index, query, strategy, spark, master, slices,
-                                            verify, reads)
-    if not plan:
-        return [], QueryStats(strategy=strategy, engine="spark", slices=0), archive
-    schema = _detailed_schema(answer_schema(archive, datetimes=False))
+    job = _prepare(index, query, strategy, spark, master, slices, verify, reads)
+    if not job.plan:
+        return CollectedAnswer([], QueryStats(strategy=strategy, engine="spark", slices=0),
+                               job.archive, job.pattern)
+    schema = _detailed_schema(answer_schema(job.archive, datetimes=False))
     try:
-        out = _slices(spark, plan).mapInPandas(
-            _task(reader, plan, query, strategy, reads, detailed=True), schema).toPandas()
+        out = _slices(job.spark, job.plan).mapInPandas(
+            _task(job, strategy, reads, detailed=True), schema).toPandas()
     except Exception as e:
         if not is_spark_error(e):
             raise
@@ -164,8 +171,8 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
             for ev, c, a, b in zip(found["events"], found["confidence"], found["t_first"],
                                    found["t_last"])]
     parts = [pickle.loads(bytes(b)) for b in out.loc[out[_KIND] == "stats", _STATS]]
-    return rows, QueryStats.merged(parts, engine="spark",
-                                   seconds=time.perf_counter() - started), archive
+    stats = QueryStats.merged(parts, engine="spark", seconds=time.perf_counter() - started)
+    return CollectedAnswer(rows, stats, job.archive, job.pattern)
 
 
 def write_answer_directory(answer: DataFrame, out: str | Path) -> int:
@@ -207,12 +214,22 @@ def _replaceable_output(path: Path) -> bool:
         for f in files))
 
 
+class _Job(NamedTuple):
+    """A query checked and cut into slices, and the session it runs in."""
+
+    spark: SparkSession
+    reader: IndexReader         # the index's directory and manifest (executors open it)
+    archive: Archive            # its columns, no rows
+    pattern: SequencePattern    # bound: the window in instants
+    plan: list[TimeSlice]
+
+
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
-             master: str | None, slices: int | None, verify: bool, reads: str
-             ) -> tuple[SparkSession, IndexReader, Archive, list[TimeSlice]]:
-    """The session, the checked index, its archive's columns (no rows) and the slices."""
+             master: str | None, slices: int | None, verify: bool, reads: str) -> _Job:
+    """The session, the checked index, its archive's columns (no rows), the bound
+    pattern and the slices."""
     SliceReads.get_value(reads)
-    # Checked once here; executors get the reader (the directory and its manifest).
+    # Checked and parsed once here; executors get the reader and the bound pattern.
     reader, archive, pattern = checked_query(index, query, strategy, verify)
     if spark is None:
         from uncertain_cep.pipeline.session import spark_session
@@ -220,8 +237,8 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
         spark = spark_session(master)
     else:
         register_if_configured(spark)
-    return spark, reader, archive, plan_slices(
-        reader, pattern.window, slices or _default_slices(reader, spark, reads))
+    plan = plan_slices(reader, pattern.window, slices or _default_slices(reader, spark, reads))
+    return _Job(spark, reader, archive, pattern, plan)
 
 
 # Node rows a slice reading its row groups holds at most by default: about 1 GB of
@@ -254,19 +271,21 @@ def _detailed_schema(answer: StructType) -> StructType:
                        StructField(_ERROR, StringType(), True)])
 
 
-def _task(reader: IndexReader, plan: list[TimeSlice], query: str, strategy: str,
-          reads: str, *,
+def _task(job: _Job, strategy: str, reads: str, *,
           detailed: bool = False, axis: TimeAxis | None = None
           ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """What a task does with its slice numbers: answer rows (``detailed``: also one row
     of counters per slice, and errors as rows instead of exceptions; ``axis``: a
     datetime axis to answer instants as timestamps on)."""
 
+    # What the closure ships to the executors: not the session.
+    reader, plan, pattern = job.reader, job.plan, job.pattern
+
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
             for i in batch["id"].tolist():
                 try:
-                    rows, stats = evaluate_slice(reader, plan[i], query, strategy, reads)
+                    rows, stats = evaluate_slice(reader, plan[i], pattern, strategy, reads)
                 except UncertainCepError as e:
                     if not detailed:
                         raise PlanningError(f"time slice {i} failed: {type(e).__name__}: "

@@ -155,7 +155,7 @@ class QueryFunction:
         rows: list[tuple[tuple[Any, ...], float, int, int]] = []
         # One slice over the whole time domain: this task is the query's only one.
         for piece in plan_slices(reader, pattern.window, 1):
-            found, _ = evaluate_slice(reader, piece, query, chosen["strategy"])
+            found, _ = evaluate_slice(reader, piece, pattern, chosen["strategy"])
             rows.extend(found)
         frame = _answer_order(slice_frame(rows))
         axis = datetime_axis(archive)

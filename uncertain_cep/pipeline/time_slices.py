@@ -33,9 +33,9 @@ from typing import Any
 from uncertain_cep.errors import IndexFormatError, ParamEnum, PlanningError
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.reader import IndexReader
-from uncertain_cep.query.evaluation import QueryContext
-from uncertain_cep.query.language import parse_query
-from uncertain_cep.query.stats import QueryStats, ScanStats
+from uncertain_cep.query.evaluation.context import QueryContext
+from uncertain_cep.query.evaluation.stats import QueryStats, ScanStats
+from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import get_strategy
 
 __all__ = ["SLICE_STRATEGIES", "SliceReads", "TimeSlice", "evaluate_slice", "opened_index",
@@ -97,16 +97,17 @@ class SliceReads(ParamEnum):
     row_groups = "row-groups"
 
 
-def evaluate_slice(reader: IndexReader, piece: TimeSlice, query: str,
+def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePattern,
                    strategy: str = "selectivity", reads: str = "mapped"
                    ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows ``(event ids, confidence, t_first, t_last)`` of the tuples anchored in
     the slice, and the evaluation counters (with the slice's Parquet scans when it
-    ``reads`` row groups)."""
+    ``reads`` row groups). ``pattern`` is bound to the index's time axis
+    (:func:`~uncertain_cep.query.language.parse.bind_query`, on the driver: the query
+    is parsed once)."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
-    pattern = parse_query(query)
     scans: list[ScanStats] = []
     if SliceReads.get_value(reads) == "mapped":
         index = opened_index(reader)

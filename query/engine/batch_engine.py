@@ -1,0 +1,690 @@
+"""The batch engine: a strategy's search run on columns, depth first, in bounded batches.
+
+A strategy only decides, per partial tuple, which positive item to match next
+(:class:`~uncertain_cep.query.plan.choosers.ItemChooser`, asked with a
+:class:`~uncertain_cep.query.plan.choosers.ChoiceRequest`); the engine does the rest on
+whole batches (:mod:`uncertain_cep.query.engine.batches`): windows, candidates, chain
+factors, merging, the exact pruning bound, and the answer rows. Batches are cut between
+tuples to at most ``limit`` entries (or candidate pairs), and the deepest batch is extended
+first, so memory stays bounded on broad queries while every tuple's entries stay together.
+
+Access paths: an item's candidates come from one R*-tree search over its symbol's
+attribute box (bulk ``intersection_v``), kept as the item's nodes sorted by instant; each
+partial match then finds the nodes in its window by binary search, whatever the number of
+groups. Where a window holds many candidates, the nodes of a group the partial match
+already holds a node of before the item come from that node's descendant code ranges
+instead (Zhou et al. Lemma 2; one archive group with long OI-trees), and those of a group
+it holds a node of only after the item from that node's ancestors and the trees hanging
+before it. EXPLAIN reports them per step. A batch whose tuples hold many entries each
+goes on as tuples, one row per tuple (:mod:`~uncertain_cep.query.engine.tuple_steps`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import time
+from collections.abc import Iterator
+from functools import cached_property
+
+import numpy as np
+
+from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.progress import progress_bar
+from uncertain_cep.query.engine.background import Background, spare_threads
+from uncertain_cep.query.engine.batches import (
+    Batch,
+    CandidateNodes,
+    Screen,
+    candidate_passes,
+    every_item_window,
+    extend,
+    item_windows,
+    merge,
+    prune_bounds,
+    split_by_tuples,
+    tuple_starts,
+    weight_cuts,
+    window_bounds,
+)
+from uncertain_cep.query.engine.completion import Completed, Completion
+from uncertain_cep.query.engine.event_room import EventRoom
+from uncertain_cep.query.engine.kernels.chains import extended_sums
+from uncertain_cep.query.engine.kernels.instants import NO_TIME, engine_base, relative_table
+from uncertain_cep.query.engine.kernels.negation import NegatedNodes, negation_factors
+from uncertain_cep.query.engine.kernels.tuples import TupleTable
+from uncertain_cep.query.engine.lookahead import CandidateInstants
+from uncertain_cep.query.engine.negation_bounds import CertainWeighers
+from uncertain_cep.query.engine.tuple_batches import (
+    TupleBatch,
+    event_instants,
+    every_tuple_window,
+    tuples_of,
+)
+from uncertain_cep.query.engine.tuple_steps import extend_tuples
+from uncertain_cep.query.evaluation import interrupts
+from uncertain_cep.query.evaluation.answer import Answer, with_ids
+from uncertain_cep.query.evaluation.context import TOLERANCE, QueryContext
+from uncertain_cep.query.evaluation.stats import StepStats
+from uncertain_cep.query.plan.choosers import ChoiceRequest, ItemChooser, ItemWindows
+from uncertain_cep.query.plan.estimates import ItemEstimates
+
+__all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine", "tuple_item_windows"]
+
+# Entries (or candidate pairs) per batch: about 100 MB of columns for a 5-item pattern.
+BATCH_LIMIT = 1 << 20
+
+# A batch whose tuples hold this many entries each, or more, goes on as tuples (one row
+# per tuple, its probability recomputed from its events: query/engine/tuple_batches.py); 0: every
+# batch after the first step. Nor fewer than half the square of their events' mean
+# number of nodes: a programme's layer extends each class (about one per node of the
+# previous event of the group) by every node of the next event. Measured: with 4
+# localization groups (4-7 nodes per event), tuples holding 16-43 entries are 4-8x faster
+# as tuples; with one group (17-73 nodes), tuples holding 64-117 entries were 2-5x slower.
+TUPLE_RATIO = 8
+
+# How many pieces of complete tuples (query/engine/tuple_steps.py, COMPLETION_PIECE) may wait
+# for the spare thread: about four batches' worth.
+COMPLETION_QUEUE = 32
+
+
+# Screening adds up a new tuple's entries in another order than pruning will after
+# merging them: it keeps tuples whose bound falls short of the threshold by rounding.
+_SUM_ORDER_MARGIN = 1e-12
+
+# A step's access path, with the symbols whose candidates it searched.
+ACCESS_PATH = "{search} of the box of {symbols}, then nodes by instant"
+# ... and where a window held many candidates, a group's nodes below (or above) the
+# entry's matched node by code range (query/engine/kernels/chains.py).
+BY_CODE = " (around the group's matched node by code range: {entries:,} entries)"
+# ... and where tuples held many entries each, their events in the window, one programme
+# per new tuple (query/engine/kernels/tuples.py).
+AS_TUPLES = " (as tuples, events by instant: {tuples:,} tuples)"
+
+
+class BatchEngine:
+    """One query's evaluation state: the node table, per-item candidates, counters."""
+
+    def __init__(self, ctx: QueryContext, limit: int | None = None) -> None:
+        self.ctx = ctx
+        self.limit = max(int(limit if limit is not None else BATCH_LIMIT), 1)
+        self.k = len(ctx.positive)
+        self._candidates: dict[int, CandidateNodes] = {}
+        self._steps: dict[int, StepStats] = {}
+        self._step_symbols: dict[int, list[str]] = {}
+        # Entries that took candidates by code range: in all, and per step.
+        self._by_code = 0
+        self._code_entries: dict[int, int] = {}
+        # Tuples extended as tuples (query/engine/tuple_batches.py), per step.
+        self._tuple_entries: dict[int, int] = {}
+        self._answers: list[Answer] = []
+        self._progress = progress_bar("query", " entries", disable=True)  # run() shows one
+        # Complete tuples to answers, on a spare core (query/engine/background.py); none
+        # until run() starts one.
+        self.background = Background(0)
+        # Without Condition 2 every OI of a group is equally likely, so nodes with alike
+        # futures may stand for one another when entries are merged.
+        self.classes = not ctx.index.built_with_condition2
+
+    @cached_property
+    def base(self) -> int:
+        """What the engine's instants are relative to (:mod:`~uncertain_cep.query.
+        instants`): 0 for most indexes, the earliest instant of one near int64's ends."""
+        return engine_base(*self.ctx.time_extent)
+
+    @cached_property
+    def table(self) -> NodeTable:
+        """The index's node table, its instants relative to :attr:`base`."""
+        return relative_table(self.ctx.index.node_table, self.base)
+
+    @cached_property
+    def tuple_table(self) -> TupleTable:
+        # (Classes of nodes with alike futures serve only the negation programme.)
+        return TupleTable(self.table, self.classes and bool(self.ctx.negations))
+
+    @cached_property
+    def negated(self) -> NegatedNodes:
+        """Per NOT item, the nodes that may weigh its gap (one R*-tree search each)."""
+        ctx, table = self.ctx, self.table
+        columns, nodes, instants, weights = [], [], [], []
+        for k, _, symbol in ctx.negations:
+            found = CandidateNodes.of_rows(table, ctx.search(symbol, None, ctx.span))
+            columns.append(k)
+            nodes.append(found.nodes)
+            instants.append(found.instants)
+            weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
+        return NegatedNodes(columns, nodes, instants, weights)
+
+    @cached_property
+    def completion(self) -> Completion:
+        """What completing tuples needs (:mod:`~uncertain_cep.query.engine.completion`)."""
+        ctx = self.ctx
+        if not ctx.negations:
+            return Completion(self.tuple_table, ctx.window, ctx.theta)
+        return Completion(self.tuple_table, ctx.window, ctx.theta, self.certain, self.gaps,
+                          self.negated)
+
+    @cached_property
+    def room(self) -> EventRoom:
+        """The events some positive item may take, for the room its unmatched items
+        need (:mod:`~uncertain_cep.query.engine.event_room`)."""
+        table = self.table
+        rows = np.unique(np.concatenate([table.row[self.candidates(j).nodes]
+                                         for j in range(self.k)]))
+        return EventRoom(rows, *event_instants(table, rows))
+
+    @cached_property
+    def certain(self) -> CertainWeighers | None:
+        """Per NOT item, the events that may weigh it, for the bound from the events
+        certainly inside its gap (:mod:`~uncertain_cep.query.engine.negation_bounds`)."""
+        if not self.ctx.negations:
+            return None
+        return CertainWeighers.of(self.table, self.negated)
+
+    @cached_property
+    def gaps(self) -> np.ndarray:
+        """Per NOT item, the positive item before its gap (what merging must respect)."""
+        return np.unique(np.array([k for k, _, _ in self.ctx.negations], dtype=np.int64))
+
+    @cached_property
+    def estimates(self) -> ItemEstimates:
+        return ItemEstimates(self.ctx)
+
+    def candidates(self, item: int) -> CandidateNodes:
+        """The nodes item ``item`` may take, sorted by instant (one R*-tree search)."""
+        found = self._candidates.get(item)
+        if found is None:
+            ctx = self.ctx
+            rows = ctx.search(ctx.positive[item], None, ctx.span)
+            if item == 0:
+                rows = ctx.first_item_rows(rows)
+            found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)
+        return found
+
+    @cached_property
+    def lookahead(self) -> CandidateInstants | None:
+        """Every item's candidate instants, which narrow each step's windows to what a
+        completion can reach (:mod:`~uncertain_cep.query.engine.lookahead`); only patterns of
+        three or more items have items between a step and its neighbours to look at."""
+        if self.k < 3:
+            return None
+        return CandidateInstants([self.candidates(j).instants for j in range(self.k)])
+
+    def attribute(self, events: np.ndarray) -> np.ndarray:
+        """Per row of an events matrix, the product of its matched events' Pr(S | e)."""
+        out = np.ones(len(events))
+        for c, symbol in enumerate(self.ctx.positive):
+            matched = events[:, c] >= 0
+            out[matched] *= self.ctx.pr_rows(symbol, events[matched, c])
+        return out
+
+    # ------------------------------------------------------------ the search
+    def run(self, choose: ItemChooser) -> Answer:
+        """Evaluate the pattern, matching items in the order ``choose`` picks."""
+        k = self.k
+        if self.table.n_nodes == 0:     # an empty archive: no tuple, nothing to look up
+            return self._matches()
+        start = Batch(np.full((1, k), -1, dtype=np.int64), np.full((1, k), -1, np.int64),
+                      np.ones(1))
+        stack: list[tuple[Batch | TupleBatch, int]] = [(start, 0)]
+        # Entries created so far, on a terminal or in a notebook, once a query runs long.
+        self._progress = progress_bar("query", " entries", unit_scale=True)
+        self.background = Background(spare_threads(), most_queued=COMPLETION_QUEUE,
+                                     check=interrupts.check)
+        try:
+            with interrupts.deferred_interrupts():
+                self._search(stack, choose)
+                self._wind_up()
+        finally:
+            self.background.close()
+            self._progress.close()
+        return self._matches()
+
+    def _search(self, stack: list[tuple[Batch | TupleBatch, int]], choose: ItemChooser
+                ) -> None:
+        k = self.k
+        while stack:
+            interrupts.check()
+            self._collect(self.background.finished())
+            batch, depth = stack.pop()
+            if depth == k:
+                assert isinstance(batch, Batch)   # tuples are finished when completed
+                self._finish(batch)
+                continue
+            if isinstance(batch, Batch) and depth > 0 and self._as_tuples(batch):
+                # Many entries per tuple: on as tuples, whose programme needs none.
+                batch = tuples_of(self.table, batch)
+            items, estimated = choose(ChoiceRequest(
+                depth, len(batch), self.estimates,
+                functools.partial(tuple_item_windows, self, batch), self.ctx.explain))
+            if len(items) == 0:
+                continue
+            if isinstance(batch, TupleBatch):
+                self._tuple_step(batch, items, depth, estimated, stack)
+                continue
+            if items.min() == items.max():
+                self._step(batch, int(items[0]), depth, estimated, stack)
+                continue
+            # One gather, then a slice per item (a stable order keeps tuples contiguous).
+            order = np.argsort(items, kind="stable")
+            batch, items = batch.take(order), items[order]
+            cuts = np.flatnonzero(np.diff(items)) + 1
+            for a, b in itertools.pairwise([0, *cuts.tolist(), len(items)]):
+                self._step(batch.take(slice(a, b)), int(items[a]), depth, estimated, stack)
+                estimated = None   # counted once per step
+
+    def _as_tuples(self, batch: Batch) -> bool:
+        """Whether the batch's tuples hold at least ``TUPLE_RATIO`` entries each and at
+        least half the square of their events' mean number of nodes."""
+        if TUPLE_RATIO == 0:
+            return True
+        starts = tuple_starts(batch.events)
+        per_tuple = len(batch) / max(len(starts), 1)
+        if per_tuple < TUPLE_RATIO:
+            return False
+        events = batch.events[starts]
+        events = events[events >= 0]
+        nodes = self.table.row_nodes_start[events + 1] - self.table.row_nodes_start[events]
+        return bool(per_tuple >= nodes.mean() ** 2 / 2)
+
+    def _step(self, batch: Batch, item: int, depth: int, estimated: float | None,
+              stack: list[tuple[Batch | TupleBatch, int]]) -> None:
+        started = time.perf_counter()
+        queries_before, by_code_before = self.ctx.stats.range_queries, self._by_code
+        tuples, (created, found, kept) = self._extend_entries(batch, item, depth, stack)
+        self._count_step({item: tuples}, depth, estimated, created, found, kept, started,
+                         queries_before, by_code_before)
+
+    def _tuple_step(self, tuples: TupleBatch, items: np.ndarray, depth: int,
+                    estimated: float | None, stack: list[tuple[Batch | TupleBatch, int]]
+                    ) -> None:
+        started = time.perf_counter()
+        queries_before, by_code_before = self.ctx.stats.range_queries, self._by_code
+        order = np.argsort(items, kind="stable")
+        tuples, items = tuples.take(order), items[order]
+        distinct, counts = np.unique(items, return_counts=True)
+        created, found, kept = extend_tuples(self, tuples, items, depth, stack)
+        self._count_step(dict(zip(distinct.tolist(), counts.tolist())), depth, estimated,
+                         created, found, kept, started, queries_before, by_code_before,
+                         as_tuples=len(tuples))
+
+    def _extend_entries(self, batch: Batch, item: int, depth: int,
+                        stack: list[tuple[Batch | TupleBatch, int]]
+                        ) -> tuple[int, tuple[int, int, int]]:
+        """A step on entries: windows, candidates, extension (and the last step's
+        sums); returns the tuples extended, and the entries created, the tuples they
+        form and what was kept."""
+        ctx, table = self.ctx, self.table
+        candidates = self.candidates(item)
+        lo, hi = item_windows(table, batch, item, ctx.window)
+        if self.lookahead is not None:
+            lo, hi = self.lookahead.tighten(batch.nodes, table.instant, item, lo, hi,
+                                            ctx.window)
+        start, stop = window_bounds(candidates, lo, hi)
+        weights = np.maximum(stop - start, 0)
+        ctx.stats.range_queries += len(batch)
+        ctx.stats.candidates += int(weights.sum())
+        tuples = len(tuple_starts(batch.events))
+        if depth + 1 == self.k and depth > 0:
+            finish = self._extend_and_negate if ctx.negations else self._extend_and_finish
+            return tuples, finish(batch, item, depth, start, stop, candidates)
+        return tuples, self._extend_and_push(batch, item, depth, start, stop, candidates,
+                                             stack)
+
+    def _count_step(self, items: dict[int, int], depth: int, estimated: float | None,
+                    created: int, found: int, kept: int, started: float,
+                    queries_before: int, by_code_before: int, as_tuples: int = 0) -> None:
+        """A step's counters (``items``: the tuples extended by each item), added to its
+        depth's line of EXPLAIN; ``as_tuples``: how many of them went as tuples."""
+        ctx = self.ctx
+        ctx.stats.entries_created += created
+        self._progress.update(created)
+        step = self._steps.get(depth)
+        if step is None:
+            step = self._steps[depth] = StepStats(depth + 1, {}, None, 0, 0, 0, 0, 0.0)
+        for item, tuples in items.items():
+            label = ctx.label(item)
+            step.items[label] = step.items.get(label, 0) + tuples
+        if estimated is not None:
+            step.estimated = round((step.estimated or 0.0) + estimated, 3)
+        step.candidates += found
+        step.created += created
+        step.kept += kept
+        step.range_queries += ctx.stats.range_queries - queries_before
+        step.seconds += time.perf_counter() - started
+        symbols = self._step_symbols.setdefault(depth, [])
+        for item in items:
+            if ctx.positive[item] not in symbols:
+                symbols.append(ctx.positive[item])
+        by_code = self._code_entries[depth] = (self._code_entries.get(depth, 0)
+                                               + self._by_code - by_code_before)
+        as_tuples = self._tuple_entries[depth] = (self._tuple_entries.get(depth, 0)
+                                                  + as_tuples)
+        # An index searches its R*-tree; a time slice read from its row groups scans its
+        # event boxes instead (index/slice_reads.py).
+        search = getattr(ctx.index.rtree, "access", "R*-tree search")
+        step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
+        if by_code:
+            step.access += BY_CODE.format(entries=by_code)
+        if as_tuples:
+            step.access += AS_TUPLES.format(tuples=as_tuples)
+
+    def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+                         stop: np.ndarray, candidates: CandidateNodes,
+                         stack: list[tuple[Batch | TupleBatch, int]]
+                         ) -> tuple[int, int, int]:
+        """Extend by ``item``, merge, prune, and push the survivors in bounded pieces.
+        Returns the entries created, the tuples they form and the entries kept."""
+        table, gaps = self.table, self.gaps
+        created = found = kept = 0
+        for grown, segments, made in self._grown(batch, item, depth, start, stop,
+                                                 candidates):
+            created += made
+            # A merged entry keeps one node per item, its earliest first and latest
+            # last: a single item is both, so its entries stay apart (each node's
+            # instant is a possible t_first and t_last).
+            grown = (merge(table, grown, segments, item, gaps, self.classes) if self.k > 1
+                     else grown.in_tuple_order())
+            starts, bound = prune_bounds(grown, self.attribute)
+            found += len(starts)
+            grown = self._keep(grown, starts, bound)
+            kept += len(grown)
+            if len(grown):
+                for piece in split_by_tuples(grown.events, np.ones(len(grown), np.int64),
+                                             self.limit):
+                    stack.append((grown.take(piece), depth + 1))
+        return created, found, kept
+
+    def _extend_and_finish(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+                           stop: np.ndarray, candidates: CandidateNodes
+                           ) -> tuple[int, int, int]:
+        """The last item of a pattern without negation: each new tuple's entries add up
+        straight into its confidence. Returns the entries created, the tuples and the
+        answers."""
+        created = found = kept = 0
+        for units in self._pieces(batch, item, start, stop, candidates):
+            sums = [self._tuple_sums(*unit, item) for unit in units]
+            events, total, first, last, attribute = (sums[0][:5] if len(sums) == 1
+                                                     else _combined_sums(sums, item))
+            created += sum(made for *_, made in sums)
+            found += len(total)
+            kept += self._answer(events, total * attribute, first, last)
+        return created, found, kept
+
+    def _wind_up(self) -> None:
+        """Collect what the spare thread still does. Where an answer table follows
+        (``ctx.table_ids``), this thread first makes the rows' tuples of ids of the
+        answers so far (:func:`~uncertain_cep.query.evaluation.answer.with_ids`: the table's most
+        costly part, and the one that needs no other row) while the spare thread
+        finishes, then helps it."""
+        ids = self.ctx.table_ids
+        if ids is None or not self.background.threads:
+            self._collect(self.background.finish())
+            return
+        self._collect(self.background.finished())
+        self._answers = [with_ids(a, ids) for a in self._answers]
+        self._collect(self.background.finish())
+        self._answers = [with_ids(a, ids) for a in self._answers]
+
+    def _collect(self, done: list[tuple[int, Completed, float]]) -> None:
+        """Complete tuples' answers, done in the background (:mod:`~uncertain_cep.query.
+        completion`), counted with the step that made the tuples."""
+        for depth, completed, seconds in done:
+            self._answers.extend(completed.answers)
+            ctx = self.ctx
+            ctx.stats.entries_created += completed.created
+            ctx.stats.tuples_pruned += completed.pruned
+            self._progress.update(completed.created)
+            step = self._steps[depth]
+            step.created += completed.created
+            step.kept += completed.kept
+            step.seconds += seconds
+
+    def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+               stop: np.ndarray, candidates: CandidateNodes
+               ) -> Iterator[tuple[Batch, np.ndarray | None, int]]:
+        """The batch extended by ``item``, in pieces of bounded size, each with the
+        boundaries of its tuples' extensions (:func:`extend`; None from nothing, or for
+        one tuple's pieces put together) and the entries created."""
+        table = self.table
+        if depth == 0:
+            # From nothing: one entry per candidate node, cut between events.
+            nodes = candidates.nodes[np.argsort(table.row[candidates.nodes], kind="stable")]
+            rows = table.row[nodes][:, None]
+            for piece in split_by_tuples(rows, np.ones(len(nodes), np.int64), self.limit):
+                grown = self._from_nodes(nodes[piece], item)
+                yield grown, None, len(grown)
+            return
+        for units in self._pieces(batch, item, start, stop, candidates):
+            if len(units) == 1:
+                part, some, lo, hi = units[0]
+                grown, segments, made, by_code = extend(table, part, item, some, lo, hi,
+                                                        self._screen(item))
+                self._by_code += by_code
+                yield grown, segments, made
+                continue
+            # Chunks of one tuple's entries, extended by one event: merged chunk by chunk
+            # (merging is associative), then together by the caller before pruning (no
+            # chunk holds a new tuple whole, so none can be screened alone).
+            parts, made = [], 0
+            for part, some, lo, hi in units:
+                grown, segments, valid, by_code = extend(table, part, item, some, lo, hi)
+                self._by_code += by_code
+                made += valid
+                parts.append(merge(table, grown, segments, item, self.gaps, self.classes))
+            yield Batch.concat(parts), None, made
+
+    def _screen(self, item: int) -> Screen | None:
+        """What extending by ``item`` screens new tuples by: the pruning bound they will
+        have once merged (:func:`~uncertain_cep.query.engine.batches.extend`), with a margin for
+        adding up their entries in another order; None without a threshold."""
+        ctx = self.ctx
+        if ctx.theta <= TOLERANCE:
+            return None
+        symbol = ctx.positive[item]
+        return Screen(self.attribute,
+                      lambda found: ctx.pr_rows(symbol, self.table.row[found.nodes]),
+                      ctx.theta - TOLERANCE - _SUM_ORDER_MARGIN)
+
+    def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
+                candidates: CandidateNodes
+                ) -> Iterator[list[tuple[Batch, CandidateNodes, np.ndarray, np.ndarray]]]:
+        """The batch cut between tuples into pieces of at most ``limit`` (entry,
+        candidate) pairs, each with its candidates and windows. A tuple with more pairs
+        than that comes in passes over its candidates by event (:func:`candidate_passes`),
+        and one event with more pairs than that in chunks of the tuple's entries: such
+        chunks come together in one list, since only together do they hold whole new
+        tuples (pruning must see them all)."""
+        table = self.table
+        weights = np.maximum(stop - start, 0)
+        for piece in split_by_tuples(batch.events, weights, self.limit):
+            interrupts.check()
+            part = batch.take(piece)
+            if int(weights[piece].sum()) <= self.limit:
+                yield [(part, candidates, start[piece], stop[piece])]
+                continue
+            windows = item_windows(table, part, item, self.ctx.window)
+            for some in candidate_passes(table, candidates, start[piece], stop[piece],
+                                         self.limit):
+                lo, hi = window_bounds(some, *windows)
+                pairs = np.maximum(hi - lo, 0)
+                if int(pairs.sum()) <= self.limit:
+                    yield [(part, some, lo, hi)]
+                    continue
+                cuts = weight_cuts(pairs, self.limit).tolist()
+                yield [(part.take(slice(a, b)), some, lo[a:b], hi[a:b])
+                       for a, b in itertools.pairwise(cuts)]
+
+    def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
+        table = self.table
+        events = np.full((len(nodes), self.k), -1, dtype=np.int64)
+        chosen = np.full((len(nodes), self.k), -1, dtype=np.int64)
+        events[:, item] = table.row[nodes]
+        chosen[:, item] = nodes
+        return Batch(events, chosen, table.poi[nodes].copy())
+
+    def passing(self, bound: np.ndarray) -> np.ndarray:
+        """Which tuples' bounds reach the threshold (the rest are counted as pruned)."""
+        passing = bound >= self.ctx.theta - TOLERANCE
+        self.ctx.stats.tuples_pruned += int((~passing).sum())
+        return passing
+
+    def _keep(self, batch: Batch, starts: np.ndarray, bound: np.ndarray) -> Batch:
+        """The entries of the tuples whose bound reaches the threshold."""
+        theta = self.ctx.theta
+        if theta <= TOLERANCE or len(batch) == 0:
+            return batch
+        passing = self.passing(bound)
+        sizes = np.diff(np.concatenate([starts, [len(batch)]]))
+        return batch.take(np.repeat(passing, sizes))
+
+    # ------------------------------------------------------------ answers
+    def _finish(self, batch: Batch) -> None:
+        """Complete entries into per-tuple sums, first and last instants."""
+        if len(batch) == 0:
+            return
+        table = self.table
+        if self.ctx.negations:
+            prob = batch.prob * negation_factors(table, batch.events, batch.nodes,
+                                                 self.negated)
+            batch = Batch(batch.events, batch.nodes, prob)
+        # An entry of probability 0 holds in no world: it sets no instants.
+        batch = batch.take(batch.prob > 0)
+        if len(batch) == 0:
+            return
+        batch = batch.in_tuple_order()
+        starts = tuple_starts(batch.events)
+        total = np.add.reduceat(batch.prob, starts)
+        first = np.minimum.reduceat(table.instant[batch.nodes[:, 0]], starts)
+        last = np.maximum.reduceat(table.instant[batch.nodes[:, -1]], starts)
+        conf = total * self.attribute(batch.events[starts])
+        passing = (conf >= self.ctx.theta - TOLERANCE) & (conf > 0)
+        self._answers.append(Answer(batch.events[starts][passing],
+                                    np.minimum(conf[passing], 1.0), first[passing],
+                                    last[passing]))
+
+    def _extend_and_negate(self, batch: Batch, item: int, depth: int, start: np.ndarray,
+                           stop: np.ndarray, candidates: CandidateNodes
+                           ) -> tuple[int, int, int]:
+        """The last item of a pattern with negation: per piece, the new tuples' bounds
+        without negation prune them, then the surviving entries' negation factors and
+        each tuple's sum (an entry whose weighted sum is 0 holds in no world and sets no
+        instants). Returns the entries created, the tuples and the entries kept."""
+        table, ctx = self.table, self.ctx
+        theta = ctx.theta
+        created = found = kept = 0
+        for grown, segments, made in self._grown(batch, item, depth, start, stop,
+                                                 candidates):
+            created += made
+            # Entries that finish alike (negation factors included) are added up first.
+            grown = merge(table, grown, segments, item, self.gaps, self.classes)
+            starts = tuple_starts(grown.events)
+            ids = np.repeat(np.arange(len(starts)),
+                            np.diff(np.append(starts, len(grown))))
+            found += len(starts)
+            events = grown.events[starts]
+            attribute = self.attribute(events)
+            bound = np.add.reduceat(grown.prob, starts) * attribute
+            passing = (self.passing(bound) if theta > TOLERANCE
+                       else np.ones(len(starts), dtype=bool))
+            keep = passing[ids]
+            kept += int(keep.sum())
+            sub, tuple_of = grown.take(keep), ids[keep]
+            prob = sub.prob * negation_factors(table, sub.events, sub.nodes, self.negated)
+            live = prob > 0
+            tuple_of, nodes = tuple_of[live], sub.nodes[live]
+            total = np.bincount(tuple_of, weights=prob[live], minlength=len(starts))
+            earliest = np.full(len(starts), NO_TIME, dtype=np.int64)
+            np.minimum.at(earliest, tuple_of, table.instant[nodes[:, 0]])
+            latest = np.full(len(starts), -NO_TIME, dtype=np.int64)
+            np.maximum.at(latest, tuple_of, table.instant[nodes[:, -1]])
+            conf = total * attribute
+            answer = passing & (conf >= theta - TOLERANCE) & (conf > 0)
+            self._answers.append(Answer(events[answer], np.minimum(conf[answer], 1.0),
+                                        earliest[answer], latest[answer]))
+        return created, found, kept
+
+    def _tuple_sums(self, part: Batch, candidates: CandidateNodes, start: np.ndarray,
+                    stop: np.ndarray, item: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                               int]:
+        """The last item of a pattern without negation: extension and each new tuple's
+        sum in one pass (:func:`~uncertain_cep.query.engine.kernels.chains.extended_sums`), so
+        its entries are never written out, merged or regrouped. Returns the new tuples'
+        events, summed probabilities, first and last instants, the product of their
+        events' Pr(S | e) (the parent tuple's times the new event's), and the entries
+        created."""
+        starts = tuple_starts(part.events)
+        bounds = np.append(starts, len(part))
+        entry, new_row, total, first, last, created, by_code = extended_sums(
+            self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.order)
+        self._by_code += by_code
+        events = part.events[entry]
+        events[:, item] = new_row
+        parent = self.attribute(part.events[starts])
+        attribute = (parent[np.searchsorted(bounds, entry, side="right") - 1]
+                     * self.ctx.pr_rows(self.ctx.positive[item], new_row))
+        return events, total, first, last, attribute, created
+
+    def _answer(self, events: np.ndarray, conf: np.ndarray, first: np.ndarray,
+                last: np.ndarray) -> int:
+        """Keep the tuples whose confidence ``conf`` (their sum times Pr(S | e) of their
+        events) reaches the threshold; how many."""
+        done = Completed()
+        done.add(events, conf, first, last, self.ctx.theta)
+        self._answers.extend(done.answers)
+        self.ctx.stats.tuples_pruned += done.pruned
+        return done.kept
+
+    def _matches(self) -> Answer:
+        ctx = self.ctx
+        ctx.stats.steps.extend(self._steps[d] for d in sorted(self._steps))
+        ctx.stats.seconds = time.perf_counter() - ctx._started
+        answer = Answer.concat(self._answers, self.k)
+        if self.base:
+            # Back to the index's instants (Python ints would not overflow, nor do these:
+            # relative instants lie in [0, MAX_SPAN] above the base).
+            answer = dataclasses.replace(answer, t_first=answer.t_first + self.base,
+                                         t_last=answer.t_last + self.base)
+        return answer
+
+
+def tuple_item_windows(engine: BatchEngine, batch: Batch | TupleBatch) -> ItemWindows:
+    """Per tuple of a batch in tuple order (or of tuples): its first entry, whether each
+    item is matched, and each item's window over all the tuple's entries (from the
+    earliest instants of its matched items to the latest), with infinities for "no
+    bound"."""
+    if isinstance(batch, TupleBatch):
+        starts = np.arange(len(batch), dtype=np.int64)
+        matched, a, b = every_tuple_window(batch, engine.ctx.window)
+    else:
+        table = engine.table
+        starts = tuple_starts(batch.events)
+        matched = batch.nodes[starts] >= 0
+        instants = np.where(batch.nodes >= 0, table.instant[np.maximum(batch.nodes, 0)], 0)
+        earliest = np.minimum.reduceat(instants, starts, axis=0)
+        latest = np.maximum.reduceat(instants, starts, axis=0)
+        a, b = every_item_window(earliest, latest, matched, engine.ctx.window)
+    # In the index's instants, as the estimates' statistics are.
+    lo = np.where(a <= -NO_TIME, -np.inf, a + float(engine.base))
+    hi = np.where(b >= NO_TIME, np.inf, b + float(engine.base))
+    return ItemWindows(starts, matched, lo, hi)
+
+
+def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                    np.ndarray, int]],
+                   item: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-tuple sums of chunks of one tuple's entries, added up per new event (the
+    product of Pr(S | e) is the same in every chunk)."""
+    events = np.concatenate([s[0] for s in sums])
+    new, first_of, ids = np.unique(events[:, item], return_index=True, return_inverse=True)
+    total = np.bincount(ids, weights=np.concatenate([s[1] for s in sums]),
+                        minlength=len(new))
+    first = np.full(len(new), NO_TIME, dtype=np.int64)
+    np.minimum.at(first, ids, np.concatenate([s[2] for s in sums]))
+    last = np.full(len(new), -NO_TIME, dtype=np.int64)
+    np.maximum.at(last, ids, np.concatenate([s[3] for s in sums]))
+    attribute = np.concatenate([s[4] for s in sums])[first_of]
+    return events[first_of], total, first, last, attribute

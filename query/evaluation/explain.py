@@ -1,0 +1,118 @@
+"""EXPLAIN: what a strategy did for one query, step by step.
+
+A query is evaluated (as SQL's ``EXPLAIN ANALYZE`` does), with estimates computed even by
+strategies that do not need them, and its counters are laid out: per step the items
+matched (and by how many partial tuples), estimated and actual candidates, entries created
+and kept, range queries and seconds; in total the paper's xi (entries ever created), range
+queries, R*-tree candidates, pruned tuples and seconds.
+
+>>> stats = QueryStats("selectivity", entries_created=3, range_queries=2, candidates=3,
+...     seconds=0.001, steps=[StepStats(1, {"B@2": 1}, 1.0, 1, 1, 1, 1, 0.0005),
+...                           StepStats(2, {"A@1": 1}, 2.5, 2, 2, 1, 1, 0.0005)])
+>>> ex = Explanation("PATTERN SEQ(A, B)", 1, stats)
+>>> print(ex)  # doctest: +NORMALIZE_WHITESPACE
+strategy selectivity: 1 answer rows, 3 entries created (xi), 2 range queries,
+3 R*-tree candidates, 0 tuples pruned, 0.001 s
+ step items  estimated  candidates  created  kept  range queries  ms
+    1  B@2         1.0           1        1     1              1 0.5
+    2  A@1         2.5           2        2     1              1 0.5
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from uncertain_cep.query.evaluation.stats import QueryStats, StepStats
+
+__all__ = ["Explanation"]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The plan and counters of one evaluated query (see the module docstring), and its
+    answer."""
+
+    query: str
+    rows: int
+    stats: QueryStats
+    answer: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def strategy(self) -> str:
+        return self.stats.strategy
+
+    @property
+    def steps(self) -> list[StepStats]:
+        return self.stats.steps
+
+    @property
+    def order(self) -> list[str]:
+        """The items in the order they were matched (per step, the most common choice)."""
+        return [max(s.items, key=lambda k: s.items[k]) for s in self.steps if s.items]
+
+    def steps_frame(self) -> pd.DataFrame:
+        """One row per step."""
+        rows = []
+        for s in self.steps:
+            rows.append({"step": s.step,
+                         "items": ", ".join(f"{k}" if len(s.items) == 1 else f"{k} x{v}"
+                                            for k, v in s.items.items()),
+                         "estimated": s.estimated, "candidates": s.candidates,
+                         "created": s.created, "kept": s.kept,
+                         "range queries": s.range_queries,
+                         "ms": round(1000 * s.seconds, 3), "access path": s.access})
+        columns = ["step", "items", "estimated", "candidates", "created", "kept",
+                   "range queries", "ms"]
+        if any(s.access for s in self.steps):
+            columns.append("access path")
+        return pd.DataFrame(rows, columns=columns)
+
+    def summary(self) -> str:
+        t = self.stats
+        parts = [f"strategy {self.strategy}: {self.rows} answer rows",
+                 f"{t.entries_created} entries created (xi)",
+                 f"{t.range_queries} range queries",
+                 f"{t.candidates} R*-tree candidates",
+                 f"{t.tuples_pruned} tuples pruned",
+                 f"{t.seconds:.3g} s"]
+        if t.slices is not None:
+            parts.insert(1, f"{t.slices} time slices on {t.engine}")
+        return ", ".join(parts[:3]) + ",\n" + ", ".join(parts[3:])
+
+    def scans(self) -> str:
+        """What a time-sliced evaluation read of the index's Parquet tables: per table,
+        the row groups its scans read of those stored (each slice's filter skips the
+        row groups outside its time range), and the rows kept. Empty in this process.
+
+        >>> from uncertain_cep.query.evaluation.stats import ScanStats
+        >>> s = QueryStats("selectivity", slices=2, scans=[ScanStats("events", 3, 8, 70, 2)])
+        >>> print(Explanation("q", 0, s).scans())
+        Parquet scans: events 3 of 8 row groups (2 scans), 70 rows
+        """
+        if not self.stats.scans:
+            return ""
+        return "Parquet scans: " + "; ".join(
+            f"{s.table} {s.row_groups_read} of {s.row_groups} row groups ({s.scans} scans), "
+            f"{s.rows} rows" for s in self.stats.scans)
+
+    def __str__(self) -> str:
+        text = self.summary()
+        if self.stats.scans:
+            text += "\n" + self.scans()
+        if self.steps:
+            text += "\n" + self.steps_frame().to_string(index=False)
+        return text
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's plain-text display: the readable summary, not the dataclass repr.
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        table = self.steps_frame().to_html(index=False) if self.steps else ""
+        scans = f"<p>{html.escape(self.scans())}</p>" if self.stats.scans else ""
+        return (f"<div><pre>{html.escape(self.query)}</pre>"
+                f"<p>{html.escape(self.summary())}</p>{scans}{table}</div>")

@@ -1,0 +1,139 @@
+"""What an evaluation did, as typed counters: totals and one record per step.
+
+Every strategy fills a :class:`QueryStats` (Zhou et al. 6.3 measure the paper's xi, the
+entries ever created, and the range queries issued); EXPLAIN
+(:class:`~uncertain_cep.query.evaluation.explain.Explanation`) lays it out, and each answer carries
+it (``res.stats``). Time-sliced evaluation merges the counters of its slices.
+
+>>> s = QueryStats(strategy="sequential")
+>>> s.entries_created += 3
+>>> s.steps.append(StepStats(step=1, items={"A@1": 1}, estimated=None, candidates=3,
+...                          created=3, kept=3, range_queries=1, seconds=0.001))
+>>> total = QueryStats.merged([s, s], engine="spark")
+>>> total.entries_created, total.slices, total.steps
+(6, 2, [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["QueryStats", "ScanStats", "StepStats"]
+
+
+@dataclass
+class StepStats:
+    """One step of a strategy: the items it matched (item label -> how many partial
+    tuples matched it there), estimated and actual candidates (distinct pairs of a partial
+    tuple and an event matching its item in its window), entries created and kept after
+    pruning, range queries issued, seconds, and the access path that found them."""
+
+    step: int
+    items: dict[str, int]
+    estimated: float | None
+    candidates: int
+    created: int
+    kept: int
+    range_queries: int
+    seconds: float
+    access: str = ""   # how the step found its candidates
+
+
+@dataclass
+class ScanStats:
+    """A table's Parquet scans by a time-sliced evaluation: row groups read and row groups
+    stored, summed over the ``scans`` (one per slice), and the rows they kept."""
+
+    table: str
+    row_groups_read: int
+    row_groups: int
+    rows: int
+    scans: int = 1
+
+
+@dataclass
+class QueryStats:
+    """Counters of one evaluation. ``entries_created`` is the paper's xi; ``candidates``
+    the events R*-tree searches returned; ``slices`` the time slices of a Spark
+    evaluation (None in this process)."""
+
+    strategy: str = ""
+    entries_created: int = 0
+    range_queries: int = 0
+    candidates: int = 0
+    tuples_pruned: int = 0
+    steps: list[StepStats] = field(default_factory=list)
+    seconds: float = 0.0
+    engine: str = "local"
+    slices: int | None = None
+    scans: list[ScanStats] = field(default_factory=list)
+
+    @classmethod
+    def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
+               ) -> QueryStats:
+        """The counters of several slices of one query, summed. Steps are left out: each
+        slice plans on its own (the selectivity order may differ between slices), so
+        per-step records do not add up. ``seconds`` defaults to the sum."""
+        parts = list(parts)
+        out = cls(strategy=parts[0].strategy if parts else "", engine=engine,
+                  slices=len(parts))
+        for p in parts:
+            out.entries_created += p.entries_created
+            out.range_queries += p.range_queries
+            out.candidates += p.candidates
+            out.tuples_pruned += p.tuples_pruned
+            out.seconds += p.seconds
+            for scan in p.scans:
+                total = next((t for t in out.scans if t.table == scan.table), None)
+                if total is None:
+                    out.scans.append(ScanStats(scan.table, 0, 0, 0, 0))
+                    total = out.scans[-1]
+                total.row_groups_read += scan.row_groups_read
+                total.row_groups += scan.row_groups
+                total.rows += scan.rows
+                total.scans += scan.scans
+        if seconds is not None:
+            out.seconds = seconds
+        return out
+
+    def _lines(self) -> list[tuple[str, str]]:
+        where = (f"{self.engine}, {self.slices} time slices" if self.slices is not None
+                 else self.engine)
+        rows = [("strategy", f"{self.strategy or '-'} ({where})"),
+                ("time", f"{self.seconds:.3f} s"),
+                ("entries created (xi)", f"{self.entries_created:,}"),
+                ("range queries", f"{self.range_queries:,}"),
+                ("candidate events", f"{self.candidates:,}"),
+                ("tuples pruned", f"{self.tuples_pruned:,}")]
+        if self.steps:
+            rows.append(("steps", f"{len(self.steps)} (idx.explain(query) shows them)"))
+        for scan in self.scans:
+            rows.append((f"{scan.table} row groups read",
+                         f"{scan.row_groups_read:,} of {scan.row_groups:,}"))
+        return rows
+
+    def __repr__(self) -> str:
+        """A few aligned lines instead of the dataclass's one long line.
+
+        >>> print(QueryStats(strategy="selectivity", entries_created=1200, seconds=0.25))
+        QueryStats
+          strategy              selectivity (local)
+          time                  0.250 s
+          entries created (xi)  1,200
+          range queries         0
+          candidate events      0
+          tuples pruned         0
+        """
+        rows = self._lines()
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(["QueryStats", *(f"  {name:<{width}}  {value}"
+                                            for name, value in rows)])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(name)}</th>"
+                        f"<td style='text-align:right'>{html.escape(value)}</td></tr>"
+                        for name, value in self._lines())
+        return f"<table class='uncertain-cep-stats'>{cells}</table>"

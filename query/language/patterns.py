@@ -1,0 +1,562 @@
+"""Part-A sequence patterns as immutable, validated values (SEMANTICS A3 and C).
+
+A pattern is built either by :func:`uncertain_cep.query.language.parse.parse_query` or directly from
+Python:
+
+>>> p = SequencePattern(
+...     items=(PatternItem("A"), PatternItem("C", negated=True), PatternItem("B")),
+...     symbols=(Symbol("A", (Comparison("x", "<", 5),)),),
+...     within=6,
+... )
+>>> print(p)
+PATTERN SEQ(A, NOT C, B)
+DEFINE A AS x < 5
+WITHIN 6
+
+Every constructor validates its arguments and raises
+:class:`~uncertain_cep.errors.QueryParseError` (with ``line`` and ``column`` None) when they
+do not describe a pattern the query language could express.
+
+A window is a whole number of instants or a :class:`~uncertain_cep.durations.Duration`
+with a unit (``WITHIN 6s``), kept as written until the pattern meets an index:
+:meth:`SequencePattern.in_instants` converts it with the index's time axis.
+
+>>> from uncertain_cep.model.time_axis import TimeAxis
+>>> q = SequencePattern((PatternItem("A"),), within=Duration(2, "min"))
+>>> q.within, q.in_instants(TimeAxis("1s", unit_ns=10**9)).within
+(Duration(value=2.0, unit=<TimeUnit.MINUTES: 'MINUTES'>), 120)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from uncertain_cep.durations import Duration, TimeUnit
+from uncertain_cep.errors import QueryError, QueryParseError
+
+if TYPE_CHECKING:
+    from uncertain_cep.model.time_axis import TimeAxis
+
+__all__ = ["Between", "Comparison", "Duration", "InSet", "PatternItem", "Predicate",
+           "SequencePattern", "Symbol", "check_confidence", "check_within", "sequence_problem",
+           "symbol_problem", "window_instants"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMERIC_OPS = ("<", "<=", ">", ">=", "=")
+
+
+def _check_name(name: object, what: str) -> None:
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise QueryParseError(
+            f"{what} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {name!r}"
+        )
+
+
+def _check_number(value: object, what: str) -> float:
+    # bool is an Integral; True as a bound is almost certainly a mistake.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise QueryParseError(f"{what} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise QueryParseError(f"{what} must be a finite number, got {value!r}")
+    return value
+
+
+def _as_tuple(values: object, what: str) -> tuple:
+    # A bare string is iterable too, but splitting it into characters is never meant.
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise QueryParseError(f"{what} must be a tuple, got {values!r}")
+    return tuple(values)
+
+
+def _format_number(value: float) -> str:
+    """Shortest text that reads back as exactly ``value``; whole numbers without ``.0``."""
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _format_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A numeric comparison ``attribute op value``.
+
+    Parameters
+    ----------
+    attribute : str
+        Name of a numeric attribute.
+    op : str
+        One of ``"<"``, ``"<="``, ``">"``, ``">="``, ``"="``.
+    value : float
+        A finite number; ints are stored as floats.
+
+    Examples
+    --------
+    >>> c = Comparison("y", ">=", 8)
+    >>> c.value, str(c)
+    (8.0, 'y >= 8')
+    """
+
+    attribute: str
+    op: str
+    value: float
+
+    def __post_init__(self) -> None:
+        _check_name(self.attribute, "an attribute name")
+        if self.op not in _NUMERIC_OPS:
+            raise QueryParseError(
+                f"comparison operator must be one of {', '.join(_NUMERIC_OPS)}; got {self.op!r}"
+            )
+        value = _check_number(self.value, f"the value compared with {self.attribute}")
+        object.__setattr__(self, "value", value)
+
+    def __str__(self) -> str:
+        return f"{self.attribute} {self.op} {_format_number(self.value)}"
+
+
+@dataclass(frozen=True)
+class Between:
+    """A closed numeric range ``attribute BETWEEN low AND high``.
+
+    Examples
+    --------
+    >>> str(Between("x", 0, 2.5))
+    'x BETWEEN 0 AND 2.5'
+    """
+
+    attribute: str
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        _check_name(self.attribute, "an attribute name")
+        low = _check_number(self.low, f"the lower bound of {self.attribute}")
+        high = _check_number(self.high, f"the upper bound of {self.attribute}")
+        if low > high:
+            raise QueryParseError(
+                f"{self.attribute} BETWEEN {_format_number(low)} AND {_format_number(high)}: "
+                "the lower bound is above the upper bound"
+            )
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def __str__(self) -> str:
+        return (f"{self.attribute} BETWEEN {_format_number(self.low)}"
+                f" AND {_format_number(self.high)}")
+
+
+@dataclass(frozen=True)
+class InSet:
+    """A categorical test: the attribute's value is one of ``values``.
+
+    ``tag = 'v'`` is ``InSet("tag", ("v",))``.
+
+    Examples
+    --------
+    >>> str(InSet("tag", ("a", "b"))), str(InSet("tag", ("it's",)))
+    ("tag IN ('a', 'b')", "tag = 'it''s'")
+    """
+
+    attribute: str
+    values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_name(self.attribute, "an attribute name")
+        values = _as_tuple(self.values, f"the values of {self.attribute} IN (...)")
+        if not values:
+            raise QueryParseError(f"{self.attribute} IN (...) needs at least one value")
+        for value in values:
+            if not isinstance(value, str):
+                raise QueryParseError(
+                    f"{self.attribute} IN (...) takes strings only, got {value!r}"
+                )
+        object.__setattr__(self, "values", values)
+
+    def __str__(self) -> str:
+        if len(self.values) == 1:
+            return f"{self.attribute} = {_format_string(self.values[0])}"
+        return f"{self.attribute} IN ({', '.join(map(_format_string, self.values))})"
+
+
+Predicate = Comparison | Between | InSet
+_PREDICATE_TYPES = (Comparison, Between, InSet)
+
+# The largest window: instants are int64.
+_INT64_MAX = 2**63 - 1
+
+
+def symbol_problem(predicates: tuple[object, ...]) -> tuple[str, int] | None:
+    """The first reason ``predicates`` cannot form a symbol, with the predicate's index."""
+    kinds: dict[str, str] = {}
+    for index, predicate in enumerate(predicates):
+        if not isinstance(predicate, _PREDICATE_TYPES):
+            return f"a predicate must be a Comparison, Between or InSet, got {predicate!r}", index
+        kind = "categorical" if isinstance(predicate, InSet) else "numeric"
+        if kinds.setdefault(predicate.attribute, kind) != kind:
+            return (f"attribute {predicate.attribute} is used both as a numeric and as a "
+                    f"categorical attribute in one definition", index)
+    return None
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A named conjunction of predicates; no predicates means "matches every event".
+
+    A contradictory conjunction (``x > 5 AND x < 3``) is allowed: it matches no event.
+
+    Examples
+    --------
+    >>> s = Symbol("A", (Comparison("x", ">", 3), Comparison("x", "<=", 5),
+    ...                  Between("x", 0, 4), InSet("tag", ("a", "b")), InSet("tag", ("b",))))
+    >>> s.numeric_bounds()
+    {'x': (3.0, 4.0, True, False)}
+    >>> s.categorical_sets()
+    {'tag': frozenset({'b'})}
+    >>> sorted(s.attributes())
+    ['tag', 'x']
+    """
+
+    name: str
+    predicates: tuple[Predicate, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "a symbol name")
+        predicates = _as_tuple(self.predicates, f"the predicates of symbol {self.name}")
+        problem = symbol_problem(predicates)
+        if problem is not None:
+            raise QueryParseError(f"symbol {self.name}: {problem[0]}")
+        object.__setattr__(self, "predicates", predicates)
+
+    def attributes(self) -> frozenset[str]:
+        """Every attribute named by a predicate of this symbol."""
+        return frozenset(p.attribute for p in self.predicates)
+
+    def numeric_bounds(self) -> dict[str, tuple[float, float, bool, bool]]:
+        """Per numeric attribute, the allowed set as ``(low, high, low_open, high_open)``.
+
+        The set is the intersection of all the attribute's predicates. An unbounded side is
+        ``-inf`` or ``inf`` and counts as open. An empty set is returned as is (for example
+        ``low > high``); callers treat it as "no value satisfies the symbol".
+        """
+        bounds: dict[str, tuple[float, float, bool, bool]] = {}
+        for predicate in self.predicates:
+            if isinstance(predicate, InSet):
+                continue
+            low, high, low_open, high_open = bounds.get(
+                predicate.attribute, (-math.inf, math.inf, True, True))
+            for new_low, new_open in _lower_bounds(predicate):
+                # At equal bounds the open one is the stricter.
+                if new_low > low or (new_low == low and new_open):
+                    low, low_open = new_low, new_open
+            for new_high, new_open in _upper_bounds(predicate):
+                if new_high < high or (new_high == high and new_open):
+                    high, high_open = new_high, new_open
+            bounds[predicate.attribute] = (low, high, low_open, high_open)
+        return bounds
+
+    def categorical_sets(self) -> dict[str, frozenset[str]]:
+        """Per categorical attribute, the values allowed by every ``InSet`` on it."""
+        sets: dict[str, frozenset[str]] = {}
+        for predicate in self.predicates:
+            if isinstance(predicate, InSet):
+                values = frozenset(predicate.values)
+                sets[predicate.attribute] = sets.get(predicate.attribute, values) & values
+        return sets
+
+
+def _lower_bounds(predicate: Comparison | Between) -> list[tuple[float, bool]]:
+    if isinstance(predicate, Between):
+        return [(predicate.low, False)]
+    if predicate.op in (">", ">=", "="):
+        return [(predicate.value, predicate.op == ">")]
+    return []
+
+
+def _upper_bounds(predicate: Comparison | Between) -> list[tuple[float, bool]]:
+    if isinstance(predicate, Between):
+        return [(predicate.high, False)]
+    if predicate.op in ("<", "<=", "="):
+        return [(predicate.value, predicate.op == "<")]
+    return []
+
+
+@dataclass(frozen=True)
+class PatternItem:
+    """One position of ``SEQ(...)``: a symbol name, possibly negated (``NOT C``).
+
+    Examples
+    --------
+    >>> PatternItem("C", negated=True)
+    PatternItem(symbol='C', negated=True)
+    """
+
+    symbol: str
+    negated: bool = False
+
+    def __post_init__(self) -> None:
+        _check_name(self.symbol, "a symbol name")
+        # `SEQ(NOT, B)` cannot be read back: NOT there is the keyword.
+        if self.symbol.upper() == "NOT":
+            raise QueryParseError(f"{self.symbol!r} is a keyword and cannot name a symbol")
+        if not isinstance(self.negated, bool):
+            raise QueryParseError(f"negated must be True or False, got {self.negated!r}")
+
+    def __str__(self) -> str:
+        return f"NOT {self.symbol}" if self.negated else self.symbol
+
+
+def check_within(within: object) -> int | Duration:
+    if isinstance(within, Duration):
+        if within.unit is not None:
+            return within
+        # A plain number is in the data's unit, the instant (SEMANTICS C).
+        if within.value.is_integer():
+            return int(within.value)
+        within = within.value
+    if isinstance(within, bool) or not isinstance(within, numbers.Integral) or within < 0:
+        raise QueryParseError(
+            f"WITHIN takes a whole number of instants >= 0 or a duration with a unit "
+            f"(6s, 5 MINUTES), got {within!r}")
+    _check_window_range(int(within), f"WITHIN {within}")
+    return int(within)
+
+
+def _check_window_range(instants: int, shown: str,
+                        error: type[QueryError | QueryParseError] = QueryParseError) -> None:
+    """Refuse a window of more instants than int64 holds (instants are int64)."""
+    if instants > _INT64_MAX:
+        raise error(
+            f"{shown} is longer than the largest window, {_INT64_MAX} instants "
+            "(int64); a window as long as the archive's span already admits every match: "
+            "leave WITHIN out for no window")
+
+
+def window_instants(window: Duration, time_axis: TimeAxis | None) -> int:
+    """The instants of an index that ``WITHIN window`` spans, exactly.
+
+    A window with a unit needs an index built from datetimes (its instants have a
+    length). It must be a whole number of instants: SEMANTICS A3's ``L`` is an integer,
+    and rounding would silently widen or narrow the window, so ``WITHIN 90s`` on an
+    index of minutes is refused, naming both neighbours.
+
+    >>> from uncertain_cep.model.time_axis import TimeAxis
+    >>> minutes = TimeAxis("1min", unit_ns=60 * 10**9)
+    >>> window_instants(Duration(2, "h"), minutes)
+    120
+    >>> window_instants(Duration(90, "s"), minutes)
+    Traceback (most recent call last):
+    ...
+    uncertain_cep.errors.QueryError: WITHIN 90 SECONDS is 1.5 instants of this index (one
+    instant lasts 1 MINUTES), and a window is a whole number of instants: write WITHIN 60
+    SECONDS or WITHIN 120 SECONDS
+
+    Raises
+    ------
+    QueryError
+        For a window that is not a whole number of instants, and for an index whose times
+        were numbers (their length in seconds is unknown).
+    """
+    if window.unit is None:
+        return check_within(window)  # type: ignore[return-value]
+    if time_axis is None or not time_axis.is_datetime:
+        given = ("integer instants" if time_axis is None else
+                 f"numbers discretised by time_unit={time_axis.time_unit}")
+        raise QueryError(
+            f"WITHIN {window} has a time unit, but this index's times were {given}, whose "
+            f"length in seconds it does not know: give the window in instants (WITHIN "
+            f"{_format_number(window.value)}), or build the index from datetime t_lo/t_hi "
+            "with time_unit= (e.g. '1s')")
+    unit_ns = time_axis.unit_ns
+    assert unit_ns is not None
+    exact = window.nanoseconds() / unit_ns
+    if exact.denominator != 1:
+        below, above = (_duration_of(n * unit_ns, window.unit)
+                        for n in (math.floor(exact), math.ceil(exact)))
+        raise QueryError(
+            f"WITHIN {window} is {float(exact):.6g} instants of this index (one instant lasts "
+            f"{time_axis.unit_text}), and a window is a whole number of instants: write "
+            f"WITHIN {below} or WITHIN {above}")
+    _check_window_range(int(exact), f"WITHIN {window} ({int(exact)} instants)",
+                        QueryError)
+    return int(exact)
+
+
+def _duration_of(nanoseconds: int, unit: TimeUnit) -> Duration:
+    """``nanoseconds`` in ``unit`` when that is exact, else in the largest unit that is
+    (nanoseconds that no unit measures exactly are shown in milliseconds)."""
+    if nanoseconds % unit.nanoseconds == 0:
+        return Duration(nanoseconds // unit.nanoseconds, unit)
+    for larger in sorted(TimeUnit, key=lambda u: -u.nanoseconds):
+        if nanoseconds % larger.nanoseconds == 0:
+            return Duration(nanoseconds // larger.nanoseconds, larger)
+    return Duration(nanoseconds / TimeUnit.MILLISECONDS.nanoseconds, TimeUnit.MILLISECONDS)
+
+
+def check_confidence(confidence: object) -> float:
+    value = _check_number(confidence, "CONFIDENCE")
+    if not 0 < value <= 1:
+        raise QueryParseError(
+            f"CONFIDENCE must be above 0 and at most 1, got {_format_number(value)}")
+    return value
+
+
+def sequence_problem(items: tuple[PatternItem, ...],
+                      symbols: tuple[Symbol, ...]) -> tuple[str, str, int] | None:
+    """The first reason ``items`` and ``symbols`` do not form a pattern.
+
+    Returned as ``(message, part, index)`` with ``part`` ``"item"`` or ``"symbol"`` so that
+    the parser can point at the offending token.
+    """
+    for part, values, cls in (("item", items, PatternItem), ("symbol", symbols, Symbol)):
+        for index, value in enumerate(values):
+            if not isinstance(value, cls):
+                return f"expected a {cls.__name__}, got {value!r}", part, index
+    if not any(not item.negated for item in items):
+        return "a pattern needs at least one positive (not negated) item", "item", 0
+    for index in (0, len(items) - 1):
+        if items[index].negated:
+            where = "first" if index == 0 else "last"
+            return (f"negated item NOT {items[index].symbol} at position {index + 1} cannot be "
+                    f"{where}; a negation must stand between two positive items",
+                    "item", index)
+    used = {item.symbol for item in items}
+    defined: set[str] = set()
+    for index, symbol in enumerate(symbols):
+        if symbol.name in defined:
+            return f"symbol {symbol.name} is defined twice", "symbol", index
+        if symbol.name not in used:
+            return (f"symbol {symbol.name} is defined but not used in the pattern",
+                    "symbol", index)
+        defined.add(symbol.name)
+    return None
+
+
+@dataclass(frozen=True)
+class SequencePattern:
+    """``SEQ(items)`` with symbol definitions, a window and a confidence threshold.
+
+    Parameters
+    ----------
+    items : tuple of PatternItem
+        At least one positive item; negated items only between two positive ones.
+    symbols : tuple of Symbol
+        Definitions of (some of) the symbols named by ``items``, each at most once. An
+        undefined symbol, or one defined with no predicates, matches every event; definitions
+        with no predicates are dropped so both spellings compare equal.
+    within : int, Duration or None
+        ``WITHIN L``: ``ts(last) - ts(first) <= L`` instants; a
+        :class:`~uncertain_cep.durations.Duration` with a unit (``WITHIN 6s``) is kept
+        as written until :meth:`in_instants` binds it to an index; a Duration without a
+        unit is a number of instants. None means no window.
+    confidence : float or None
+        ``CONFIDENCE theta`` with ``0 < theta <= 1``; None reports every tuple with positive
+        confidence.
+
+    Examples
+    --------
+    >>> p = SequencePattern((PatternItem("A"), PatternItem("B", True), PatternItem("A")),
+    ...                     (Symbol("A", (InSet("tag", ("a",)),)),), confidence=0.5)
+    >>> p.positive_items, p.negations
+    ((0, 2), ((0, 1, 'B'),))
+    >>> p.symbol("B")
+    Symbol(name='B', predicates=())
+    """
+
+    items: tuple[PatternItem, ...]
+    symbols: tuple[Symbol, ...] = ()
+    within: int | Duration | None = None
+    confidence: float | None = None
+
+    def __post_init__(self) -> None:
+        items = _as_tuple(self.items, "items")
+        symbols = _as_tuple(self.symbols, "symbols")
+        problem = sequence_problem(items, symbols)
+        if problem is not None:
+            raise QueryParseError(problem[0])
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "symbols", tuple(s for s in symbols if s.predicates))
+        # None stands for "no window" and "no threshold".
+        if self.within is not None:
+            object.__setattr__(self, "within", check_within(self.within))
+        if self.confidence is not None:
+            object.__setattr__(self, "confidence", check_confidence(self.confidence))
+
+    def in_instants(self, time_axis: TimeAxis | None) -> SequencePattern:
+        """The same pattern with its window in instants of an index whose archive has
+        ``time_axis`` (:attr:`Archive.time_axis <uncertain_cep.model.events.Archive>`);
+        itself when the window already is (see :func:`window_instants` for what is
+        refused)."""
+        if not isinstance(self.within, Duration):
+            return self
+        return dataclasses.replace(self, within=window_instants(self.within, time_axis))
+
+    @property
+    def window(self) -> float:
+        """``WITHIN`` in instants (infinite without a window), once :meth:`in_instants`
+        has bound a window with a unit.
+
+        Raises
+        ------
+        QueryError
+            For a window with a unit not yet bound to an index.
+        """
+        if self.within is None:
+            return math.inf
+        if isinstance(self.within, Duration):
+            raise QueryError(f"WITHIN {self.within} has a time unit: bind the pattern to an "
+                             "index's time axis first (SequencePattern.in_instants)")
+        return self.within
+
+    def symbol(self, name: str) -> Symbol:
+        """The definition of ``name``; ``Symbol(name, ())`` if the pattern leaves it open.
+
+        Raises ``KeyError`` if no item of the pattern names ``name``.
+        """
+        for symbol in self.symbols:
+            if symbol.name == name:
+                return symbol
+        if all(item.symbol != name for item in self.items):
+            raise KeyError(name)
+        return Symbol(name, ())
+
+    @property
+    def positive_items(self) -> tuple[int, ...]:
+        """Indices into ``items`` of the positive items, in order."""
+        return tuple(i for i, item in enumerate(self.items) if not item.negated)
+
+    @property
+    def negations(self) -> tuple[tuple[int, int, str], ...]:
+        """``(k, item_index, symbol)`` per negated item standing between positives k and k+1.
+
+        ``k`` counts positive items (as in ``positive_items``), not items.
+        """
+        result = []
+        positives_seen = 0
+        for index, item in enumerate(self.items):
+            if item.negated:
+                result.append((positives_seen - 1, index, item.symbol))
+            else:
+                positives_seen += 1
+        return tuple(result)
+
+    def __str__(self) -> str:
+        lines = [f"PATTERN SEQ({', '.join(map(str, self.items))})"]
+        for index, symbol in enumerate(self.symbols):
+            keyword = "DEFINE" if index == 0 else "      "
+            separator = "," if index < len(self.symbols) - 1 else ""
+            conjunction = " AND ".join(map(str, symbol.predicates))
+            lines.append(f"{keyword} {symbol.name} AS {conjunction}{separator}")
+        if self.within is not None:
+            lines.append(f"WITHIN {self.within}")
+        if self.confidence is not None:
+            lines.append(f"CONFIDENCE {_format_number(self.confidence)}")
+        return "\n".join(lines)
