@@ -99,8 +99,8 @@ def test_a_float_id_past_the_int64_range_is_refused_not_wrapped():
 def test_spark_refuses_uint64_ids_it_cannot_hold_instead_of_wrapping_them():
     pytest.importorskip("pyspark")
     from uncertain_cep.errors import PlanningError
-    from uncertain_cep.pipeline.query_job import _answer_schema
+    from uncertain_cep.pipeline.answer_forms import answer_schema
 
     with pytest.raises(PlanningError, match=r"past 2\*\*63 - 1 .*engine='local'"):
-        _answer_schema(read_archive(archive([2**63 + 5, 7], np.uint64)))
-    assert _answer_schema(read_archive(archive([5, 7], np.uint64)))["events"]
+        answer_schema(read_archive(archive([2**63 + 5, 7], np.uint64)))
+    assert answer_schema(read_archive(archive([5, 7], np.uint64)))["events"]

@@ -33,7 +33,7 @@ def test_every_notebook_example_of_the_readme_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
     for block in _notebook_blocks():
-        code = block.replace('"datasets/', f'"{ROOT.as_posix()}/datasets/')
+        code = re.sub(r"([\"'])datasets/", rf"\g<1>{ROOT.as_posix()}/datasets/", block)
         exec(compile(code, "README.md", "exec"), namespace)
     assert (tmp_path / "office.idx").is_dir()
     assert os.listdir(tmp_path / "office.idx")

@@ -1,9 +1,9 @@
 """A successful Spark run prints no ERROR and no Java trace (issue "Spark SQL access, a
 quiet console", item 1): building from a DataFrame or a view (no files: no ``_metadata``
 probe that fails in Spark's analyser) and from Parquet written by pandas with datetimes
-(nanosecond timestamps, known from the footers before Spark reads them), then querying
-(``uc.query_spark`` and SQL's ``uc_query``), in a process of its own whose whole stderr
-(the JVM's included) is read."""
+(nanosecond timestamps, known from the footers before Spark reads them), then querying,
+in a process of its own whose whole stderr (the JVM's included) is read. SQL's functions
+are held to the same on Spark Connect (test_spark_connect.py)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ SCRIPT = textwrap.dedent("""
         uc.build_index_spark(source, str(d / name), time_unit="1s", spark=spark,
                              partitions=2, log=lambda _: None)
         rows = uc.query_spark(str(d / name), q, spark=spark).count()
-        sql = spark.sql(f"SELECT * FROM uc_query('{d / name}', '{q}')").count()
-        print("OK", name, rows, sql, len(uc.open_index(d / name).query(q)))
+        print("OK", name, rows, len(uc.open_index(d / name).query(q)))
     spark.stop()
 """)
 
@@ -55,5 +54,5 @@ def test_builds_and_queries_on_spark_print_no_error_and_no_java_trace(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     ok = [line.split() for line in proc.stdout.splitlines() if line.startswith("OK ")]
     assert [w[1] for w in ok] == ["parquet", "dataframe", "view"]
-    assert all(int(w[2]) == int(w[3]) == int(w[4]) > 0 for w in ok), ok
+    assert all(int(w[2]) == int(w[3]) > 0 for w in ok), ok
     assert noise_lines(proc.stderr) == [], proc.stderr[-5000:]

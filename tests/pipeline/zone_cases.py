@@ -13,7 +13,7 @@ import pandas as pd
 
 import uncertain_cep as uc
 
-ZONES = ("America/New_York", "Asia/Tokyo", "Europe/Berlin")
+ZONES = ("Europe/Berlin", "America/New_York", "Asia/Tokyo")
 QUERY = ("PATTERN SEQ(A, B) DEFINE A AS x < 2.5, B AS x >= 2 WITHIN 30s "
          "CONFIDENCE 0.01")
 # The input's own zone, unlike every session's: a shift by any offset shows.
@@ -39,8 +39,11 @@ def _seconds(stamps: pd.Series) -> list[int]:
 
 
 def check_every_source(spark: Any, folder: Path, zones: tuple[str, ...] = ZONES) -> list[str]:
-    """Build the archive from each source in each of ``zones`` and compare with the
-    in-process build; returns the checks run (an AssertionError on a difference)."""
+    """Build the archive from each source in the first of ``zones`` (the archive
+    crosses its summer time), and from a DataFrame in the others, and compare with the
+    in-process build; returns the checks run (an AssertionError on a difference). Files
+    carry their own zone, so only the DataFrame (and the table, a view of it) depends
+    on the session's."""
     frame = archive()
     want = uc.build_index(frame, time_unit="1s").query(QUERY)
     assert len(want) >= 3, want
@@ -58,6 +61,8 @@ def check_every_source(spark: Any, folder: Path, zones: tuple[str, ...] = ZONES)
             sources = {"dataframe": (df, zone), "table": ("uc_zone_archive", zone),
                        "uri": (path.as_uri(), None), "path": (str(path), None)}
             for name, (source, answer_zone) in sources.items():
+                if zone != zones[0] and name != "dataframe":
+                    continue
                 out = folder / f"{zone.replace('/', '_')}-{name}"
                 uc.build_index_spark(source, str(out), time_unit="1s", spark=spark,
                                      partitions=2, log=lambda _: None)
@@ -76,7 +81,7 @@ def check_every_source(spark: Any, folder: Path, zones: tuple[str, ...] = ZONES)
                                           "cast(t_last as long) AS l").toPandas()
                 assert seconds["f"].tolist() == instants["t_first"], (where, "query_spark")
                 assert seconds["l"].tolist() == instants["t_last"], (where, "query_spark")
-                if name == "path":
+                if name == "dataframe":
                     # SQL's uc_query answers the same instants in every zone.
                     sql = spark.sql(f"SELECT cast(t_first AS long) AS f, cast(t_last AS "
                                     f"long) AS l FROM uc_query('{out}', '{QUERY}')").toPandas()
