@@ -56,8 +56,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]
     root = tmp_path_factory.mktemp("built")
     df = _events()
     df.to_parquet(root / "events.parquet", index=False)
+    # The master of the tests' session (tests/conftest.py): a session this process
+    # starts with another master would stand in the way of the session the Spark tests
+    # of this worker ask for.
     code = cli.main(["build", str(root / "events.parquet"), "--out", str(root / "ix"),
-                     "--group-by", "person"])
+                     "--group-by", "person", "--master", "local[2]"])
     assert code == 0
     return root / "ix", df
 
