@@ -640,7 +640,7 @@ class BatchEngine:
     def _matches(self) -> Answer:
         ctx = self.ctx
         ctx.stats.steps.extend(self._steps[d] for d in sorted(self._steps))
-        ctx.stats.seconds = time.perf_counter() - ctx._started
+        ctx.record_time()
         answer = Answer.concat(self._answers, self.k)
         if self.base:
             # Back to the index's instants (Python ints would not overflow, nor do these:

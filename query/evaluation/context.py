@@ -273,8 +273,13 @@ class QueryContext:
             conf = total * self.attribute_probability(events)
             if self.passes(conf):
                 out.append(Match(events, min(conf, 1.0), int(first), int(last)))
-        self.stats.seconds = time.perf_counter() - self._started
+        self.record_time()
         return out
+
+    def record_time(self) -> None:
+        """Record in the counters the seconds since this context was made (the query's
+        time, as EXPLAIN and ``res.stats`` report it)."""
+        self.stats.seconds = time.perf_counter() - self._started
 
     def negation_factor(self, entry: Entry, gaps: Sequence[int] | None = None) -> float:
         """P(no negated event in its gap | the entry's nodes), from the weighted DP, over
