@@ -214,6 +214,34 @@ def every_item_window(earliest: np.ndarray, latest: np.ndarray, matched: np.ndar
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _every_item_window(earliest: np.ndarray, latest: np.ndarray, matched: np.ndarray,
                        length: int, bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Every item's window in every row at once (:func:`every_item_window`).
+
+    Item ``i``'s lower bound is the largest ``earliest[r, c] + (i - c)`` over matched
+    columns ``c < i`` and its upper bound the smallest ``latest[r, c] - (c - i)`` over
+    matched ``c > i``: strictly increasing instants with one instant of room per item
+    between (SEMANTICS A4 condition 1). With a window, item ``i`` also lies within
+    ``length`` of the matched columns, with room for the items before and after
+    (condition 2; docs/design.md, Windows). Used on tuple batches (docs/design.md,
+    Tuples instead of entries).
+
+    Parameters
+    ----------
+    earliest, latest : (n, k) int64
+        Per row and positive item, the earliest and latest instant of its matched
+        event (not read where unmatched).
+    matched : (n, k) bool
+        Whether each item is matched.
+    length : int
+        The window ``L`` in instants (read only when ``bounded``).
+    bounded : bool
+        Whether the pattern has a window.
+
+    Returns
+    -------
+    lo, hi : (n, k) int64
+        Per row and item, the least and greatest instant it may take (-NO_TIME and
+        NO_TIME where nothing bounds it); ``lo > hi`` where there is none.
+    """
     n, k = matched.shape
     lo = np.empty((n, k), dtype=np.int64)
     hi = np.empty((n, k), dtype=np.int64)
@@ -257,6 +285,29 @@ def _window_length(window: float) -> tuple[int, bool]:
 @numba.njit(cache=True, nogil=True)
 def _window_of_row(instants: np.ndarray, matched: np.ndarray, r: int, item: int,
                    length: int, bounded: bool) -> tuple[int, int]:
+    """Item ``item``'s window in row ``r``, from one instant per matched column
+    (SEMANTICS A4 conditions 1-2; the columnar form of
+    :meth:`~uncertain_cep.query.evaluation.context.QueryContext.item_window`).
+
+    Parameters
+    ----------
+    instants : (n, k) int64
+        Per row and positive item, its matched instant (not read where unmatched).
+    matched : (n, k) bool
+        Whether each item is matched.
+    r, item : int
+        The row and the positive item.
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    lo, hi : int
+        Strictly after each matched column before ``item`` and before each one after
+        it, with one instant per item between, and within ``length`` of the first and
+        last matched columns with room for the items outside them: the least and
+        greatest instant (-NO_TIME and NO_TIME where unbounded; ``lo > hi``: empty).
+    """
     k = matched.shape[1]
     lo, hi = -NO_TIME, NO_TIME
     first, last = -1, -1
@@ -279,6 +330,25 @@ def _window_of_row(instants: np.ndarray, matched: np.ndarray, r: int, item: int,
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
                            length: int, bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_window_of_row` for every row, in parallel (:func:`windows_from_instants`).
+
+    Parameters
+    ----------
+    instants : (n, k) int64
+        Per row and positive item, its matched instant (not read where unmatched).
+    matched : (n, k) bool
+        Whether each item is matched.
+    item : int
+        The positive item whose window is wanted.
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    lo, hi : (n,) int64
+        Per row, the least and greatest instant ``item`` may take (-NO_TIME and
+        NO_TIME where unbounded; ``lo > hi``: empty).
+    """
     n = len(matched)
     lo = np.empty(n, dtype=np.int64)
     hi = np.empty(n, dtype=np.int64)
@@ -290,6 +360,26 @@ def _windows_from_instants(instants: np.ndarray, matched: np.ndarray, item: int,
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _item_windows(nodes: np.ndarray, instant: np.ndarray, item: int, length: int,
                   bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Item ``item``'s window in each entry of a batch (:func:`item_windows`): its
+    matched nodes' instants gathered, then :func:`_windows_from_instants`.
+
+    Parameters
+    ----------
+    nodes : (n, k) int64
+        The batch's nodes matrix (global node ids, -1 where unmatched).
+    instant : (nodes,) int64
+        The node table's instant per node.
+    item : int
+        The positive item whose window is wanted.
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    lo, hi : (n,) int64
+        Per entry, the least and greatest instant ``item`` may take (-NO_TIME and
+        NO_TIME where unbounded; ``lo > hi``: empty).
+    """
     n, k = nodes.shape
     instants = np.zeros((n, k), dtype=np.int64)
     matched = nodes >= 0

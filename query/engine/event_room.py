@@ -134,6 +134,45 @@ def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
               column: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               starts: np.ndarray, ends: np.ndarray, length: int, bounded: bool
               ) -> np.ndarray:
+    """Room in events for new tuples, each judged from its parent's row
+    (:meth:`EventRoom.feasible_children`; docs/design.md, Room in events).
+
+    A new tuple fails when, for some run of unmatched items between two matched
+    columns, fewer events than the run has items have a stretch meeting the instants
+    strictly between the earliest instant of the earlier column and the latest of the
+    later one; or, with a window, when the items before the first matched column,
+    those after the last, or all unmatched items together find fewer such events
+    within ``length`` of the matched columns. Only the room's events count, never the
+    tuple's own (SEMANTICS A4: distinct events at strictly increasing instants within
+    the window).
+
+    Parameters
+    ----------
+    events : (p, k) int64
+        The parent tuples' events (archive rows, -1 where unmatched).
+    earliest, latest : (p, k) int64
+        The parents' earliest and latest instant per column.
+    own_first, own_last : (p, k) int64
+        The stretch of each parent's events (NO_TIME and -NO_TIME where unmatched).
+    owner : (n,) int64
+        Per new tuple, its parent's row.
+    column : (n,) int64
+        The column its new event takes (-1: none; the parent itself is judged).
+    rows : (n,) int64
+        The new event's archive row (not read: the new event is known by its stretch).
+    lo, hi : (n,) int64
+        The new event's stretch (its earliest and latest instant).
+    starts, ends : int64
+        The earliest and the latest instants of the room's events, each sorted.
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    (n,) bool
+        Whether each new tuple may still have a completion (True also where no column
+        or every column is matched).
+    """
     n, k = len(owner), events.shape[1]
     out = np.ones(n, dtype=np.bool_)
     for r in numba.prange(n):

@@ -172,6 +172,38 @@ def _latest_end(instants: np.ndarray, offsets: np.ndarray, item: int, k: int,
 def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
              hi: np.ndarray, instants: np.ndarray, offsets: np.ndarray, length: int,
              bounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Item ``item``'s windows in a batch's entries narrowed by the look-ahead, entries
+    in parallel (:meth:`CandidateInstants.tighten`; docs/design.md, Look-ahead windows).
+
+    The start is raised to the earliest instant chained forward through the unmatched
+    items' candidate instants from the matched item before ``item``, or, with none
+    before it, from the window's start that the last matched item leaves (else from
+    item 0's first candidate instant); the end is lowered likewise to the latest
+    instant chained back from the matched item after it, or from the window's end that
+    the first matched item leaves (:func:`_earliest_start`, :func:`_latest_end`).
+
+    Parameters
+    ----------
+    nodes : (n, k) int64
+        The entries' nodes (-1 where unmatched).
+    instant : (nodes,) int64
+        The node table's instant per node.
+    item : int
+        The positive item whose windows these are.
+    lo, hi : (n,) int64
+        The windows to narrow (:func:`~uncertain_cep.query.engine.batches.item_windows`).
+    instants, offsets : int64
+        :class:`CandidateInstants`: each item's distinct candidate instants, sorted,
+        item ``j``'s at ``offsets[j]:offsets[j + 1]``.
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    out_lo, out_hi : (n,) int64
+        The narrowed windows; ``out_lo > out_hi`` where no completion can use any
+        instant.
+    """
     n, k = nodes.shape
     out_lo = lo.copy()
     out_hi = hi.copy()
@@ -206,6 +238,36 @@ def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
 def _tuple_window(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray, item: int,
                   instants: np.ndarray, offsets: np.ndarray, length: int, bounded: bool
                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Item ``item``'s window in each partial tuple, narrowed by the look-ahead, tuples
+    in parallel (:meth:`CandidateInstants.tuple_window`; docs/design.md, Look-ahead
+    windows).
+
+    The window from the matched columns (as
+    :func:`~uncertain_cep.query.engine.batches.windows_from_instants`: SEMANTICS A4
+    conditions 1-2) takes its start from their earliest instants and its end from
+    their latest; then, as in :func:`_tighten`, the start is chained forward from the
+    earliest instants and the end back from the latest.
+
+    Parameters
+    ----------
+    events : (n, k) int64
+        The tuples' events (archive rows, -1 where unmatched).
+    earliest, latest : (n, k) int64
+        Per tuple and column, the earliest and latest instant of its event.
+    item : int
+        The positive item whose windows these are.
+    instants, offsets : int64
+        :class:`CandidateInstants`: each item's distinct candidate instants, sorted,
+        item ``j``'s at ``offsets[j]:offsets[j + 1]``.
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    out_lo, out_hi : (n,) int64
+        Per tuple, the least and greatest instant ``item`` may take; ``out_lo >
+        out_hi`` where no completion can use any instant.
+    """
     n, k = events.shape
     out_lo = np.empty(n, dtype=np.int64)
     out_hi = np.empty(n, dtype=np.int64)

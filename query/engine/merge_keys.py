@@ -360,6 +360,23 @@ def keep_extreme_ends(table: NodeTable, nodes: np.ndarray, merged_into: np.ndarr
 @numba.njit(cache=True, nogil=True)
 def _keep_extreme_ends(nodes: np.ndarray, merged_into: np.ndarray, instant: np.ndarray,
                        merged_nodes: np.ndarray) -> None:
+    """:func:`keep_extreme_ends`, in place: each merged entry's first-item node becomes
+    the earliest of its members' and its last-item node the latest (SEMANTICS A4:
+    ``t_first`` and ``t_last`` range over the tuple's worlds; docs/design.md, The batch
+    engine: Negation, on why a merged entry's ends need not lie on one OI).
+
+    Parameters
+    ----------
+    nodes : (n, k) int64
+        The entries before merging (-1 where unmatched).
+    merged_into : (n,) int64
+        Per entry, the merged entry it went into.
+    instant : (nodes,) int64
+        The node table's instant per node.
+    merged_nodes : (g, k) int64
+        The merged entries' nodes, each one of its members' (so matched where they
+        are); columns 0 and ``k - 1`` are rewritten.
+    """
     last = nodes.shape[1] - 1
     for r in range(len(nodes)):
         o = merged_into[r]

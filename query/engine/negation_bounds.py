@@ -144,6 +144,47 @@ def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
              first: np.ndarray, last: np.ndarray, weights: np.ndarray, longest: np.ndarray,
              settle: bool
              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per tuple, the product of the weights of the events certainly inside each gap
+    whose two neighbours are matched (:meth:`CertainWeighers.factors`, and with
+    ``settle`` :meth:`CertainWeighers.settled`; SEMANTICS A4 condition 4;
+    docs/design.md, Programmes skipped or settled).
+
+    An event is inside for sure when its earliest instant lies after the earlier
+    neighbour's latest and its latest before the later neighbour's earliest; the tuple's
+    own events never weigh. The product bounds the negation factor of every completion
+    from above.
+
+    Parameters
+    ----------
+    events : (n, k) int64
+        The tuples' events (archive rows, -1 where unmatched).
+    earliest, latest : (n, k) int64
+        Per tuple and column, the earliest and latest instant of its event over the
+        worlds the tuple sums over, or wider.
+    live : (n,) bool
+        The tuples to look at; the others get the "none" values.
+    columns : (x,) int64
+        Per NOT item, the positive item before its gap (its gap lies between columns
+        ``c`` and ``c + 1``).
+    offsets, rows, first, last, weights : :class:`CertainWeighers`' arrays
+        Per NOT item ``x``, at ``offsets[x]:offsets[x + 1]``, the events that may weigh
+        it by earliest instant: archive row, earliest and latest instant, and
+        ``1 - Pr(C | x)``.
+    longest : (x,) int64
+        Per NOT item, its events' longest stretch (``last - first``).
+    settle : bool
+        Also scan every event that may lie in a gap (any instant strictly inside the
+        gap's widest), to tell whether the product is the factor in every world.
+
+    Returns
+    -------
+    out : (n,) float64
+        The product (1 where no event is inside for sure, or the tuple is not live).
+    settled : (n,) bool
+        With ``settle``: whether every other event lies in each gap for sure or not at
+        all (or the product is 0), so that the product is the tuple's negation factor.
+        Not meaningful without ``settle``.
+    """
     n, k = events.shape
     out = np.ones(n)
     settled = np.zeros(n, dtype=np.bool_)
@@ -187,6 +228,40 @@ def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
                live: np.ndarray, columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
                first: np.ndarray, last: np.ndarray, weights: np.ndarray,
                longest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per tuple, the event likeliest to lie in a gap whose neighbours are matched
+    without lying there for sure (:meth:`CertainWeighers.likeliest`; docs/design.md, An
+    event that may lie in a gap). Its score is the share of its instants strictly
+    within the gap's widest times ``Pr(C | x)``; events inside for sure (already in
+    :func:`_factors`), with ``Pr(C | x) = 0`` or of the tuple are passed over.
+
+    Parameters
+    ----------
+    events : (n, k) int64
+        The tuples' events (archive rows, -1 where unmatched).
+    earliest, latest : (n, k) int64
+        Per tuple and column, the earliest and latest instant of its event over the
+        worlds the tuple sums over, or wider.
+    live : (n,) bool
+        The tuples to look at; the others get the "none" values.
+    columns : (x,) int64
+        Per NOT item, the positive item before its gap (its gap lies between columns
+        ``c`` and ``c + 1``).
+    offsets, rows, first, last, weights : :class:`CertainWeighers`' arrays
+        Per NOT item ``x``, at ``offsets[x]:offsets[x + 1]``, the events that may weigh
+        it by earliest instant: archive row, earliest and latest instant, and
+        ``1 - Pr(C | x)``.
+    longest : (x,) int64
+        Per NOT item, its events' longest stretch (``last - first``).
+
+    Returns
+    -------
+    gap : (n,) int64
+        The chosen gap's earlier column (-1: no such event).
+    row : (n,) int64
+        The event's archive row (-1: none).
+    pr : (n,) float64
+        Its ``Pr(C | x)`` (0: none).
+    """
     n, k = events.shape
     gap = np.full(n, -1, dtype=np.int64)
     row = np.full(n, -1, dtype=np.int64)

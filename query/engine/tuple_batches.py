@@ -173,6 +173,24 @@ def event_instants(table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.n
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _stretches(rows: np.ndarray, row_nodes_start: np.ndarray, row_nodes: np.ndarray,
                instant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's stretch: the earliest and latest instant of its nodes, rows in
+    parallel (:func:`event_instants`; docs/design.md, Room in events).
+
+    Parameters
+    ----------
+    rows : (n,) int64
+        Archive rows (-1: no event).
+    row_nodes_start, row_nodes : int64
+        The node table's nodes per archive row (row ``e``'s at
+        ``row_nodes[row_nodes_start[e]:row_nodes_start[e + 1]]``).
+    instant : (nodes,) int64
+        The node table's instant per node.
+
+    Returns
+    -------
+    lo, hi : (n,) int64
+        Per row, its nodes' least and greatest instant (NO_TIME and -NO_TIME where -1).
+    """
     lo = np.full(len(rows), NO_TIME, dtype=np.int64)
     hi = np.full(len(rows), -NO_TIME, dtype=np.int64)
     for r in numba.prange(len(rows)):
@@ -249,6 +267,35 @@ def inherited_ends(parents: TupleBatch, owner: np.ndarray, items: np.ndarray,
 def _placed(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
             owner: np.ndarray, items: np.ndarray, new_lo: np.ndarray, new_hi: np.ndarray,
             window: int, bounded: bool) -> np.ndarray:
+    """Whether each new tuple's event keeps its place in every world its parent sums
+    over (:func:`placed_events`; docs/design.md, Programmes skipped or settled).
+
+    Parameters
+    ----------
+    events : (p, k) int64
+        The parent tuples' events (archive rows, -1 where unmatched).
+    earliest, latest : (p, k) int64
+        The parents' earliest and latest instant per column.
+    owner : (n,) int64
+        Per new tuple, its parent's row.
+    items : (n,) int64
+        The item its new event matches.
+    new_lo, new_hi : (n,) int64
+        The new event's earliest and latest instant.
+    window, bounded
+        The window ``L`` in instants, and whether there is one.
+
+    Returns
+    -------
+    (n,) bool
+        Whether ``new_lo`` lies at least ``item - c`` instants after the latest
+        instant of every matched column ``c`` before the item and ``new_hi`` at least
+        ``c - item`` before the earliest of every one after it (strict order with room
+        for the items between), and, with a window, the span from the least earliest
+        to the greatest latest instant of the matched columns and the new event is
+        within ``window`` less one instant per item before the first of those columns
+        and after the last.
+    """
     # An integer window: a float one rounds above 2**53 instants.
     k = events.shape[1]
     out = np.empty(len(owner), dtype=np.bool_)

@@ -247,6 +247,27 @@ def _event_keys(events: np.ndarray, event_ids: np.ndarray) -> list[np.ndarray]:
 @numba.njit(cache=True, nogil=True)
 def _packed_ranks(events: np.ndarray, rank: np.ndarray, bits: int, per_key: int
                   ) -> np.ndarray:
+    """Each answer row's event ranks packed into int64 sort keys (:func:`_event_keys`;
+    SEMANTICS A4's order by event ids; docs/design.md, Answers).
+
+    Parameters
+    ----------
+    events : (n, k) int64
+        The answer's rows (archive rows, one column per positive item).
+    rank : int64
+        Per archive row, its id's rank among the ids the answer holds.
+    bits : int
+        The bits a rank takes.
+    per_key : int
+        The ranks one key holds (``bits * per_key <= 62``, or 1 when a rank is wider).
+
+    Returns
+    -------
+    (n_keys, n) int64
+        ``n_keys = ceil(k / per_key)`` keys per row: key ``j`` packs the ranks of
+        columns ``j * per_key`` on, the first in the highest bits, so that comparing
+        keys in order compares the rows' ids column by column.
+    """
     n, k = events.shape
     n_keys = (k + per_key - 1) // per_key
     out = np.zeros((n_keys, n), dtype=np.int64)

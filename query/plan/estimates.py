@@ -102,6 +102,36 @@ class ItemEstimates:
 def _cheapest(profiles: np.ndarray, lo: np.ndarray, hi: np.ndarray, matched: np.ndarray,
               t0: float, width: float, n_intervals: int, half: float, lone: float
               ) -> tuple[np.ndarray, np.ndarray]:
+    """The next item of each partial tuple: its unmatched item with the fewest expected
+    candidates in its window (:meth:`ItemEstimates.cheapest`; Zhou et al. 5.2,
+    "Choosing the next pattern items"; docs/design.md, Selectivity).
+
+    Parameters
+    ----------
+    profiles : (k, intervals + 1) float64
+        Per positive item, its statistics profile: the cumulative expected candidates
+        at each boundary of the time grid.
+    lo, hi : (n, k) float64
+        Per row and item, its window (finite: "no bound" is the grid's end).
+    matched : (n, k) bool
+        Whether each item is matched.
+    t0, width, n_intervals
+        The time grid: its start, its intervals' width and their number.
+    half : float
+        What each window is widened by on either side (half the mean number of
+        instants an event may take).
+    lone : float
+        The weight of an item with no matched neighbour (:data:`LONE_ITEM_WEIGHT`).
+
+    Returns
+    -------
+    choice : (n,) int64
+        Per row, the unmatched item whose expected candidates, weighed by ``lone``
+        where it has no matched neighbour, are fewest (ties: the earlier item); 0 where
+        every item is matched.
+    guess : (n,) float64
+        Its expected candidates, unweighed (0 where every item is matched).
+    """
     n, k = matched.shape
     choice = np.zeros(n, dtype=np.int64)
     guess = np.zeros(n)

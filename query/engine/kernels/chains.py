@@ -40,7 +40,9 @@ _CHUNK = 1024
 @numba.njit(cache=True, nogil=True)
 def _descends(a: int, b: int, code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
               tree_virtual: np.ndarray, tree_last_code: np.ndarray) -> bool:
-    """Whether some OI passes node ``a`` and later node ``b`` (same group)."""
+    """Whether some OI passes node ``a`` and later node ``b`` (same group): ``b``'s
+    code lies in ``a``'s descendant code ranges (Zhou et al. 4.2, Lemma 2; the compact
+    scheme of docs/design.md, Codes (4.2))."""
     c = code[b]
     if code[a] < c <= code_end[a]:
         return True
@@ -57,7 +59,8 @@ def _descends(a: int, b: int, code: np.ndarray, code_end: np.ndarray, tree: np.n
 def chain_extension(a: int, b: int, poi: np.ndarray, tree: np.ndarray, tree_parent: np.ndarray,
                tree_level: np.ndarray, tree_virtual: np.ndarray) -> float:
     """P(chain + b) / P(chain) for a chain ending at ``a`` (-1: empty), ``b`` after it:
-    ``poi[b]`` over the ``poi`` of ``a``'s context node in the deepest shared tree."""
+    ``poi[b]`` over the ``poi`` of ``a``'s context node in the deepest shared tree
+    (Zhou et al. 4.1; docs/design.md, Probabilities)."""
     if a < 0:
         return poi[b]
     x = a
@@ -82,7 +85,7 @@ def _insertion(b: int, m: int, a: int, poi: np.ndarray, code: np.ndarray,
                tree_level: np.ndarray, tree_virtual: np.ndarray, tree_last_code: np.ndarray
                ) -> float:
     """The factor of inserting ``m`` between ``b`` and ``a`` (-1: none), or -1.0 when no
-    OI passes the three in order."""
+    OI passes the three in order (Zhou et al. 5.2; docs/design.md, Selectivity)."""
     if b >= 0 and not _descends(b, m, code, code_end, tree, tree_virtual, tree_last_code):
         return -1.0
     if a >= 0 and not _descends(m, a, code, code_end, tree, tree_virtual, tree_last_code):
@@ -100,6 +103,25 @@ def _insertion_factors(before: np.ndarray, node: np.ndarray, after: np.ndarray,
                        tree: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
                        tree_virtual: np.ndarray, tree_last_code: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_insertion` for each triple ``(before[i], node[i], after[i])``
+    (:func:`insertion_factors`; Zhou et al. 4.1-4.2).
+
+    Parameters
+    ----------
+    before, node, after : (n,) int64
+        Per triple, the node to insert and its group's nodes before and after it (-1:
+        none on that side).
+    poi, code, code_end, tree, tree_parent, tree_level, tree_virtual, tree_last_code
+        The node table's columns of those names.
+
+    Returns
+    -------
+    ok : (n,) bool
+        Whether an OI of the group passes ``before``, ``node`` and ``after`` in order.
+    factor : (n,) float64
+        Where ``ok``, ``ext(before, node) * ext(node, after) / ext(before, after)``,
+        what inserting ``node`` multiplies the chain's probability by; else 0.
+    """
     n = len(node)
     ok = np.zeros(n, dtype=np.bool_)
     factor = np.zeros(n)
@@ -198,7 +220,8 @@ def _pair_factors(nodes: np.ndarray, item: int, start: np.ndarray, stop: np.ndar
     :func:`_insertion` per candidate, written out in this function.
     (A compiled call that passes arrays costs about 90 ns in reference counting when it
     is not inlined, as these loops are not, and an allocation about as much: once per
-    range of entries is cheap, once per candidate was most of an extension.)"""
+    range of entries is cheap, once per candidate was most of an extension.)
+    (docs/design.md, The batch engine: Candidates, Chain factors.)"""
     k = nodes.shape[1]
     # Scratch, one slot per column (the entry's groups, its nearest matched node of each
     # before and after the item, whether that group's nodes come by code range).
@@ -446,7 +469,7 @@ def _screen_tuple(t: int, tuple_bounds: np.ndarray, prob: np.ndarray, start: np.
     against ``floor``. A pair whose new tuple falls short gets factor 0.0 (valid, not
     kept). The tuple's hash table, ``sums``, ``rows`` and ``factors`` are its part of
     those arrays (from its first slot; four times that for the table, which holds at
-    most four slots per pair)."""
+    most four slots per pair). (docs/design.md, The batch engine: Extension.)"""
     first, end = offset[tuple_bounds[t]], offset[tuple_bounds[t + 1]]
     pairs = end - first
     if pairs == 0:
@@ -508,6 +531,56 @@ def _extended(events: np.ndarray, nodes: np.ndarray, prob: np.ndarray, item: int
               tuple_bounds: np.ndarray, tuple_factor: np.ndarray,
               candidate_factor: np.ndarray, floor: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """Every valid extension of the entries by item ``item``, in entry order
+    (:func:`extended`; docs/design.md, The batch engine: Extension, Chain factors).
+
+    Each entry's candidates in its window get their factors (:func:`_pair_factors`,
+    the descendant tests of Zhou et al. 4.2 and the code ranges of Lemmas 2-3); with a
+    screen, the pairs whose new tuple's bound falls short of ``floor`` are dropped
+    (:func:`_screen_tuple`); the rest are written out.
+
+    Parameters
+    ----------
+    events, nodes : (n, k) int64
+        The entries' events (archive rows) and nodes (-1 where unmatched).
+    prob : (n,) float64
+        The entries' probabilities.
+    item : int
+        The positive item being matched.
+    start, stop : (n,) int64
+        Per entry, its window's candidates: positions ``start[r]:stop[r]`` in
+        ``candidates``.
+    candidates, cand_instant, cand_group, block_key, block_start, block_code, code_pos,
+    group_set, first, span
+        The item's :class:`CandidateOrder`, field by field.
+    block_cost : int
+        :data:`BLOCK_COST`.
+    row, group, poi, code, code_end, tree, tree_parent, tree_level, tree_virtual,
+    tree_last_code
+        The node table's columns of those names.
+    walk : tuple
+        What a walk up from a node reads (:func:`_walk`).
+    tuple_bounds : int64
+        The screen: where each tuple of the entries (in tuple order) starts, then
+        ``n``; empty for no screen.
+    tuple_factor, candidate_factor, floor
+        The screen: per tuple and per candidate, the product of the events' Pr(S | e),
+        and the bound a new tuple must reach.
+
+    Returns
+    -------
+    out_events, out_nodes : (m, k) int64
+        The kept extensions' events and nodes: their entry's, with the candidate's
+        event and node in column ``item``.
+    out_prob : (m,) float64
+        Their probabilities: the entry's times the candidate's chain factor.
+    kept : (n + 1,) int64
+        Where each entry's extensions start in the outputs, then ``m``.
+    valid : int
+        The number of valid pairs (an OI passes them), kept or screened out.
+    by_code : int
+        The number of entries that took some candidates by code range.
+    """
     n, k = nodes.shape
     # Every (entry, candidate) pair has its own slot, so entries run in parallel; the
     # kept pairs are then written out in entry order.
@@ -616,6 +689,53 @@ def _extended_sums(nodes: np.ndarray, prob: np.ndarray, item: int, tuple_bounds:
                    code: np.ndarray, code_end: np.ndarray, tree: np.ndarray,
                    tree_parent: np.ndarray, tree_level: np.ndarray, tree_virtual: np.ndarray,
                    tree_last_code: np.ndarray, walk: tuple):
+    """:func:`_extended` for the last item to match, each new tuple's pairs added up in
+    a hash table per parent tuple instead of written out (:func:`extended_sums`;
+    docs/design.md, The batch engine: The last item).
+
+    Parameters
+    ----------
+    nodes : (n, k) int64
+        The entries' nodes, every column but ``item`` matched.
+    prob : (n,) float64
+        The entries' probabilities.
+    item : int
+        The last positive item to match.
+    tuple_bounds : (t + 1,) int64
+        Where each tuple of the entries (in tuple order) starts, then ``n``.
+    start, stop : (n,) int64
+        Per entry, its window's candidates: positions ``start[r]:stop[r]`` in
+        ``candidates``.
+    candidates, cand_instant, cand_group, block_key, block_start, block_code, code_pos,
+    group_set, first, span
+        The item's :class:`CandidateOrder`, field by field.
+    block_cost : int
+        :data:`BLOCK_COST`.
+    row, instant, group, poi, code, code_end, tree, tree_parent, tree_level,
+    tree_virtual, tree_last_code
+        The node table's columns of those names.
+    walk : tuple
+        What a walk up from a node reads (:func:`_walk`).
+
+    Returns
+    -------
+    out_entry : (m,) int64
+        Per new tuple, the first entry of its parent tuple with a valid pair for its
+        event (the entry's other events are the new tuple's).
+    out_row : (m,) int64
+        The event (archive row) the item took.
+    out_prob : (m,) float64
+        The summed probability of the new tuple's pairs.
+    out_first, out_last : (m,) int64
+        The earliest instant of the first item and the latest of the last over its
+        pairs.
+    created : int
+        The number of valid pairs (the entries created, the paper's xi).
+    by_code : int
+        The number of entries that took some candidates by code range.
+
+    New tuples come parent tuple by parent tuple, each's in order of first appearance.
+    """
     n, k = nodes.shape
     n_tuples = len(tuple_bounds) - 1
     offset = np.empty(n + 1, dtype=np.int64)

@@ -24,6 +24,15 @@ __all__ = ["group_rows", "group_rows_in_segments", "order_by_group", "rows_equal
 
 @numba.njit(cache=True, nogil=True)
 def _row_hash(matrix: np.ndarray, i: int) -> np.uint64:
+    """A 64-bit hash of row ``i`` of ``matrix``: column by column, the value combined
+    into the hash, then mixed (a multiply and a shift). Equal rows hash alike; the tables
+    compare rows (:func:`rows_equal`), so a collision only costs a probe.
+
+    Returns
+    -------
+    np.uint64
+        The hash; the tables take its low bits as a row's home slot.
+    """
     h = np.uint64(0x9E3779B97F4A7C15)
     for c in range(matrix.shape[1]):
         h ^= np.uint64(matrix[i, c]) + np.uint64(0x9E3779B97F4A7C15) \
@@ -35,6 +44,8 @@ def _row_hash(matrix: np.ndarray, i: int) -> np.uint64:
 
 @numba.njit(cache=True, nogil=True)
 def rows_equal(matrix: np.ndarray, a: int, b: int) -> bool:
+    """Whether rows ``a`` and ``b`` of ``matrix`` hold the same values, column by
+    column."""
     for c in range(matrix.shape[1]):  # noqa: SIM110 (numba compiles no generator in all())
         if matrix[a, c] != matrix[b, c]:
             return False
@@ -45,6 +56,31 @@ def rows_equal(matrix: np.ndarray, a: int, b: int) -> bool:
 def _group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: np.ndarray,
                             seg: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``matrix`` segment by segment, segments in parallel, each
+    hashed in a table of its own (:func:`group_rows_in_segments`; docs/design.md, The
+    batch engine: Merging).
+
+    Parameters
+    ----------
+    matrix : (n, w) int64
+        The rows; equal rows lie within one segment.
+    order_key : (n,) int64
+        Per row, what orders the groups within a segment (of a group's first row).
+    weights : (n,) float64
+        Per row, what its group sums.
+    seg : (s + 1,) int64
+        The segments' boundaries, from 0 to ``n``.
+
+    Returns
+    -------
+    out_first : (g,) int64
+        Each group's first row; groups segment by segment, within a segment ordered by
+        ``order_key`` (stable: ties in order of first appearance).
+    out_weight : (g,) float64
+        Each group's summed ``weights``.
+    ids : (n,) int64
+        Per row, its group's position in ``out_first``.
+    """
     n = len(matrix)
     n_seg = len(seg) - 1
     ids = np.empty(n, dtype=np.int64)
@@ -148,6 +184,8 @@ def group_rows_in_segments(matrix: np.ndarray, order_key: np.ndarray, weights: n
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _row_hashes(matrix: np.ndarray) -> np.ndarray:
+    """:func:`_row_hash` of every row of ``matrix``, in parallel: an ``(n,)`` uint64
+    array."""
     out = np.empty(len(matrix), dtype=np.uint64)
     for i in numba.prange(len(matrix)):
         out[i] = _row_hash(matrix, i)
@@ -156,6 +194,24 @@ def _row_hashes(matrix: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _group_rows(matrix: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``matrix`` in one open-addressing table (:func:`group_rows`):
+    at least twice as many slots as rows, probed linearly from each row's hash, rows
+    compared whole (exact).
+
+    Parameters
+    ----------
+    matrix : (n, w) int64
+        The rows.
+    hashes : (n,) uint64
+        Their :func:`_row_hash` (:func:`_row_hashes`).
+
+    Returns
+    -------
+    ids : (n,) int64
+        Per row, its group (distinct rows numbered by first appearance).
+    first : (g,) int64
+        Each group's first row.
+    """
     n = len(matrix)
     size = 1
     while size < 2 * n:
@@ -184,6 +240,20 @@ def _group_rows(matrix: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.
 
 @numba.njit(cache=True, nogil=True)
 def _order_by_group(ids: np.ndarray, groups: int) -> np.ndarray:
+    """The counting sort of :func:`order_by_group`.
+
+    Parameters
+    ----------
+    ids : (n,) int64
+        Per row, its group, from 0 to ``groups - 1``.
+    groups : int
+        The number of groups.
+
+    Returns
+    -------
+    (n,) int64
+        The rows of group 0, then of group 1, and so on, each group's in row order.
+    """
     counts = np.zeros(groups + 1, dtype=np.int64)
     for g in ids:
         counts[g + 1] += 1

@@ -60,7 +60,7 @@ def weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
     """Per group holding weighted nodes (only ``only_group`` if >= 0): the weighted sum
     over its OIs (through ``chain``, nodes of ``only_group`` in time order). Nodes of the
     rows in ``exclude`` carry no weight. Writes ``out_groups``/``out_values``, returns
-    how many."""
+    how many. (SEMANTICS A4 condition 4; docs/design.md, The batch engine: Negation.)"""
     offsets, neg_nodes, neg_instants, neg_weights = neg
     (group, row, kind, parent, cond, depth, child_start, child_list, child_root, tree,
      tree_virtual, group_root) = t
@@ -179,7 +179,8 @@ def grown_memo(memo: MemoArrays) -> MemoArrays:
 @numba.njit(cache=True, nogil=True, inline="always")
 def memo_lookup(slots: np.ndarray, keys: np.ndarray, values: np.ndarray, key: np.ndarray
                 ) -> float:
-    """The key's factor, or -1.0 where it has none."""
+    """The key's factor, or -1.0 where it has none. (Plain arrays, not a jitclass:
+    docs/design.md, Reference counts in compiled loops.)"""
     mask = len(slots) - 1
     s = _home(key, mask)
     while True:
@@ -214,6 +215,9 @@ def memo_add(memo: MemoArrays, key: np.ndarray, value: float) -> None:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _place(slots: np.ndarray, key: np.ndarray, i: int) -> None:
+    """Write row index ``i`` into the first free slot (-1) of ``slots`` on ``key``'s
+    probe sequence (linear, from :func:`_home`). A map holds at most half as many keys
+    as slots (:func:`new_memo`), so there is always one."""
     mask = len(slots) - 1
     s = _home(key, mask)
     while slots[s] >= 0:
@@ -232,6 +236,9 @@ def _same_row(rows: np.ndarray, i: int, key: np.ndarray) -> bool:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _home(key: np.ndarray, mask: int) -> np.int64:
+    """``key``'s home slot: a 64-bit hash of its values (the hash of
+    :mod:`~uncertain_cep.query.engine.kernels.grouping`'s rows) masked by ``mask``, the
+    number of slots less one (a power of 2)."""
     h = np.uint64(0x9E3779B97F4A7C15)
     for c in range(len(key)):
         h ^= np.uint64(key[c]) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
@@ -246,7 +253,8 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Once per distinct set of gaps: every group's weighted sum without a chain (what a
     group outside the tuple contributes), sorted by group (``free_groups[start[u]:
-    start[u + 1]]`` and their values), with their product and how many are 0."""
+    start[u + 1]]`` and their values), with their product and how many are 0.
+    (docs/design.md, The batch engine: Negation.)"""
     group_root = t[11]
     n_all_groups = len(group_root)
     found_groups = np.empty(n_all_groups, dtype=np.int64)
@@ -286,7 +294,7 @@ def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
                       scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
                       tree_level: np.ndarray, free: tuple) -> np.ndarray:
     """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
-    memo (:func:`_chunk_factors`)."""
+    memo (:func:`_chunk_factors`). (docs/design.md, The batch engine: Negation.)"""
     n = len(nodes)
     out = np.ones(n)
     weight, value, relevant, required, touched, weighted_group = scratches
@@ -319,7 +327,8 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
     the whole chain over its probability is that of these nodes alone (no weighted node
     lies between two others), and merged entries keep the earliest first and latest
     last node of their members (query/engine/merge_keys.py), which need not lie on one OI with
-    the others. Every event of the tuple in the group is excluded from weighing."""
+    the others. Every event of the tuple in the group is excluded from weighing.
+    (SEMANTICS A4 condition 4; docs/design.md, The batch engine: Negation.)"""
     k = nodes.shape[1]
     group, group_root = t[0], t[11]
     half = gaps.shape[1] // 2
@@ -394,7 +403,8 @@ def group_factor(g: int, chain: np.ndarray, mine: np.ndarray, gap_a: np.ndarray,
                   found_groups: np.ndarray, found_values: np.ndarray) -> float:
     """Group ``g``'s weighted sum over its OIs through ``chain`` (its nodes nearest to
     the gaps, in time order) over the chain's own probability; the nodes of the rows in
-    ``mine`` carry no weight. 1 where no node of the group is weighed."""
+    ``mine`` carry no weight. 1 where no node of the group is weighed. (SEMANTICS A4
+    condition 4; docs/design.md, The batch engine: Negation.)"""
     tree, tree_virtual = t[9], t[10]
     prob = 1.0
     last = -1

@@ -206,7 +206,8 @@ def fold_segments(cols: np.ndarray, m: int, slot: np.ndarray, n_groups: int,
     fold after which its kept node leaves the key (``keep_until``) and per gap the one
     after which its bounds do (``bounds_until``).
     Returns the number of segments and the column where the groups outside the tuple
-    fold in (every gap's bounds known; -1 without ``outside``)."""
+    fold in (every gap's bounds known; -1 without ``outside``).
+    (docs/design.md, Tuples instead of entries.)"""
     n_gaps = len(gap_columns)
     n_segs = 0
     right = 0
@@ -260,7 +261,8 @@ def fold_gap(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: 
     column ``j`` (:func:`fold_segments`; a segment's chain: the kept node of each end where
     the class keeps one, else the end's event's first node; its gaps from the class's
     bounds, the other NOT items weighing nothing). Kept nodes from key column ``base``,
-    then ``n_rel`` of them, then the gaps' bounds."""
+    then ``n_rel`` of them, then the gaps' bounds. (SEMANTICS A4 condition 4;
+    docs/design.md, Tuples instead of entries.)"""
     row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
     neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
     rows, last_key, last_value, candidate_row = fold[5], fold[6], fold[7], fold[8]
@@ -365,7 +367,8 @@ def fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.n
     """Multiply each of the ``n`` classes by the factor of the groups outside the tuple
     (their weighted sums without a chain: their worlds are independent of the tuple's),
     given the class's gaps (their bounds from key column ``bounds_at``). Only where some
-    group outside the tuple has a node that the widest gaps may weigh: else it is 1."""
+    group outside the tuple has a node that the widest gaps may weigh: else it is 1.
+    (docs/design.md, Tuples instead of entries.)"""
     neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
     n_not = len(neg_columns)
     gap_a = np.empty(n_not, dtype=np.int64)
@@ -412,7 +415,7 @@ def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray
     can be (written to ``widest``: its least start and greatest end): a gap's bound may
     move to the nearest of those instants, or to the widest, and the same nodes lie
     inside. Last, whether any of them is of a group outside the tuple (else the outside
-    groups' factor is 1)."""
+    groups' factor is 1). (docs/design.md, Tuples instead of entries.)"""
     row_nodes_start, row_nodes, instant, group, row = t[0], t[1], t[2], t[3], t[13]
     neg_offsets, neg_nodes, neg_instants, neg_columns = neg
     for cj in gap_columns:

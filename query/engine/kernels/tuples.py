@@ -128,6 +128,9 @@ _extension_inline = numba.njit(cache=True, nogil=True, inline="always")(
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _hash(row: np.ndarray) -> np.uint64:
+    """A 64-bit hash of the values of ``row`` (a class's key), the hash of
+    :mod:`~uncertain_cep.query.engine.kernels.grouping`'s rows: :func:`_find` takes its
+    low bits as the key's home slot."""
     h = np.uint64(0x9E3779B97F4A7C15)
     for v in row:
         h ^= np.uint64(v) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
@@ -195,7 +198,10 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     matched; a kept node leaves the key after its last segment, a
     gap's bounds after theirs: either would otherwise split every later layer (measured
     on localization n = 20 query 2: folding whole groups, once every gap was matched,
-    kept three exact nodes at once and 100-2,000 classes a layer)."""
+    kept three exact nodes at once and 100-2,000 classes a layer).
+
+    (SEMANTICS A4 conditions 1-2, and 4 with negation; docs/design.md, Tuples instead of
+    entries.)"""
     row_nodes_start, row_nodes, instant, group = t[0], t[1], t[2], t[3]
     tree, tree_level, tree_parent, tree_virtual = t[4], t[5], t[6], t[7]
     poi, code, code_end, tree_last_code = t[8], t[9], t[10], t[11]
@@ -575,7 +581,8 @@ def _run(events: np.ndarray, k: int, length: int, bounded: bool,
     need little, and a few are run again with the room their programme asked for.
     (Inlined: a call counts each array it passes, and this one passes some fifty;
     5.1 -> 4.5 us a tuple. Inlining the programme itself into the parallel loop changed
-    10 of 743,161 tuples' probabilities, so it is not.)"""
+    10 of 743,161 tuples' probabilities, so it is not. docs/design.md, Reference
+    counts in compiled loops.)"""
     cap = room
     while True:
         out = _programme(events, k, length, bounded, gap_columns, neg, t, floor, lo_out,
@@ -614,6 +621,40 @@ def _probabilities(events: np.ndarray, length: int, bounded: bool, t: tuple,
                    floor: np.ndarray, chunks: int, room: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                               np.ndarray]:
+    """The programme of every tuple without negation, on numba's threads
+    (:func:`tuple_probabilities`; SEMANTICS A4 conditions 1-2; docs/design.md, Tuples
+    instead of entries).
+
+    Parameters
+    ----------
+    events : (n, k) int64
+        The tuples' events (archive rows, -1 where unmatched).
+    length, bounded
+        The window ``L`` in instants, and whether there is one.
+    t : tuple
+        :attr:`TupleTable.arrays`.
+    floor : (n,) float64
+        Per tuple, the mass below which its programme stops (0: never).
+    chunks : int
+        How many strided shares the tuples are cut into (share ``c``: tuples ``c``,
+        ``c + chunks``, ...), one per parallel iteration.
+    room : int
+        The classes a layer has room for at first (:func:`_run`).
+
+    Returns
+    -------
+    total : (n,) float64
+        Each tuple's summed probability (its pruning bound; its probability once
+        complete), 0 where it fell below its ``floor``.
+    first, last : (n,) int64
+        The earliest first and latest last instant over its final states (NO_TIME and
+        -NO_TIME where 0).
+    states : (n,) int64
+        The cells (class and instant) holding mass in its last layer.
+    lo, hi : (n, k) int64
+        Per column, the earliest and latest instant its event can take in the worlds
+        the programme reached (-NO_TIME and NO_TIME where unmatched).
+    """
     out = _outputs(len(events), events.shape[1])
     for c in numba.prange(chunks):
         # Every chunks-th tuple: the threads' shares of heavy tuples (which come in runs:
@@ -628,7 +669,8 @@ def _probabilities_in_line(events: np.ndarray, length: int, bounded: bool, t: tu
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                       np.ndarray, np.ndarray]:
     """:func:`_probabilities` in the calling thread alone (without numba's threads,
-    whose layer admits one caller at a time)."""
+    whose layer admits one caller at a time; docs/design.md, Complete tuples on a
+    spare core)."""
     out = _outputs(len(events), events.shape[1])
     _run_rows(events, length, bounded, t, floor, room, out, 0, 1)
     return out
@@ -666,7 +708,8 @@ def _negated_probabilities(events: np.ndarray, length: int, bounded: bool,
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every complete tuple's probability with its negation (every group's factor,
     the tuple's own and the outside ones, folded into its programme), its first and
-    last instants over the worlds that count, and its last layer's states."""
+    last instants over the worlds that count, and its last layer's states.
+    (SEMANTICS A4 condition 4; docs/design.md, Tuples instead of entries.)"""
     n, k = events.shape
     total = np.zeros(n)
     first = np.empty(n, dtype=np.int64)
