@@ -18,9 +18,9 @@ centre; 10% of the items (never the first or last) are negated. Four experiments
 Unless varied, L is drawn from [2n, 5n], theta from [0.6, 0.8], and there are 4 groups.
 Measured per query and strategy: the paper's xi (entries ever created), wall time, and
 R*-tree node reads (the query's search boxes replayed on a counting copy of its R*-tree,
-:mod:`uncertain_cep.index.node_reads`). Answers of strategies that finish are checked identical. A
-run
-over the per-query time cap is recorded as such, never averaged in as if it had finished.
+:mod:`uncertain_cep.index.store.node_reads`). Answers of strategies that finish are checked
+identical. A run over the per-query time cap is recorded as such, never averaged in as if it
+had finished.
 
 Writes ``bench/results/queries.json``, ``bench/results/queries_<experiment>.png`` and the
 tables of ``docs/benchmarks.md`` (between the ``queries`` markers).
@@ -55,7 +55,7 @@ from uncertain_cep.datasets import (  # noqa: E402
     load_dodgers,
     load_localization,
 )
-from uncertain_cep.index.node_reads import NodeReadCounter  # noqa: E402
+from uncertain_cep.index.store.node_reads import NodeReadCounter  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "datasets"
 RESULTS = ROOT / "bench" / "results" / "queries.json"

@@ -1,11 +1,12 @@
 """Node-table columns derived from rows of an index's Parquet ``nodes`` and ``trees``
 tables, with array operations only (no Python object per node).
 
-Two callers share the per-piece code: :func:`~uncertain_cep.index.node_columns.write_node_columns`
-fills the whole index's columns, piece of whole groups by piece, into memory-mapped files
-(dense ids: a group's nodes are numbered from its first); :func:`node_table_of_rows`
-builds the table of the rows a time slice read, in memory (sparse ids: a node's id is its
-rank among the held ones). For the whole index both give the same columns.
+Two callers share the per-piece code:
+:func:`~uncertain_cep.index.store.node_columns.write_node_columns` fills the whole index's
+columns, piece of whole groups by piece, into memory-mapped files (dense ids: a group's
+nodes are numbered from its first); :func:`node_table_of_rows` builds the table of the rows
+a time slice read, in memory (sparse ids: a node's id is its rank among the held ones). For
+the whole index both give the same columns.
 
 Global node ids follow ``(group, stored id)`` order and tree ids ``(group, stored tree
 id)``; children are listed in id order, which is sibling order (ids are breadth-first per
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.forest import REAL, VIRTUAL
+from uncertain_cep.index.build.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 
 __all__ = ["NODE_ROW_COLUMNS", "TREE_ROW_COLUMNS", "DenseIds", "DenseRows", "SparseIds",
@@ -48,7 +49,7 @@ def node_table_of_rows(nodes: Mapping[str, np.ndarray], node_group: np.ndarray,
                        event_group: np.ndarray, event_pos: np.ndarray, n_groups: int
                        ) -> NodeTable:
     """The node table of some of an index's rows, in memory: what a time slice reads
-    (:meth:`uncertain_cep.index.reader.IndexReader.scan_slice`), derived as
+    (:meth:`uncertain_cep.index.store.reader.IndexReader.scan_slice`), derived as
     :func:`write_node_columns` derives the whole one, without a Python object per node.
 
     Parameters
@@ -56,7 +57,7 @@ def node_table_of_rows(nodes: Mapping[str, np.ndarray], node_group: np.ndarray,
     nodes, node_group
         Node rows, one array per column of :data:`NODE_ROW_COLUMNS` but the group, and
         their group codes: the nodes of the trees in ``trees`` whose interval meets the
-        slice (:func:`~uncertain_cep.index.tables.node_intervals`). A node whose parent
+        slice (:func:`~uncertain_cep.index.build.tables.node_intervals`). A node whose parent
         is absent is a virtual node of a chain; its parent becomes the nearest node of
         the chain the rows hold (the root always among them).
     trees, tree_group

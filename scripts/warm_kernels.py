@@ -8,7 +8,7 @@ before the tests. It answers a few small queries that reach every kernel: both
 strategies, with one and with two negations in a gap, in small batches, as entries and
 as tuples (query/engine/tuple_batches.py). numba compiles a
 kernel once per argument types; an index opened from disk maps its columns copy-on-write
-(index/node_columns.py), so it hands the kernels the same writable arrays as one built in
+(index/store/node_columns.py), so it hands the kernels the same writable arrays as one built in
 memory and needs no compilation of its own.
 
 The negation kernel (a third of the compilation) and the programme folding it into

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from uncertain_cep.index.event_index import EventIndex
-from uncertain_cep.index.node_columns import NODE_TABLE_COLUMNS
 from uncertain_cep.index.node_table import node_table
+from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS
 
 __all__ = ["assert_node_columns_match_forests"]
 

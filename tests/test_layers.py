@@ -124,6 +124,25 @@ def test_module_imports_only_layers_below_it_or_its_own_group(module):
             "an import may only run downward")
 
 
+# The rooms of the index, bottom to top: building forests, the index in memory (the
+# package itself: EventIndex, its node table, statistics, summary), the index on disk.
+INDEX_ROOMS = ["uncertain_cep.index.build", "uncertain_cep.index", "uncertain_cep.index.store"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules()
+                                          if m.startswith("uncertain_cep.index")))
+def test_an_index_room_imports_only_its_own_room_and_rooms_below(module):
+    def room(m: str) -> int:
+        fits = [i for i, r in enumerate(INDEX_ROOMS) if m == r or m.startswith(r + ".")]
+        return max(fits, key=lambda i: len(INDEX_ROOMS[i]))
+
+    for target in sorted(graph()[module]):
+        if target.startswith("uncertain_cep.index"):
+            assert room(target) <= room(module), (
+                f"{module} ({INDEX_ROOMS[room(module)]}) imports {target} "
+                f"({INDEX_ROOMS[room(target)]}), a room above it")
+
+
 def query_room(module: str) -> int:
     """The position of a query module's room in :data:`QUERY_ROOMS` (longest prefix)."""
     fits = [i for i, room in enumerate(QUERY_ROOMS)

@@ -81,8 +81,8 @@ def test_installed_wheel_imports_from_its_own_folder_despite_shadowing_files(ins
         (tmp_path / f"{name}.py").write_text("raise SystemExit('user file imported')\n")
     proc = _run(installed, tmp_path, "-c",
                 "import uncertain_cep, uncertain_cep.query.evaluation.chains, "
-                "uncertain_cep.index.codes; "
-                "print(uncertain_cep.index.codes.__file__)")
+                "uncertain_cep.index.build.codes; "
+                "print(uncertain_cep.index.build.codes.__file__)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().startswith(str(installed))
 

@@ -28,8 +28,8 @@ from uncertain_cep.errors import (
     ParamEnum,
     QueryError,
 )
+from uncertain_cep.index.build.forest import GroupForest
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
-from uncertain_cep.index.forest import GroupForest
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
@@ -221,9 +221,10 @@ class UncertainIndex:
 
     # ------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to a directory, atomically (see :mod:`uncertain_cep.index.storage`)."""
+        """Write the index to a directory, atomically (see
+        :mod:`uncertain_cep.index.store.storage`)."""
         from uncertain_cep.files import index_path, writing_to
-        from uncertain_cep.index.storage import save_index
+        from uncertain_cep.index.store.storage import save_index
 
         # The draft beside the target is what fails: name the target.
         target = index_path(path)
@@ -294,7 +295,7 @@ def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:
 
 def _stored_event_times(root: Path, ids: set[Any]) -> dict[Any, tuple[int, int]]:
     """``(t_lo, t_hi)`` of the given events, read from a saved index (only their rows)."""
-    from uncertain_cep.index.reader import read_event_times
+    from uncertain_cep.index.store.reader import read_event_times
 
     return read_event_times(root, ids)
 
@@ -397,7 +398,7 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Uncerta
         When ``path`` is not an index, or a damaged, edited or older one.
     """
     from uncertain_cep.files import index_path
-    from uncertain_cep.index.reader import load_index_and_manifest
+    from uncertain_cep.index.store.reader import load_index_and_manifest
 
     if not isinstance(path, str | os.PathLike):
         raise InputError(f"open_index takes the path of an index directory, got "

@@ -362,7 +362,7 @@ class BatchEngine:
         as_tuples = self._tuple_entries[depth] = (self._tuple_entries.get(depth, 0)
                                                   + as_tuples)
         # An index searches its R*-tree; a time slice read from its row groups scans its
-        # event boxes instead (index/slice_reads.py).
+        # event boxes instead (index/store/slice_reads.py).
         search = getattr(ctx.index.rtree, "access", "R*-tree search")
         step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
         if by_code:

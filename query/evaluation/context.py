@@ -27,7 +27,7 @@ import numpy as np
 
 from uncertain_cep.durations import Duration
 from uncertain_cep.errors import QueryError
-from uncertain_cep.index.codes import in_ranges
+from uncertain_cep.index.build.codes import in_ranges
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.query.engine.kernels.instants import effective_window
 from uncertain_cep.query.evaluation.chains import (

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import uncertain_cep as uc
-from uncertain_cep.index.checksums import CHECKSUM, file_digest
-from uncertain_cep.index.manifest import SELF_CHECKSUM, manifest_digest
+from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, manifest_digest
 
 QUERIES = [
     ("PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0 WITHIN 10", "selectivity"),

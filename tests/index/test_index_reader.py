@@ -15,7 +15,7 @@ from random_archives import archives
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
-from uncertain_cep.index.reader import load_index, open_reader
+from uncertain_cep.index.store.reader import load_index, open_reader
 
 
 def _scan(root, table, condition):
@@ -137,7 +137,7 @@ def test_a_narrow_slice_reads_only_part_of_the_index(tmp_path):
 
 def test_a_slice_reads_only_the_row_groups_of_its_time_range(tmp_path, monkeypatch):
     from uncertain_cep.datasets.synthetic import generate_synthetic
-    from uncertain_cep.index import time_order
+    from uncertain_cep.index.store import time_order
 
     # Small row groups, so that a small index has enough of them to skip.
     monkeypatch.setattr(time_order, "SLICE_ROW_GROUP_ROWS", 40)

@@ -12,7 +12,7 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.manifest import (
+from uncertain_cep.index.store.manifest import (
     FORMAT_VERSION,
     SELF_CHECKSUM,
     BuildRecord,
@@ -21,7 +21,7 @@ from uncertain_cep.index.manifest import (
     StoredCondition2,
     manifest_digest,
 )
-from uncertain_cep.index.reader import open_reader
+from uncertain_cep.index.store.reader import open_reader
 
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example" / "archive.csv"
 

@@ -13,7 +13,7 @@ from random_archives import archives, single_groups
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.reader import open_reader
+from uncertain_cep.index.store.reader import open_reader
 
 
 @st.composite

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from random_archives import archives, patterns
 
 import uncertain_cep as uc
-import uncertain_cep.index.storage as storage
+import uncertain_cep.index.store.storage as storage
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.manifest import manifest_digest
+from uncertain_cep.index.store.manifest import manifest_digest
 from uncertain_cep.model.time_axis import timezone_name
 
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example"

@@ -1,9 +1,10 @@
 """Storage behind one door: no module outside ``uncertain_cep.index`` names a file, a table
 directory or an internal column of the on-disk format.
 
-The names come from :data:`uncertain_cep.index.storage.FORMAT_NAMES`, so this test follows
-the format. A module outside the index reads an index through
-:mod:`uncertain_cep.index.reader` and writes one through :mod:`uncertain_cep.index.storage`.
+The names come from :data:`uncertain_cep.index.store.storage.FORMAT_NAMES`, so this test
+follows the format. A module outside the index reads an index through
+:mod:`uncertain_cep.index.store.reader` and writes one through
+:mod:`uncertain_cep.index.store.storage`.
 Docstrings are prose and are not scanned.
 """
 
@@ -16,7 +17,7 @@ import pytest
 from project_modules import modules
 from test_layers import imports
 
-from uncertain_cep.index.storage import FORMAT_NAMES
+from uncertain_cep.index.store.storage import FORMAT_NAMES
 
 INSIDE = "uncertain_cep.index"
 
@@ -101,7 +102,7 @@ def test_no_module_outside_the_index_reads_parquet_itself(module):
     parquet = sorted(i for i in imports(modules()[module], module)
                      if i.startswith(("pyarrow.parquet", "pyarrow.dataset")))
     assert not parquet, (f"{module} imports {parquet}: an index's tables are read through "
-                         "uncertain_cep.index.reader")
+                         "uncertain_cep.index.store.reader")
 
 
 @pytest.mark.parametrize("module", _outside())
@@ -110,6 +111,6 @@ def test_no_module_outside_the_index_names_the_format(module):
     found = violations(Path(path).read_text())
     assert not found, (
         f"{module} ({path}) names the on-disk format: " + "; ".join(found)
-        + ". Read an index through uncertain_cep.index.reader (IndexReader) and write one "
-        "through uncertain_cep.index.storage; if a name is the archive's or a plain word, "
-        "not the format's, adjust FormatNames in index/storage.py")
+        + ". Read an index through uncertain_cep.index.store.reader (IndexReader) and write one "
+        "through uncertain_cep.index.store.storage; if a name is the archive's or a plain word, "
+        "not the format's, adjust FormatNames in index/store/storage.py")

@@ -13,7 +13,7 @@ from random_archives import archives, patterns
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError, PlanningError
-from uncertain_cep.index.reader import open_reader
+from uncertain_cep.index.store.reader import open_reader
 from uncertain_cep.pipeline.time_slices import evaluate_slice, plan_slices
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from uncertain_cep.errors import PlanningError
 from uncertain_cep.files import index_path
-from uncertain_cep.index.reader import IndexReader, open_reader
+from uncertain_cep.index.store.reader import IndexReader, open_reader
 from uncertain_cep.interval.api import MatchEngine, match
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis

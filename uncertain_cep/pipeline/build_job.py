@@ -14,7 +14,8 @@
    build with the first reasons, or, when asked to, are kept in ``rejected_rows`` /
    ``rejected_groups`` tables of the index.
 5. Stream the events table once more to load the R*-tree file and the statistics, write
-   the manifest, and rename the draft into place (:func:`uncertain_cep.index.storage.finish_index`).
+   the manifest, and rename the draft into place
+   (:func:`uncertain_cep.index.store.storage.finish_index`).
 
 The driver never collects rows of the archive: only schemas, counts, duplicate ids and a
 few example reasons.
@@ -38,8 +39,8 @@ import pandas as pd
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, UncertainCepError
 from uncertain_cep.files import index_path
 from uncertain_cep.index.event_index import BuildSettings, EventIndex
-from uncertain_cep.index.manifest import AttributeNames, BuildRecord, RejectedCounts
-from uncertain_cep.index.storage import (
+from uncertain_cep.index.store.manifest import AttributeNames, BuildRecord, RejectedCounts
+from uncertain_cep.index.store.storage import (
     REJECTED_ROW_COLUMNS,
     IndexDraft,
     check_replaceable,

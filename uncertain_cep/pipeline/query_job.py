@@ -34,7 +34,7 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
 from uncertain_cep.files import replace_directory
-from uncertain_cep.index.reader import IndexReader
+from uncertain_cep.index.store.reader import IndexReader
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.answer_forms import (

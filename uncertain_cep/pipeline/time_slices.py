@@ -12,7 +12,7 @@ span. A slice reads the index one of two ways (:class:`SliceReads`):
   (:func:`opened_index`: event and node columns memory-mapped, so a slice's evaluation
   touches only the pages its tuples meet), the R*-tree's searches bounded by the span;
 * ``"row-groups"``: the span's events, and the trees and nodes meeting it, read from
-  their row groups only (:meth:`~uncertain_cep.index.reader.IndexReader.scan_slice`:
+  their row groups only (:meth:`~uncertain_cep.index.store.reader.IndexReader.scan_slice`:
   the tables are in time order and each scan's filter skips the row groups outside the
   span) into a columnar index of the slice. Its scans are counted in the slice's stats
   (EXPLAIN shows them). Each slice derives its node table afresh, so on one machine,
@@ -32,7 +32,7 @@ from typing import Any
 
 from uncertain_cep.errors import IndexFormatError, ParamEnum, PlanningError
 from uncertain_cep.index.event_index import EventIndex
-from uncertain_cep.index.reader import IndexReader
+from uncertain_cep.index.store.reader import IndexReader
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.stats import QueryStats, ScanStats
 from uncertain_cep.query.language.patterns import SequencePattern

@@ -4,7 +4,7 @@ monotone from 0 to the length of the array it cuts, every parent numbered before
 child (so walking up ends).
 
 The kernels index with these numbers without checking them (a check per access would
-cost every query); the checksums (:mod:`uncertain_cep.index.checksums`) find damage, and
+cost every query); the checksums (:mod:`uncertain_cep.index.store.checksums`) find damage, and
 these checks make sure that even numbers that pass them (an index written by another
 program, or a builder's bug) never make a kernel read outside an array: such an index is
 refused with an :class:`~uncertain_cep.errors.IndexFormatError` naming the file.

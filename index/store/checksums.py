@@ -9,7 +9,7 @@ memory speed (about 9.5 GB/s here, where SHA-256 runs at 0.7 GB/s: docs/benchmar
 so hashing the 830 MB an index of a million events maps costs about 0.15 s. It detects
 damage, not tampering: whoever can rewrite a file can rewrite its checksum (and the
 manifest's own SHA-256); what the kernels need of the numbers themselves is checked once
-when the columns are mapped (:mod:`uncertain_cep.index.column_checks`).
+when the columns are mapped (:mod:`uncertain_cep.index.store.column_checks`).
 
 >>> import tempfile
 >>> from pathlib import Path

@@ -5,7 +5,7 @@ spans the whole time domain, so a row group of that layout holds all of time and
 for one time range prunes nothing. :func:`sort_table_by_time` rewrites each part file in
 the order of its time column (the events' earliest instant, the trees' first instant),
 cut into small row groups: their min/max statistics then bound the time of their rows,
-and a scan with a time filter (:mod:`uncertain_cep.index.slice_reads`) skips the row
+and a scan with a time filter (:mod:`uncertain_cep.index.store.slice_reads`) skips the row
 groups outside its range. A few files are sorted side by side, each in pieces of
 bounded size, so memory does not grow with the archive.
 

@@ -16,7 +16,7 @@ whole groups (every builder writes a group's rows from one task).
 >>> import tempfile
 >>> import pandas as pd
 >>> import uncertain_cep as uc
->>> from uncertain_cep.index.reader import open_reader
+>>> from uncertain_cep.index.store.reader import open_reader
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     # Rows already in time order, which the stored archive keeps.
 ...     idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.forest import REAL
+from uncertain_cep.index.build.forest import REAL
 from uncertain_cep.index.node_rows import (
     NODE_ROW_COLUMNS,
     TREE_ROW_COLUMNS,

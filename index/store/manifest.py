@@ -1,7 +1,7 @@
 """The manifest of an on-disk index, typed: :class:`Manifest` and the records it holds.
 
-Both builders write ``manifest.json`` last (:mod:`uncertain_cep.index.storage`) and the
-reader checks it first (:mod:`uncertain_cep.index.reader`). In this process it is a frozen
+Both builders write ``manifest.json`` last (:mod:`uncertain_cep.index.store.storage`) and the
+reader checks it first (:mod:`uncertain_cep.index.store.reader`). In this process it is a frozen
 :class:`Manifest`: :meth:`Manifest.from_json` validates every field, so a missing,
 mistyped or unknown one is an :class:`~uncertain_cep.errors.IndexFormatError` naming it by
 its path in the JSON (``counts.events``), and :meth:`Manifest.to_json` gives back exactly
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.checksums import CHECKSUM
-from uncertain_cep.index.codes import CodeSchemeName
+from uncertain_cep.index.build.codes import CodeSchemeName
 from uncertain_cep.index.event_index import BuildSettings
 from uncertain_cep.index.statistics import EventStatistics, StatisticsGrid
+from uncertain_cep.index.store.checksums import CHECKSUM
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis
 
@@ -458,7 +458,7 @@ def _count(o: _Object, key: str) -> int:
 
 @dataclass(frozen=True)
 class Manifest:
-    """What ``manifest.json`` holds (see :mod:`uncertain_cep.index.storage` for the layout).
+    """What ``manifest.json`` holds (see :mod:`uncertain_cep.index.store.storage` for the layout).
 
     Attributes
     ----------
@@ -485,7 +485,7 @@ class Manifest:
         events table).
     checksums
         ``(file, xxh3_64)`` of every other file of the index, in file-name order
-        (:mod:`uncertain_cep.index.checksums`; the JSON field is named by the algorithm).
+        (:mod:`uncertain_cep.index.store.checksums`; the JSON field is named by the algorithm).
     build, rejected
         What a Spark build recorded (``None`` for an index saved in process).
     """

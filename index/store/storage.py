@@ -5,25 +5,28 @@ Layout of an index directory::
 
     manifest.json       format version, schema, attributes, build settings, counts, time
                         domain, input fingerprint, and an xxh3_64 checksum of every other
-                        file (:mod:`uncertain_cep.index.checksums`)
+                        file (:mod:`uncertain_cep.index.store.checksums`)
     events/part-*.parquet   the validated archive (time discretised), one row per event,
                         plus each event's group code, position in its group, feasible
                         instants and code range (columns prefixed ``_uc_``)
-    trees/part-*.parquet    one row per OI-tree (:data:`uncertain_cep.index.tables.TREE_COLUMNS`)
-    nodes/part-*.parquet    one row per node (:data:`uncertain_cep.index.tables.NODE_COLUMNS`)
+    trees/part-*.parquet    one row per OI-tree
+                            (:data:`uncertain_cep.index.build.tables.TREE_COLUMNS`)
+    nodes/part-*.parquet    one row per node
+                            (:data:`uncertain_cep.index.build.tables.NODE_COLUMNS`)
                         (these three tables: each file in time order, in small row
                         groups, so a time slice's scan skips the others:
-                        :mod:`uncertain_cep.index.time_order`)
+                        :mod:`uncertain_cep.index.store.time_order`)
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
                         instant of those events: what the time-sliced query engine
                         sizes its work by
     stats/cells.parquet, stats/categories.parquet   the selectivity statistics
                         (:mod:`uncertain_cep.index.statistics`; the grid is in the manifest)
-    columns/*.npy       the node table (:mod:`uncertain_cep.index.node_columns`): the
+    columns/*.npy       the node table (:mod:`uncertain_cep.index.store.node_columns`): the
                         trees again, with global ids, one flat array per column, which
                         the query engine memory-maps
     event_columns/      the events table's numbers again, one ``.npy`` file per column,
-                        and the sorted group labels (:mod:`uncertain_cep.index.event_columns`),
+                        and the sorted group labels
+                        (:mod:`uncertain_cep.index.store.event_columns`),
                         which opening an index memory-maps
     rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
                         are event rows in the order of the events table (files by name)
@@ -34,8 +37,8 @@ manifest is written last; the directory is then renamed into place. An interrupt
 therefore never leaves a directory that the reader accepts, and a damaged or foreign one
 is refused with :class:`~uncertain_cep.errors.IndexFormatError`.
 
-This module writes the layout and :mod:`uncertain_cep.index.reader` reads it; the manifest
-is a typed :class:`~uncertain_cep.index.manifest.Manifest`. No module outside
+This module writes the layout and :mod:`uncertain_cep.index.store.reader` reads it; the manifest
+is a typed :class:`~uncertain_cep.index.store.manifest.Manifest`. No module outside
 ``uncertain_cep.index`` names a file or an internal column of the layout:
 :data:`FORMAT_NAMES` lists them, and ``tests/index/test_storage_boundary.py`` checks.
 
@@ -74,16 +77,25 @@ from uncertain_cep.files import (
     replace_directory,
     writing_to,
 )
-from uncertain_cep.index.checksums import CHECKSUM, file_digest
-from uncertain_cep.index.event_columns import write_event_columns
+from uncertain_cep.index.build.forest import GroupForest
+from uncertain_cep.index.build.tables import (
+    NODE_COLUMNS,
+    TREE_COLUMNS,
+    forest_tables,
+    group_extents,
+    node_schema,
+    tree_schema,
+)
 from uncertain_cep.index.event_index import (
     BuildSettings,
     EventIndex,
     event_boxes,
     rtree_properties,
 )
-from uncertain_cep.index.forest import GroupForest
-from uncertain_cep.index.manifest import (
+from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
+from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
+from uncertain_cep.index.store.event_columns import write_event_columns
+from uncertain_cep.index.store.manifest import (
     FORMAT_VERSION,
     SELF_CHECKSUM,
     AttributeNames,
@@ -97,17 +109,8 @@ from uncertain_cep.index.manifest import (
     TimeDomain,
     manifest_digest,
 )
-from uncertain_cep.index.node_columns import write_node_columns
-from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
-from uncertain_cep.index.tables import (
-    NODE_COLUMNS,
-    TREE_COLUMNS,
-    forest_tables,
-    group_extents,
-    node_schema,
-    tree_schema,
-)
-from uncertain_cep.index.time_order import sort_table_by_time
+from uncertain_cep.index.store.node_columns import write_node_columns
+from uncertain_cep.index.store.time_order import sort_table_by_time
 from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis
 from uncertain_cep.model.values import plain
 

@@ -3,12 +3,12 @@
 A slice with its halo needs the events meeting ``[t_from, t_to + halo]``, and of their
 groups the trees whose interval meets those events' span (a parent tree's interval
 contains its children's, so these are closed under parent trees) and the nodes whose
-interval meets it (:func:`~uncertain_cep.index.tables.node_intervals`: a tree's nodes
+interval meets it (:func:`~uncertain_cep.index.build.tables.node_intervals`: a tree's nodes
 whole, except that of a top tree that is a chain of virtual nodes only the root and the
 virtual nodes standing for trees the slice keeps).
 Each of the three scans pushes its filter into the Parquet reader, which skips the row
 groups whose statistics rule them out; the tables are in time order
-(:mod:`uncertain_cep.index.time_order`), so a slice reads about its share of the index.
+(:mod:`uncertain_cep.index.store.time_order`), so a slice reads about its share of the index.
 :class:`ScanCount` records, per table, the row groups read of those stored: what EXPLAIN
 shows for the Spark engine.
 
@@ -35,17 +35,17 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.build.forest import GroupForest
+from uncertain_cep.index.build.tables import forests_from_frames
 from uncertain_cep.index.event_index import EventIndex, EventLayout, event_boxes
-from uncertain_cep.index.forest import GroupForest
-from uncertain_cep.index.manifest import Manifest
 from uncertain_cep.index.node_rows import (
     NODE_ROW_COLUMNS,
     TREE_ROW_COLUMNS,
     node_table_of_rows,
 )
 from uncertain_cep.index.statistics import EventStatistics
-from uncertain_cep.index.storage import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
-from uncertain_cep.index.tables import forests_from_frames
+from uncertain_cep.index.store.manifest import Manifest
+from uncertain_cep.index.store.storage import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.values import plain
 

@@ -1,9 +1,9 @@
 """Reading an on-disk index: the one door to its files (written by
-:mod:`uncertain_cep.index.storage`).
+:mod:`uncertain_cep.index.store.storage`).
 
 :func:`open_reader` checks an index directory (its manifest, format version and the
 files' checksums: see :func:`read_manifest`) and returns an :class:`IndexReader`: the typed
-:class:`~uncertain_cep.index.manifest.Manifest` and the reads the rest of the package
+:class:`~uncertain_cep.index.store.manifest.Manifest` and the reads the rest of the package
 needs, each with its filter pushed into the Parquet scan, so only the rows asked for are
 read:
 
@@ -55,17 +55,18 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.checksums import verify_files
-from uncertain_cep.index.column_checks import check_node_table
-from uncertain_cep.index.event_columns import open_event_columns, text_columns
+from uncertain_cep.index.build.forest import GroupForest
+from uncertain_cep.index.build.tables import forests_from_frames
 from uncertain_cep.index.event_index import EventIndex, rtree_properties
-from uncertain_cep.index.forest import GroupForest
-from uncertain_cep.index.manifest import SELF_CHECKSUM, Manifest, manifest_digest
-from uncertain_cep.index.node_columns import node_column_files, open_node_columns
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.index.slice_reads import SliceRead, read_time_slice
 from uncertain_cep.index.statistics import EventStatistics
-from uncertain_cep.index.storage import (
+from uncertain_cep.index.store.checksums import verify_files
+from uncertain_cep.index.store.column_checks import check_node_table
+from uncertain_cep.index.store.event_columns import open_event_columns, text_columns
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
+from uncertain_cep.index.store.node_columns import node_column_files, open_node_columns
+from uncertain_cep.index.store.slice_reads import SliceRead, read_time_slice
+from uncertain_cep.index.store.storage import (
     CATEGORY_STATS,
     CELL_STATS,
     COLUMNS,
@@ -82,7 +83,6 @@ from uncertain_cep.index.storage import (
     TREES,
     table_files,
 )
-from uncertain_cep.index.tables import forests_from_frames
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 from uncertain_cep.model.values import plain
@@ -94,7 +94,7 @@ __all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest"
 def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> Manifest:
     """The manifest of an index directory, after checking its format version, its own
     checksum, that every file it lists is there, and the files' checksums
-    (:mod:`uncertain_cep.index.checksums`).
+    (:mod:`uncertain_cep.index.store.checksums`).
 
     With ``verify_all=False`` the files opening an index reads or maps are hashed (the
     node and event columns, the statistics, the R*-tree file, and the events table when
@@ -179,7 +179,7 @@ def open_reader(path: str | os.PathLike[str], *, verify_all: bool = True) -> Ind
 def load_index(path: str | os.PathLike[str],
                pair_predicate: PairPredicate | None = None, *,
                verify_all: bool = True) -> EventIndex:
-    """Open an index directory written by :func:`~uncertain_cep.index.storage.save_index`
+    """Open an index directory written by :func:`~uncertain_cep.index.store.storage.save_index`
     or the Spark build (``verify_all``: see :func:`read_manifest`)."""
     return load_index_and_manifest(path, pair_predicate, verify_all=verify_all)[0]
 
@@ -388,7 +388,7 @@ class IndexReader:
     def scan_slice(self, t_from: int, t_to: float, halo: float = 0.0) -> SliceRead:
         """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
         after it, read from their row groups only, and what each scan read
-        (:func:`~uncertain_cep.index.slice_reads.read_time_slice`). ``halo`` may be
+        (:func:`~uncertain_cep.index.store.slice_reads.read_time_slice`). ``halo`` may be
         infinite."""
         try:
             return read_time_slice(self.root, self.manifest, self.statistics(), t_from,

@@ -17,7 +17,7 @@ builders), a record batch at a time, so memory does not grow with the archive.
 >>> import tempfile
 >>> import pandas as pd
 >>> import uncertain_cep as uc
->>> from uncertain_cep.index.reader import open_reader
+>>> from uncertain_cep.index.store.reader import open_reader
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": ["b", "b", "a"],
 ...                                        "t_lo": [1, 1, 0], "t_hi": [2, 2, 0],
@@ -26,7 +26,7 @@ builders), a record batch at a time, so memory does not grow with the archive.
 ...     archive = open_reader(tmp + "/ix").load().archive
 ...     mapped = isinstance(archive.t_lo, np.memmap)
 ...     groups = archive.group_labels[archive.group_of].tolist()
->>> mapped, groups          # rows in time order (index/time_order.py)
+>>> mapped, groups          # rows in time order (index/store/time_order.py)
 (True, ['a', 'b', 'b'])
 """
 
@@ -41,10 +41,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.column_checks import check_event_columns
 from uncertain_cep.index.event_index import EventLayout
-from uncertain_cep.index.manifest import Manifest
-from uncertain_cep.index.node_columns import group_codes
+from uncertain_cep.index.store.column_checks import check_event_columns
+from uncertain_cep.index.store.manifest import Manifest
+from uncertain_cep.index.store.node_columns import group_codes
 from uncertain_cep.model.events import Archive, NumericAttribute, text_values
 
 __all__ = ["open_event_columns", "text_columns", "write_event_columns"]
