@@ -56,7 +56,7 @@ def test_the_wheel_holds_one_namespace_with_index_query_and_the_sample(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith((".dist-info", ".data"))} == {"uncertain_cep"}
-    for path in ("uncertain_cep/index/codes.py", "uncertain_cep/query/language/parse.py",
+    for path in ("uncertain_cep/index/build/codes.py", "uncertain_cep/query/language/parse.py",
                      "uncertain_cep/query/engine/kernels/tuples.py",
                  "uncertain_cep/interval/language.py", "uncertain_cep/sample/office_rfid.parquet",
                  "uncertain_cep/py.typed", "uncertain_cep/index/py.typed",

@@ -112,8 +112,8 @@ class CertainWeighers:
         widest, times ``Pr(C | x)``. Returns the gap's earlier column (-1: none), the
         event's archive row and ``Pr(C | x)``: a tuple's confidence is at most its
         probability less ``Pr(C | x)`` times its probability with ``x`` inside the gap
-        (:func:`likely_inside_bound`). Only the tuples ``live`` says (default: all; the
-        others get none, whatever their instants hold)."""
+        (docs/design.md, "An event that may lie in a gap"). Only the tuples ``live``
+        says (default: all; the others get none, whatever their instants hold)."""
         # (Its kernels run in the calling thread: no lock, also from a spare thread.)
         return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
                           np.ascontiguousarray(earliest, dtype=np.int64),
