@@ -82,6 +82,10 @@ _SLOW_FIRST = (
     "test_cli_match_on_parquet_equals_uc_match",
     "test_a_slice_with_its_halo_reads_the_rows_the_old_engine_read",
     "test_opens_during_rebuilds_get_a_whole_old_or_new_index",
+    "test_builds_and_queries_on_spark_print_no_error_and_no_java_trace",
+    "test_a_worker_without_the_package_names_the_missing_module_and_the_fix",
+    "test_every_source_in_sessions_of_any_zone_answers_the_in_process_instants",
+    "test_uc_query_answers_query_spark_rows_in_its_order_and_schema",
 )
 
 
