@@ -40,7 +40,7 @@ is refused with :class:`~uncertain_cep.errors.IndexFormatError`.
 This module writes the layout and :mod:`uncertain_cep.index.store.reader` reads it; the manifest
 is a typed :class:`~uncertain_cep.index.store.manifest.Manifest`. No module outside
 ``uncertain_cep.index`` names a file or an internal column of the layout:
-:data:`FORMAT_NAMES` lists them, and ``tests/index/test_storage_boundary.py`` checks.
+:data:`FORMAT_NAMES` lists them, and ``tests/index/store/test_storage_boundary.py`` checks.
 
 >>> sorted(FORMAT_NAMES.tables)
 ['columns', 'event_columns', 'events', 'nodes', 'rejected_groups', 'rejected_rows',

@@ -23,7 +23,7 @@ from uncertain_cep.index.store.manifest import (
 )
 from uncertain_cep.index.store.reader import open_reader
 
-EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example" / "archive.csv"
+EXAMPLE = Path(__file__).parents[2] / "fixtures" / "paper_example" / "archive.csv"
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ PROMPT = 5.0
 
 
 def _env() -> dict[str, str]:
-    root = str(Path(__file__).parents[2])
+    root = str(Path(__file__).parents[3])
     return dict(os.environ, PYTHONPATH=os.pathsep.join([root,
                                                          os.environ.get("PYTHONPATH", "")]))
 

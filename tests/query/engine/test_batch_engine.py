@@ -39,7 +39,7 @@ def test_answers_do_not_depend_on_where_batches_are_cut(strategy, df, pattern, l
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
     idx = uc.build_index(df)
     want = idx.query(pattern, strategy="possible_worlds")
-    # Entries only (tests/query/test_tuple_batches.py cuts batches of tuples).
+    # Entries only (tests/query/engine/test_tuple_batches.py cuts batches of tuples).
     with (patch.object(batch_engine, "BATCH_LIMIT", limit),
           patch.object(batch_engine, "TUPLE_RATIO", 1 << 40)):
         got = idx.query(pattern, strategy=strategy)

@@ -16,7 +16,7 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.store.manifest import manifest_digest
 from uncertain_cep.model.time_axis import timezone_name
 
-EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example"
+EXAMPLE = Path(__file__).parents[2] / "fixtures" / "paper_example"
 
 
 def _example() -> uc.UncertainIndex:
