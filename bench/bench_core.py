@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import uncertain_cep as uc  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
 from uncertain_cep.datasets import disjoint_sequence, generate_synthetic  # noqa: E402
-from uncertain_cep.index.build.forest import REAL  # noqa: E402
+from uncertain_cep.index.forests.forest import REAL  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "core.json"
 DOC = ROOT / "docs" / "benchmarks.md"

@@ -5,7 +5,7 @@ group's rows and the build settings (the Spark pipeline calls it per group in ex
 :class:`EventIndex` then gathers the forests, maps every event to its nodes, and loads one
 R*-tree (``rtree``'s R*-variant, bulk-loaded) with one box per event over
 ``(group, time interval, code range, numeric attribute ranges)`` (Zhou et al. 4.3).
-Boxes and query ranges are rounded outward to doubles (:mod:`uncertain_cep.index.build.rounding`).
+Boxes and query ranges are rounded outward to doubles (:mod:`uncertain_cep.index.forests.rounding`).
 
 An index read back from disk passes its :class:`EventLayout` (each event's position in
 its group and its box extents, computed when it was built) and its opened R*-tree, so
@@ -27,15 +27,15 @@ import numpy as np
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexBuildError, InputError
-from uncertain_cep.index.build.cluster_forest import forest_of_clusters
-from uncertain_cep.index.build.codes import CodeScheme, code_scheme
-from uncertain_cep.index.build.domains import interval
-from uncertain_cep.index.build.forest import REAL, GroupForest
-from uncertain_cep.index.build.forest_builder import build_forest
-from uncertain_cep.index.build.isolation import hall_violation
-from uncertain_cep.index.build.oi_tree import GroupInfeasible, plan_group
-from uncertain_cep.index.build.rounding import float_down, float_up
-from uncertain_cep.index.build.tables import group_extents
+from uncertain_cep.index.forests.cluster_forest import forest_of_clusters
+from uncertain_cep.index.forests.codes import CodeScheme, code_scheme
+from uncertain_cep.index.forests.domains import interval
+from uncertain_cep.index.forests.forest import REAL, GroupForest
+from uncertain_cep.index.forests.forest_builder import build_forest
+from uncertain_cep.index.forests.isolation import hall_violation
+from uncertain_cep.index.forests.oi_tree import GroupInfeasible, plan_group
+from uncertain_cep.index.forests.rounding import float_down, float_up
+from uncertain_cep.index.forests.tables import group_extents
 from uncertain_cep.index.node_table import NodeTable, node_table
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from uncertain_cep.model.events import Archive
@@ -129,10 +129,10 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     """Index one dependency group: plan its OI-tree(s) and instantiate them (Zhou et al. 4.1).
 
     The node budget is checked first, from an exact count of the nodes that makes none
-    (:func:`~uncertain_cep.index.build.oi_tree.count_nodes`), so an oversized group fails
+    (:func:`~uncertain_cep.index.forests.oi_tree.count_nodes`), so an oversized group fails
     before anything is allocated. Without Condition 2, a group of several clusters of
     overlapping events is assembled from them, its lone events at array speed
-    (:func:`~uncertain_cep.index.build.cluster_forest.forest_of_clusters`, the same forest).
+    (:func:`~uncertain_cep.index.forests.cluster_forest.forest_of_clusters`, the same forest).
 
     Raises
     ------

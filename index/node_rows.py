@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.build.forest import REAL, VIRTUAL
+from uncertain_cep.index.forests.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 
 __all__ = ["NODE_ROW_COLUMNS", "TREE_ROW_COLUMNS", "DenseIds", "DenseRows", "SparseIds",
@@ -57,7 +57,7 @@ def node_table_of_rows(nodes: Mapping[str, np.ndarray], node_group: np.ndarray,
     nodes, node_group
         Node rows, one array per column of :data:`NODE_ROW_COLUMNS` but the group, and
         their group codes: the nodes of the trees in ``trees`` whose interval meets the
-        slice (:func:`~uncertain_cep.index.build.tables.node_intervals`). A node whose parent
+        slice (:func:`~uncertain_cep.index.forests.tables.node_intervals`). A node whose parent
         is absent is a virtual node of a chain; its parent becomes the nearest node of
         the chain the rows hold (the root always among them).
     trees, tree_group

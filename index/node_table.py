@@ -37,7 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL, GroupForest
+from uncertain_cep.index.forests.forest import REAL, GroupForest
 
 __all__ = ["NodeTable", "node_table"]
 

@@ -2,7 +2,7 @@
 
 :class:`IndexSummary` is what :meth:`uncertain_cep.UncertainIndex.describe` returns. Every
 number is read from what the index already holds (the archive, each group's
-:class:`~uncertain_cep.index.build.forest.GroupForest`, the per-event layout), so describing
+:class:`~uncertain_cep.index.forests.forest.GroupForest`, the per-event layout), so describing
 an index built in this process and the same index reopened from disk gives equal summaries;
 nothing is rebuilt. The OI-trees are Zhou et al.'s (section 4.1): per dependency group, a
 prefix tree of its order instances (4.1.1), or with the multi-tree index a top tree whose
@@ -48,8 +48,8 @@ from uncertain_cep.optional import require_matplotlib
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from uncertain_cep.index.build.forest import GroupForest
     from uncertain_cep.index.event_index import EventIndex
+    from uncertain_cep.index.forests.forest import GroupForest
 
 __all__ = ["IndexSummary"]
 
@@ -80,7 +80,8 @@ class IndexSummary:
         (a tree's own nodes, its virtual nodes included and its child trees' nodes not;
         the first one in group order on ties), or ``None`` for an empty index.
     code_scheme
-        ``"compact"`` or ``"paper"`` (Zhou et al. 4.2; see :mod:`uncertain_cep.index.build.codes`).
+        ``"compact"`` or ``"paper"`` (Zhou et al. 4.2; see
+        :mod:`uncertain_cep.index.forests.codes`).
     code_range
         Smallest and largest node code, or ``None`` for an empty index. Codes are local
         to a group (every group's top root has code 0); this is the union over groups.

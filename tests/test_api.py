@@ -72,7 +72,7 @@ def test_files_named_index_or_query_in_the_working_folder_do_not_shadow_the_pack
     for name in ("index", "query", "model", "interval"):
         (tmp_path / f"{name}.py").write_text("raise SystemExit('the user file was imported')\n")
     code = ("import uncertain_cep as uc, uncertain_cep.query.evaluation.chains, "
-            "uncertain_cep.index.build.codes; "
+            "uncertain_cep.index.forests.codes; "
             "import pandas as pd; "
             "uc.build_index(pd.DataFrame({'event_id': [1], 'group': 0, 't_lo': [0], 't_hi': [0]}))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,

@@ -1,7 +1,7 @@
 """The examples in every module's docstrings run and print what they show.
 
 Collected here by module name (not by pytest's ``--doctest-modules``, which names a module
-by its folder: ``index/build/codes.py`` would be imported a second time as ``index.codes``)."""
+by its folder: ``index/forests/codes.py`` would be imported a second time as ``index.codes``)."""
 
 from __future__ import annotations
 

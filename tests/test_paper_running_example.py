@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import uncertain_cep as uc
-from uncertain_cep.index.build.forest_builder import build_forest
-from uncertain_cep.index.build.oi_tree import plan_group
+from uncertain_cep.index.forests.forest_builder import build_forest
+from uncertain_cep.index.forests.oi_tree import plan_group
 
 FIXTURE = Path(__file__).parent / "fixtures" / "paper_example"
 TABLE_2 = [

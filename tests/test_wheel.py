@@ -56,7 +56,7 @@ def test_the_wheel_holds_one_namespace_with_index_query_and_the_sample(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith((".dist-info", ".data"))} == {"uncertain_cep"}
-    for path in ("uncertain_cep/index/build/codes.py", "uncertain_cep/query/language/parse.py",
+    for path in ("uncertain_cep/index/forests/codes.py", "uncertain_cep/query/language/parse.py",
                      "uncertain_cep/query/engine/kernels/tuples.py",
                  "uncertain_cep/interval/language.py", "uncertain_cep/sample/office_rfid.parquet",
                  "uncertain_cep/py.typed", "uncertain_cep/index/py.typed",
@@ -81,8 +81,8 @@ def test_installed_wheel_imports_from_its_own_folder_despite_shadowing_files(ins
         (tmp_path / f"{name}.py").write_text("raise SystemExit('user file imported')\n")
     proc = _run(installed, tmp_path, "-c",
                 "import uncertain_cep, uncertain_cep.query.evaluation.chains, "
-                "uncertain_cep.index.build.codes; "
-                "print(uncertain_cep.index.build.codes.__file__)")
+                "uncertain_cep.index.forests.codes; "
+                "print(uncertain_cep.index.forests.codes.__file__)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().startswith(str(installed))
 

@@ -207,7 +207,7 @@ def _choices(enum: type[ParamEnum]) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     from uncertain_cep.api import EngineName
-    from uncertain_cep.index.build.codes import CodeSchemeName
+    from uncertain_cep.index.forests.codes import CodeSchemeName
     from uncertain_cep.interval.api import MatchEngine
     from uncertain_cep.pipeline.build_job import BadInputPolicy
     from uncertain_cep.pipeline.time_slices import SliceReads

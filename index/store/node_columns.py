@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.build.forest import REAL
+from uncertain_cep.index.forests.forest import REAL
 from uncertain_cep.index.node_rows import (
     NODE_ROW_COLUMNS,
     TREE_ROW_COLUMNS,

@@ -3,7 +3,7 @@
 A slice with its halo needs the events meeting ``[t_from, t_to + halo]``, and of their
 groups the trees whose interval meets those events' span (a parent tree's interval
 contains its children's, so these are closed under parent trees) and the nodes whose
-interval meets it (:func:`~uncertain_cep.index.build.tables.node_intervals`: a tree's nodes
+interval meets it (:func:`~uncertain_cep.index.forests.tables.node_intervals`: a tree's nodes
 whole, except that of a top tree that is a chain of virtual nodes only the root and the
 virtual nodes standing for trees the slice keeps).
 Each of the three scans pushes its filter into the Parquet reader, which skips the row
@@ -35,9 +35,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.build.forest import GroupForest
-from uncertain_cep.index.build.tables import forests_from_frames
 from uncertain_cep.index.event_index import EventIndex, EventLayout, event_boxes
+from uncertain_cep.index.forests.forest import GroupForest
+from uncertain_cep.index.forests.tables import forests_from_frames
 from uncertain_cep.index.node_rows import (
     NODE_ROW_COLUMNS,
     TREE_ROW_COLUMNS,

@@ -10,9 +10,9 @@ Layout of an index directory::
                         plus each event's group code, position in its group, feasible
                         instants and code range (columns prefixed ``_uc_``)
     trees/part-*.parquet    one row per OI-tree
-                            (:data:`uncertain_cep.index.build.tables.TREE_COLUMNS`)
+                            (:data:`uncertain_cep.index.forests.tables.TREE_COLUMNS`)
     nodes/part-*.parquet    one row per node
-                            (:data:`uncertain_cep.index.build.tables.NODE_COLUMNS`)
+                            (:data:`uncertain_cep.index.forests.tables.NODE_COLUMNS`)
                         (these three tables: each file in time order, in small row
                         groups, so a time slice's scan skips the others:
                         :mod:`uncertain_cep.index.store.time_order`)
@@ -77,20 +77,20 @@ from uncertain_cep.files import (
     replace_directory,
     writing_to,
 )
-from uncertain_cep.index.build.forest import GroupForest
-from uncertain_cep.index.build.tables import (
+from uncertain_cep.index.event_index import (
+    BuildSettings,
+    EventIndex,
+    event_boxes,
+    rtree_properties,
+)
+from uncertain_cep.index.forests.forest import GroupForest
+from uncertain_cep.index.forests.tables import (
     NODE_COLUMNS,
     TREE_COLUMNS,
     forest_tables,
     group_extents,
     node_schema,
     tree_schema,
-)
-from uncertain_cep.index.event_index import (
-    BuildSettings,
-    EventIndex,
-    event_boxes,
-    rtree_properties,
 )
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from uncertain_cep.index.store.checksums import CHECKSUM, file_digest

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from uncertain_cep.index.build.codes import merge_ranges
+from uncertain_cep.index.forests.codes import merge_ranges
 from uncertain_cep.query.evaluation.answer import Answer
 from uncertain_cep.query.evaluation.context import (
     Entry,

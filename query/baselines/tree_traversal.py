@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL, VIRTUAL, GroupForest
+from uncertain_cep.index.forests.forest import REAL, VIRTUAL, GroupForest
 from uncertain_cep.query.evaluation.answer import Answer
 from uncertain_cep.query.evaluation.chains import extension_factor
 from uncertain_cep.query.evaluation.context import Entry, QueryContext, StepTimer

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL, ROOT
+from uncertain_cep.index.forests.forest import REAL, ROOT
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.instants import NO_TIME

@@ -2,7 +2,7 @@
 
 A *chain* is a list of nodes of one group, each descending from the previous one once
 virtual nodes are expanded
-(:meth:`~uncertain_cep.index.build.forest.GroupForest.precedes`): the nodes an order
+(:meth:`~uncertain_cep.index.forests.forest.GroupForest.precedes`): the nodes an order
 instance must pass through. Its probability is the fraction of the group's OIs that
 pass through all of them.
 
@@ -18,8 +18,8 @@ With negation the OIs are weighted: an event ``x`` standing in a negation gap co
 chain by a dynamic programme that visits only the weighted nodes, the chain, and the nodes
 above them.
 
->>> from uncertain_cep.index.build.oi_tree import plan_group
->>> from uncertain_cep.index.build.forest_builder import build_forest
+>>> from uncertain_cep.index.forests.oi_tree import plan_group
+>>> from uncertain_cep.index.forests.forest_builder import build_forest
 >>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> at = lambda e, t: [n for n in range(f.n_nodes) if f.event[n] == e and f.instant[n] == t][0]
 >>> round(chain_probability(f, [at(2, 2)]), 12)
@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import pairwise, product
 
-from uncertain_cep.index.build.codes import CodeScheme, in_ranges
-from uncertain_cep.index.build.forest import VIRTUAL, GroupForest
+from uncertain_cep.index.forests.codes import CodeScheme, in_ranges
+from uncertain_cep.index.forests.forest import VIRTUAL, GroupForest
 
 __all__ = ["Weights", "chain_probability", "extension_factor", "order_instance_fraction",
            "weighted_chain_probability"]

@@ -27,8 +27,8 @@ import numpy as np
 
 from uncertain_cep.durations import Duration
 from uncertain_cep.errors import QueryError
-from uncertain_cep.index.build.codes import in_ranges
 from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.forests.codes import in_ranges
 from uncertain_cep.query.engine.kernels.instants import effective_window
 from uncertain_cep.query.evaluation.chains import (
     chain_probability,

@@ -14,7 +14,7 @@ from random_archives import archives
 import uncertain_cep as uc
 import uncertain_cep.index.store.storage as storage
 from uncertain_cep.datasets import generate_office_rfid
-from uncertain_cep.index.build.oi_tree import PlanTree, plan_group
+from uncertain_cep.index.forests.oi_tree import PlanTree, plan_group
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed

@@ -19,14 +19,14 @@ from random_archives import archives, single_groups
 
 import uncertain_cep as uc
 from uncertain_cep.index import event_index
-from uncertain_cep.index.build.forest_builder import build_forest
-from uncertain_cep.index.build.oi_tree import (
+from uncertain_cep.index.event_index import BuildSettings, build_group_forest
+from uncertain_cep.index.forests.forest_builder import build_forest
+from uncertain_cep.index.forests.oi_tree import (
     GroupInfeasible,
     NodeBudgetExceeded,
     count_nodes,
     plan_group,
 )
-from uncertain_cep.index.event_index import BuildSettings, build_group_forest
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 

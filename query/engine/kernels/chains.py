@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL, VIRTUAL
+from uncertain_cep.index.forests.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 

@@ -36,7 +36,7 @@ import weakref
 import numpy as np
 
 from uncertain_cep.errors import PlanningError
-from uncertain_cep.index.build.forest import REAL
+from uncertain_cep.index.forests.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.model.time_axis import MAX_SPAN
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from uncertain_cep.index.build.forest import VIRTUAL
+from uncertain_cep.index.forests.forest import VIRTUAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.engine.kernels.chains import chain_extension
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK

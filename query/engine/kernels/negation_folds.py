@@ -20,7 +20,7 @@ import weakref
 import numba
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL
+from uncertain_cep.index.forests.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 from uncertain_cep.query.engine.kernels.negation import (

@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL
+from uncertain_cep.index.forests.forest import REAL
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.engine.kernels.chains import chain_extension, first_above
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK

@@ -56,7 +56,7 @@ def test_save_reopen_save_again_gives_the_same_index(tmp_path_factory, df, patte
 
 
 def test_stored_integers_parse_when_first_read():
-    from uncertain_cep.index.build.tables import StoredIntegers
+    from uncertain_cep.index.forests.tables import StoredIntegers
 
     column = pd.Series(["7", "123456789012345678901234567890"]).to_numpy()
     stored = StoredIntegers(column)

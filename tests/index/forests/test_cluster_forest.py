@@ -1,5 +1,5 @@
 """A group assembled from its clusters is the forest the whole-group planner builds, array
-for array (index/build/cluster_forest.py): lone events' trees written at array speed, clusters
+for array (index/forests/cluster_forest.py): lone events' trees written at array speed, clusters
 of overlapping events planned apart and spliced in with their ids, probabilities and both
 code schemes renumbered."""
 
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from uncertain_cep.index.build import cluster_forest
-from uncertain_cep.index.build.cluster_forest import forest_of_clusters, isolated_clusters
-from uncertain_cep.index.build.forest import GroupForest
-from uncertain_cep.index.build.forest_builder import build_forest
-from uncertain_cep.index.build.oi_tree import (
+from uncertain_cep.index.forests import cluster_forest
+from uncertain_cep.index.forests.cluster_forest import forest_of_clusters, isolated_clusters
+from uncertain_cep.index.forests.forest import GroupForest
+from uncertain_cep.index.forests.forest_builder import build_forest
+from uncertain_cep.index.forests.oi_tree import (
     GroupInfeasible,
     NodeBudgetExceeded,
     count_nodes,

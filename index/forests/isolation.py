@@ -1,7 +1,7 @@
 """Isolated subsequences: the two steps of Zhou et al. section 4.1.2.
 
 A *state* maps each not-yet-placed event of a group to its domain: the instants it may
-still take, as sorted disjoint intervals (:mod:`uncertain_cep.index.build.domains`; nothing here
+still take, as sorted disjoint intervals (:mod:`uncertain_cep.index.forests.domains`; nothing here
 is per instant, so intervals 100,000 instants wide cost no more than narrow ones). Two steps
 find the isolated subsequences of a state:
 
@@ -18,7 +18,7 @@ Both steps repeat to a fixpoint (:func:`propagate`), then :func:`split_isolated`
 every splitting instant. Under Condition 2 a cut is kept only where no pair across it can
 violate the predicate; otherwise the two sides stay in one subsequence.
 
->>> from uncertain_cep.index.build.domains import interval
+>>> from uncertain_cep.index.forests.domains import interval
 >>> state = {1: interval(1, 3), 2: interval(2, 3), 3: interval(2, 3), 4: interval(3, 7),
 ...          5: interval(4, 6), 6: interval(5, 6), 7: interval(6, 7)}
 >>> state = propagate(state)
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from uncertain_cep.index.build.domains import Domain, first, instants, last, without
+from uncertain_cep.index.forests.domains import Domain, first, instants, last, without
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["Infeasible", "State", "hall_violation", "propagate", "split_isolated"]

@@ -4,13 +4,14 @@ An order instance (OI) assigns every event of a group a distinct instant of its 
 (and, under Condition 2, keeps every pair feasible). The *single-tree* index is the prefix
 tree of all OIs: each root-to-leaf path lists the events in time order. The *multi-tree*
 index compresses it: whenever the events left to place split into isolated subsequences
-(:mod:`uncertain_cep.index.build.isolation`), each subsequence gets its own OI-tree and the node is
-followed by a chain of *virtual nodes*, one per child tree. The OIs of the group are then
-the paths of the top tree with every virtual node replaced by any OI of its child tree.
+(:mod:`uncertain_cep.index.forests.isolation`), each subsequence gets its own OI-tree and
+the node is followed by a chain of *virtual nodes*, one per child tree. The OIs of the group
+are then the paths of the top tree with every virtual node replaced by any OI of its child
+tree.
 
 Every node kept has at least one complete OI below it (no dead ends); nodes of the same
 state are computed once and shared while building, then instantiated as a proper tree by
-:func:`uncertain_cep.index.build.forest.build_forest`.
+:func:`uncertain_cep.index.forests.forest.build_forest`.
 
 Before anything is built, :func:`count_nodes` predicts the number of nodes that forest
 will have, exactly, by walking the same memoised states without making a node, and stops
@@ -35,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from uncertain_cep.errors import IndexBuildError
-from uncertain_cep.index.build.domains import (
+from uncertain_cep.index.forests.domains import (
     Domain,
     from_instants,
     instants,
@@ -44,7 +45,7 @@ from uncertain_cep.index.build.domains import (
     later_than,
     n_instants,
 )
-from uncertain_cep.index.build.isolation import Infeasible, State, propagate, split_isolated
+from uncertain_cep.index.forests.isolation import Infeasible, State, propagate, split_isolated
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["GroupInfeasible", "NodeBudgetExceeded", "PlanNode", "PlanTree", "count_nodes",

@@ -9,17 +9,17 @@ events, and planning them one Python object at a time dominates a build.
 :func:`forest_of_clusters` cuts a group into *clusters* of events linked by overlapping
 intervals (one sort-free pass over ``t_lo``-sorted events), writes every lone event's tree
 straight into the forest's arrays, plans only the clusters of several events (with the
-planner of :mod:`uncertain_cep.index.build.oi_tree`, each as a group of its own), and splices
+planner of :mod:`uncertain_cep.index.forests.oi_tree`, each as a group of its own), and splices
 the pieces together with the node ids, tree ids, probabilities and both code schemes the
-whole-group builder (:func:`~uncertain_cep.index.build.forest_builder.build_forest`) gives: the
+whole-group builder (:func:`~uncertain_cep.index.forests.forest_builder.build_forest`) gives: the
 result is the same forest, array for array (tested).
 
 Why clusters may be planned apart: without Condition 2, events of different clusters
 never compete for an instant, so propagation (Lemma 1) and the split into isolated
 subsequences never look across a cluster's bounds.
 
->>> from uncertain_cep.index.build.forest_builder import build_forest
->>> from uncertain_cep.index.build.oi_tree import plan_group
+>>> from uncertain_cep.index.forests.forest_builder import build_forest
+>>> from uncertain_cep.index.forests.oi_tree import plan_group
 >>> t_lo, t_hi = [1, 2, 2, 3, 9, 12], [3, 3, 3, 7, 10, 12]
 >>> fast = forest_of_clusters(t_lo, t_hi)
 >>> slow = build_forest(plan_group(t_lo, t_hi))
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from uncertain_cep.index.build.forest import REAL, ROOT, VIRTUAL, GroupForest
-from uncertain_cep.index.build.forest_builder import build_forest
-from uncertain_cep.index.build.oi_tree import (
+from uncertain_cep.index.forests.forest import REAL, ROOT, VIRTUAL, GroupForest
+from uncertain_cep.index.forests.forest_builder import build_forest
+from uncertain_cep.index.forests.oi_tree import (
     GroupInfeasible,
     NodeBudgetExceeded,
     count_nodes,
@@ -82,8 +82,8 @@ def forest_of_clusters(t_lo: Sequence[int], t_hi: Sequence[int],
 
     Events must be in canonical order (``t_lo`` ascending). A group without an order
     instance gives None too, for the planner's own error. Raises
-    :class:`~uncertain_cep.index.build.oi_tree.NodeBudgetExceeded` like
-    :func:`~uncertain_cep.index.build.oi_tree.plan_group`.
+    :class:`~uncertain_cep.index.forests.oi_tree.NodeBudgetExceeded` like
+    :func:`~uncertain_cep.index.forests.oi_tree.plan_group`.
     """
     lo = np.asarray(t_lo, dtype=np.int64)
     hi = np.asarray(t_hi, dtype=np.int64)

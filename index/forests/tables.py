@@ -1,17 +1,17 @@
 """Forests as Arrow tables and back, and the per-event extents the R*-tree boxes need.
 
-Both builders share this module: the in-process one (:mod:`uncertain_cep.index.store.storage`) and the
-Spark
-job (:mod:`uncertain_cep.pipeline.build_job`), which turns every group's forest into rows
-in the executors. Reading back can keep only some trees of a group (a *sub-forest*): the
-Spark query engine loads, per time slice, the trees that slice can touch plus the trees
-above them (:func:`forest_from_frames`).
+Both builders share this module: the in-process one
+(:mod:`uncertain_cep.index.store.storage`) and the Spark job
+(:mod:`uncertain_cep.pipeline.build_job`), which turns every group's forest into rows in the
+executors. Reading back can keep only some trees of a group (a *sub-forest*): the Spark
+query engine loads, per time slice, the trees that slice can touch plus the trees above them
+(:func:`forest_from_frames`).
 
 Codes of the paper's scheme and OI counts are arbitrary-precision integers, stored as
 decimal strings; they are parsed only when the index uses the paper scheme.
 
->>> from uncertain_cep.index.build.oi_tree import plan_group
->>> from uncertain_cep.index.build.forest_builder import build_forest
+>>> from uncertain_cep.index.forests.oi_tree import plan_group
+>>> from uncertain_cep.index.forests.forest_builder import build_forest
 >>> f = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> nodes, trees = forest_tables(f, group='S_k')
 >>> g = forest_from_frames(trees.to_pandas(), nodes.to_pandas(), paper_codes=True)
@@ -32,8 +32,8 @@ import pandas as pd
 import pyarrow as pa
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.build.forest import REAL, ROOT, VIRTUAL, GroupForest
-from uncertain_cep.index.build.rounding import float_down, float_up
+from uncertain_cep.index.forests.forest import REAL, ROOT, VIRTUAL, GroupForest
+from uncertain_cep.index.forests.rounding import float_down, float_up
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "StoredIntegers", "forest_from_frames", "forest_tables",
            "forests_from_frames", "group_extents", "node_intervals", "node_schema",
@@ -118,8 +118,8 @@ def node_intervals(forest: GroupForest) -> tuple[np.ndarray, np.ndarray]:
     contributes a factor of 1); a slice links each virtual node it keeps to the nearest
     one it keeps above it (:func:`uncertain_cep.index.node_rows.node_table_of_rows`).
 
-    >>> from uncertain_cep.index.build.oi_tree import plan_group
-    >>> from uncertain_cep.index.build.forest_builder import build_forest
+    >>> from uncertain_cep.index.forests.oi_tree import plan_group
+    >>> from uncertain_cep.index.forests.forest_builder import build_forest
     >>> f = build_forest(plan_group([1, 1, 5, 9], [2, 2, 6, 9]))
     >>> lo, hi = node_intervals(f)
     >>> [(int(a), int(b)) for a, b in zip(lo[f.tree == 0], hi[f.tree == 0])]

@@ -1,16 +1,16 @@
 """The OI-trees of one group as arrays: nodes, trees, probabilities and both code schemes.
 
-A :class:`GroupForest` is built from a planned group (:mod:`uncertain_cep.index.build.oi_tree`) by
-:func:`~uncertain_cep.index.build.forest_builder.build_forest`, which also codes it
-(:mod:`uncertain_cep.index.build.codes`). Trees are numbered as in the paper's running example
+A :class:`GroupForest` is built from a planned group (:mod:`uncertain_cep.index.forests.oi_tree`) by
+:func:`~uncertain_cep.index.forests.forest_builder.build_forest`, which also codes it
+(:mod:`uncertain_cep.index.forests.codes`). Trees are numbered as in the paper's running example
 (the top tree 0, then child trees in the breadth-first order of their virtual nodes, recursively);
 nodes tree by tree in breadth-first order. Per node it stores the event, the instant, the
 tree, the parent, the probability that an order instance passes through it (within its
 tree and overall), and its codes; per tree the time interval, fanout, height, parent
 tree, the virtual node standing for it, the number of OIs and the code ranges.
 
->>> from uncertain_cep.index.build.oi_tree import plan_group
->>> from uncertain_cep.index.build.forest_builder import build_forest
+>>> from uncertain_cep.index.forests.oi_tree import plan_group
+>>> from uncertain_cep.index.forests.forest_builder import build_forest
 >>> forest = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> forest.n_trees, forest.n_order_instances
 (6, 10)
@@ -53,7 +53,7 @@ class GroupForest:
     poi_local: np.ndarray       # fraction of its tree's OIs through the node
     poi: np.ndarray             # fraction of the group's OIs through the node
     # The paper scheme's (Python ints; read from disk, parsed on first use:
-    # index/build/tables.py StoredIntegers).
+    # index/forests/tables.py StoredIntegers).
     rel: Sequence[int]          # breadth-first position in the tree's complete f-tree
     paper_code: Sequence[int]
     compact_code: np.ndarray

@@ -1,9 +1,9 @@
-"""Building a group's forest: a planned group (:mod:`uncertain_cep.index.build.oi_tree`, Zhou et
-al. 4.1) instantiated as a :class:`~uncertain_cep.index.build.forest.GroupForest` with node and
+"""Building a group's forest: a planned group (:mod:`uncertain_cep.index.forests.oi_tree`, Zhou et
+al. 4.1) instantiated as a :class:`~uncertain_cep.index.forests.forest.GroupForest` with node and
 tree ids, order-instance probabilities, and both code schemes (4.2,
-:mod:`uncertain_cep.index.build.codes`).
+:mod:`uncertain_cep.index.forests.codes`).
 
->>> from uncertain_cep.index.build.oi_tree import plan_group
+>>> from uncertain_cep.index.forests.oi_tree import plan_group
 >>> forest = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> forest.n_trees, forest.n_order_instances, forest.tree_paper_range[:3]
 (6, 10, [(0, 60), (1, 2), (4, 10)])
@@ -16,9 +16,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from uncertain_cep.index.build.codes import compact_codes, paper_codes
-from uncertain_cep.index.build.forest import REAL, ROOT, VIRTUAL, GroupForest
-from uncertain_cep.index.build.oi_tree import PlanNode, PlanTree
+from uncertain_cep.index.forests.codes import compact_codes, paper_codes
+from uncertain_cep.index.forests.forest import REAL, ROOT, VIRTUAL, GroupForest
+from uncertain_cep.index.forests.oi_tree import PlanNode, PlanTree
 
 __all__ = ["build_forest"]
 

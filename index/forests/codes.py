@@ -24,8 +24,8 @@ are bounded by the number of nodes. A node's descendants are one range per nesti
 its own subtree, then, for each enclosing tree, what follows that tree inside its virtual
 node's subtree.
 
->>> from uncertain_cep.index.build.oi_tree import plan_group
->>> from uncertain_cep.index.build.forest_builder import build_forest
+>>> from uncertain_cep.index.forests.oi_tree import plan_group
+>>> from uncertain_cep.index.forests.forest_builder import build_forest
 >>> forest = build_forest(plan_group([1, 2, 2, 3, 4, 5, 6], [3, 3, 3, 7, 6, 6, 7]))
 >>> forest.tree_paper_range
 [(0, 60), (1, 2), (4, 10), (13, 60), (16, 22), (29, 30)]
@@ -47,7 +47,7 @@ from typing import Protocol
 import numpy as np
 
 from uncertain_cep.errors import ParamEnum
-from uncertain_cep.index.build.forest import ROOT, VIRTUAL, GroupForest
+from uncertain_cep.index.forests.forest import ROOT, VIRTUAL, GroupForest
 
 __all__ = [
     "COMPACT",
