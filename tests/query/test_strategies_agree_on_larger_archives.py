@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from answer_checks import assert_same_answer
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from random_archives import patterns
-from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
 from uncertain_cep.datasets import generate_synthetic

@@ -2,50 +2,17 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
 from unittest.mock import patch
 
 import pandas as pd
 import pytest
+from answer_checks import assert_same_answer, cases
 from hypothesis import event, given, note
 from hypothesis import strategies as st
-from random_archives import archives, patterns
 
 import uncertain_cep as uc
 from uncertain_cep.query.engine import batch_engine
 from uncertain_cep.query.engine.kernels import chains as chain_kernels
-
-TOL = 1e-9
-
-
-def assert_same_answer(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    """The same tuples with confidences within the contract's 1e-9, and both in answer
-    order (confidence descending). Tuples whose confidences differ only by rounding noise
-    may come in either order: which 12-digit value a sum rounds to depends on the order it
-    was added up in."""
-    for frame in (got, want):
-        conf = list(frame["confidence"])
-        assert all(a >= b - TOL for a, b in pairwise(conf)), frame
-    a = got.sort_values("events", key=lambda s: s.map(str)).reset_index(drop=True)
-    b = want.sort_values("events", key=lambda s: s.map(str)).reset_index(drop=True)
-    assert list(a["events"]) == list(b["events"]), (got, want)
-    for x, y in zip(a["confidence"], b["confidence"]):
-        assert abs(x - y) <= TOL
-    assert list(a["t_first"]) == list(b["t_first"])
-    assert list(a["t_last"]) == list(b["t_last"])
-
-
-@st.composite
-def cases(draw: st.DrawFn, condition2: bool
-          ) -> tuple[pd.DataFrame, object, object, str, str]:
-    df = draw(archives())
-    attributes = ("x", "y") if "y_lo" in df.columns else ("x",)
-    # Single-item patterns too: their t_first and t_last are one event's extremes.
-    pattern = draw(patterns(attributes, min_items=1))
-    max_speed = draw(st.sampled_from([2.0, 4.0, 10.0])) if condition2 else None
-    codes = draw(st.sampled_from(["compact", "paper"]))
-    layout = draw(st.sampled_from(["multi", "multi", "single"]))
-    return df, pattern, max_speed, codes, layout
 
 
 def _check(case: tuple[pd.DataFrame, object, object, str, str], strategy: str) -> None:

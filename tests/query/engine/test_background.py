@@ -10,11 +10,11 @@ from dataclasses import replace
 from unittest.mock import patch
 
 import pytest
+from answer_checks import assert_same_answer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from random_archives import archives
 from test_batch_engine import two_negations_in_one_gap
-from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
 from uncertain_cep.query.engine import background, batch_engine

@@ -11,10 +11,10 @@ from unittest.mock import patch
 import numpy as np
 import pandas as pd
 import pytest
+from answer_checks import assert_same_answer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from random_archives import archives, patterns, symbols
-from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
 from uncertain_cep.query.engine import batch_engine

@@ -10,11 +10,11 @@ from unittest.mock import patch
 import numpy as np
 import pandas as pd
 import pytest
+from answer_checks import assert_same_answer, cases
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from random_archives import archives, patterns, symbols
 from test_batch_engine import two_negations_in_one_gap
-from test_strategies_match_possible_worlds import assert_same_answer, cases
 
 import uncertain_cep as uc
 from uncertain_cep.datasets import generate_synthetic

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from answer_checks import assert_same_answer
 from hypothesis import given, note
 from hypothesis import strategies as st
 from random_archives import archives, patterns
-from test_strategies_match_possible_worlds import assert_same_answer
 
 import uncertain_cep as uc
 from uncertain_cep.query.language.patterns import SequencePattern
