@@ -57,10 +57,10 @@ from uncertain_cep.query.language.patterns import (
     SequencePattern,
     Symbol,
     check_confidence,
-    check_within,
     sequence_problem,
     symbol_problem,
 )
+from uncertain_cep.query.language.windows import check_within
 
 if TYPE_CHECKING:
     from uncertain_cep.model.time_axis import TimeAxis

@@ -19,8 +19,8 @@ from uncertain_cep.query.language.patterns import (
     PatternItem,
     SequencePattern,
     Symbol,
-    window_instants,
 )
+from uncertain_cep.query.language.windows import window_instants
 
 SEMANTICS_C_QUERY = """\
 PATTERN SEQ(A, B, NOT C, D)
