@@ -65,12 +65,14 @@ def spark_session(master: str | None = None) -> SparkSession:
             "the Spark jobs need pyspark, an optional dependency: pip install "
             "'uncertain-cep[spark]' (and Java 17+); building and querying in this process "
             "need no Spark (uc.build_index, --engine local)") from e
+    from uncertain_cep.pipeline.sql_functions import CONFIG_KEY, register_if_configured
+
     active = SparkSession.getActiveSession()
     if active is not None:
         # A running session is the user's: used as it is, never stopped or reconfigured.
         running = active.conf.get("spark.master", None)
         if master is None or running == master:
-            _register_functions(active)
+            register_if_configured(active)
             return active
         from uncertain_cep.errors import InputError
 
@@ -108,7 +110,7 @@ def spark_session(master: str | None = None) -> SparkSession:
                      os.environ.get("UNCERTAIN_CEP_DRIVER_MEMORY") or DRIVER_MEMORY)
              .config("spark.log.structuredLogging.enabled", "false")
              # SQL's uc_query and uc_match (pipeline/sql_functions.py).
-             .config(_FUNCTIONS_KEY, "true")
+             .config(CONFIG_KEY, "true")
              .getOrCreate())
     # SPARK_REMOTE in the environment makes the builder return a Spark Connect session,
     # which has no SparkContext (its server keeps its own log level).
@@ -117,16 +119,5 @@ def spark_session(master: str | None = None) -> SparkSession:
         jvm = spark.sparkContext._jvm
         if classes.recording is not None and jvm is not None:
             classes.started(jvm.java.lang.ProcessHandle.current().pid())
-    _register_functions(spark)
-    return spark
-
-
-# sql_functions.CONFIG_KEY, named here so that a session starts without importing the
-# engines; tests/pipeline/test_sql_functions.py checks the two agree.
-_FUNCTIONS_KEY = "spark.uncertain_cep.sql.functions"
-
-
-def _register_functions(spark: SparkSession) -> None:
-    from uncertain_cep.pipeline.sql_functions import register_if_configured
-
     register_if_configured(spark)
+    return spark

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
 __all__ = ["as_utc", "datetime_columns", "empty_frame", "instants_from_micros",
-           "spark_schema", "timestamps_as_micros", "utc_datetimes"]
+           "spark_schema", "task_frame", "timestamps_as_micros", "utc_datetimes"]
 
 
 def as_utc(stamps: pd.Series) -> pd.Series:
@@ -71,8 +72,13 @@ def empty_frame(schema: StructType) -> pd.DataFrame:
     naive ``datetime64[ns]`` as PySpark hands them to pandas. No Spark job runs."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow = to_arrow_schema(schema, timezone="UTC")
-    frame = arrow.empty_table().to_pandas()
+    return task_frame(to_arrow_schema(schema, timezone="UTC").empty_table())
+
+
+def task_frame(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table as the pandas frame ``mapInPandas`` would hand a task: Arrow's own
+    conversion (ints with nulls as floats), timestamps as naive ``datetime64[ns]``."""
+    frame = table.to_pandas()
     for name in frame.columns:
         col = frame[name]
         if pd.api.types.is_datetime64_any_dtype(col):

@@ -57,6 +57,7 @@ from uncertain_cep.pipeline.spark_types import (
     as_utc,
     instants_from_micros,
     spark_schema,
+    task_frame,
     utc_datetimes,
 )
 from uncertain_cep.pipeline.time_slices import evaluate_slice, plan_slices
@@ -183,7 +184,6 @@ class _MatchAnalysis(AnalyzeResult):
     """What analyze tells every instance of ``uc_match``: the columns it receives and
     which of them hold timestamps as microseconds since the epoch."""
 
-    names: tuple[str, ...] = ()
     arrow_schema: Any = None
     micros: tuple[str, ...] = ()
 
@@ -220,7 +220,7 @@ class MatchFunction:
                                          f"{_BUCKETS})")] if keys else [])
         return _MatchAnalysis(schema=spark_schema(utc_datetimes(probe)),
                               withSinglePartition=not keys, partitionBy=partition,
-                              select=select, names=tuple(received.names),
+                              select=select,
                               arrow_schema=to_arrow_schema(received, timezone="UTC"),
                               micros=micros)
 
@@ -242,22 +242,16 @@ class MatchFunction:
         analysis = self._analysis
         columns = list(zip(*self._rows))
         self._rows = []
-        # Through Arrow, as mapInPandas hands a task its rows: the same dtypes (ints with
-        # nulls as floats, naive timestamp_ntz as datetime64[ns]).
+        # Through Arrow, as mapInPandas hands a task its rows: the same dtypes.
         table = pa.table([pa.array(c, type=f.type) for c, f in
                           zip(columns, analysis.arrow_schema)], schema=analysis.arrow_schema)
-        data = instants_from_micros(_ns_datetimes(table.to_pandas()), analysis.micros)
+        data = instants_from_micros(task_frame(table), analysis.micros)
         options = match_options(**_options("uc_match", self._options, _MATCH_OPTIONS))
         found = utc_datetimes(match(data, self._query, **options))
         # Python values, missing ones as None (not NaN or NaT).
         plain = found.astype(object)
         plain = plain.where(found.notna().to_numpy(), other=None)  # type: ignore[call-overload]
         yield from plain.itertuples(index=False, name=None)
-
-
-def _ns_datetimes(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(**{c: frame[c].astype("datetime64[ns]") for c in frame.columns
-                           if pd.api.types.is_datetime64_dtype(frame[c])})
 
 
 # ---------------------------------------------------------------- arguments
