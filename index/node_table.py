@@ -34,12 +34,50 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
 from uncertain_cep.index.forests.forest import REAL, GroupForest
 
-__all__ = ["NodeTable", "node_table"]
+__all__ = ["NodeArrays", "NodeTable", "node_table"]
+
+
+class NodeArrays(NamedTuple):
+    """A :class:`NodeTable`'s arrays as one record, the form every compiled kernel
+    takes them in (:attr:`NodeTable.arrays`; numba passes a NamedTuple as a tuple, so a
+    kernel reads ``nodes.poi`` at no cost). The columns are the table's, plus three
+    derived once per table: ``group_root``, ``root_code`` and ``top_chain``."""
+
+    # per node
+    group: np.ndarray
+    row: np.ndarray
+    instant: np.ndarray
+    tree: np.ndarray
+    poi: np.ndarray
+    code: np.ndarray
+    code_end: np.ndarray
+    kind: np.ndarray
+    parent: np.ndarray
+    cond: np.ndarray
+    depth: np.ndarray
+    child_start: np.ndarray
+    child_list: np.ndarray
+    child_root: np.ndarray
+    # per tree
+    tree_parent: np.ndarray
+    tree_level: np.ndarray
+    tree_virtual: np.ndarray
+    tree_last_code: np.ndarray
+    tree_root: np.ndarray
+    root_code: np.ndarray       # the compact code of the tree's root, -1 without one
+    # per group
+    group_root: np.ndarray      # the root of the group's top tree, -1 without trees
+    top_chain: np.ndarray       # whether its top tree is only a chain of isolated
+    #                             subsequences (each one's tree a unit of its own)
+    # per archive row
+    row_nodes_start: np.ndarray
+    row_nodes: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +120,32 @@ class NodeTable:
         parents = np.asarray(self.tree_parent)
         nests[parents[parents >= 0]] = True
         return nests
+
+    @cached_property
+    def arrays(self) -> NodeArrays:
+        """The table as the kernels take it (:class:`NodeArrays`), built once."""
+        has_trees = self.tree_start[1:] > self.tree_start[:-1]
+        top = np.minimum(self.tree_start[:-1], max(len(self.tree_root) - 1, 0))
+        group_root = (np.where(has_trees, self.tree_root[top], -1) if len(self.tree_root)
+                      else np.full(len(has_trees), -1, dtype=np.int64))
+        roots = np.asarray(self.tree_root)
+        root_code = np.where(roots >= 0, self.code[np.maximum(roots, 0)], -1).astype(np.int64)
+        # A group's top tree is a chain when none of its nodes is an event's.
+        top_chain = np.ones(len(has_trees), dtype=np.bool_)
+        real_top = (self.kind == REAL) & (self.tree_level[self.tree] == 0)
+        top_chain[np.unique(self.group[real_top])] = False
+        top_chain &= has_trees
+        return NodeArrays(
+            group=self.group, row=self.row, instant=self.instant, tree=self.tree,
+            poi=self.poi, code=self.code, code_end=self.code_end, kind=self.kind,
+            parent=self.parent, cond=self.cond, depth=self.depth,
+            child_start=self.child_start, child_list=self.child_list,
+            child_root=self.child_root, tree_parent=self.tree_parent,
+            tree_level=self.tree_level, tree_virtual=self.tree_virtual,
+            tree_last_code=self.tree_last_code, tree_root=self.tree_root,
+            root_code=root_code, group_root=group_root.astype(np.int64),
+            top_chain=top_chain, row_nodes_start=self.row_nodes_start,
+            row_nodes=self.row_nodes)
 
     def nodes_of_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The real nodes of ``rows``: ``(which row of rows, node)`` pairs, rows in order."""

@@ -26,11 +26,9 @@ import functools
 import itertools
 import time
 from collections.abc import Iterator
-from functools import cached_property
 
 import numpy as np
 
-from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.progress import progress_bar
 from uncertain_cep.query.engine.background import Background, spare_threads
 from uncertain_cep.query.engine.batches import (
@@ -38,9 +36,7 @@ from uncertain_cep.query.engine.batches import (
     CandidateNodes,
     Screen,
     candidate_passes,
-    every_item_window,
     extend,
-    item_windows,
     merge,
     prune_bounds,
     split_by_tuples,
@@ -48,29 +44,21 @@ from uncertain_cep.query.engine.batches import (
     weight_cuts,
     window_bounds,
 )
-from uncertain_cep.query.engine.completion import Completed, Completion
-from uncertain_cep.query.engine.event_room import EventRoom
-from uncertain_cep.query.engine.kernels.chains import extended_sums
-from uncertain_cep.query.engine.kernels.instants import NO_TIME, engine_base, relative_table
-from uncertain_cep.query.engine.kernels.negation import NegatedNodes, negation_factors
-from uncertain_cep.query.engine.kernels.tuples import TupleTable
-from uncertain_cep.query.engine.lookahead import CandidateInstants
-from uncertain_cep.query.engine.negation_bounds import CertainWeighers
-from uncertain_cep.query.engine.tuple_batches import (
-    TupleBatch,
-    event_instants,
-    every_tuple_window,
-    tuples_of,
-)
+from uncertain_cep.query.engine.completion import Completed
+from uncertain_cep.query.engine.inputs import QueryInputs, tuple_item_windows
+from uncertain_cep.query.engine.item_windows import item_windows
+from uncertain_cep.query.engine.kernels.extension import extended_sums
+from uncertain_cep.query.engine.kernels.instants import NO_TIME
+from uncertain_cep.query.engine.kernels.negation import negation_factors
+from uncertain_cep.query.engine.step_counts import StepCounter
+from uncertain_cep.query.engine.tuple_batches import TupleBatch, tuples_of
 from uncertain_cep.query.engine.tuple_steps import extend_tuples
 from uncertain_cep.query.evaluation import interrupts
 from uncertain_cep.query.evaluation.answer import Answer, with_ids
 from uncertain_cep.query.evaluation.context import TOLERANCE, QueryContext
-from uncertain_cep.query.evaluation.stats import StepStats
-from uncertain_cep.query.plan.choosers import ChoiceRequest, ItemChooser, ItemWindows
-from uncertain_cep.query.plan.estimates import ItemEstimates
+from uncertain_cep.query.plan.choosers import ChoiceRequest, ItemChooser
 
-__all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine", "tuple_item_windows"]
+__all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine"]
 
 # Entries (or candidate pairs) per batch: about 100 MB of columns for a 5-item pattern.
 BATCH_LIMIT = 1 << 20
@@ -93,131 +81,21 @@ COMPLETION_QUEUE = 32
 # merging them: it keeps tuples whose bound falls short of the threshold by rounding.
 _SUM_ORDER_MARGIN = 1e-12
 
-# A step's access path, with the symbols whose candidates it searched.
-ACCESS_PATH = "{search} of the box of {symbols}, then nodes by instant"
-# ... and where a window held many candidates, a group's nodes below (or above) the
-# entry's matched node by code range (query/engine/kernels/chains.py).
-BY_CODE = " (around the group's matched node by code range: {entries:,} entries)"
-# ... and where tuples held many entries each, their events in the window, one programme
-# per new tuple (query/engine/kernels/tuples.py).
-AS_TUPLES = " (as tuples, events by instant: {tuples:,} tuples)"
-
-
-class BatchEngine:
-    """One query's evaluation state: the node table, per-item candidates, counters."""
+class BatchEngine(QueryInputs):
+    """One query's search over its inputs (:class:`QueryInputs`), with its counters and
+    answers so far."""
 
     def __init__(self, ctx: QueryContext, limit: int | None = None) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
         self.limit = max(int(limit if limit is not None else BATCH_LIMIT), 1)
-        self.k = len(ctx.positive)
-        self._candidates: dict[int, CandidateNodes] = {}
-        self._steps: dict[int, StepStats] = {}
-        self._step_symbols: dict[int, list[str]] = {}
-        # Entries that took candidates by code range: in all, and per step.
+        self.counter = StepCounter(ctx)
+        # Entries that took candidates by code range, in all (per step: the counter).
         self._by_code = 0
-        self._code_entries: dict[int, int] = {}
-        # Tuples extended as tuples (query/engine/tuple_batches.py), per step.
-        self._tuple_entries: dict[int, int] = {}
         self._answers: list[Answer] = []
         self._progress = progress_bar("query", " entries", disable=True)  # run() shows one
         # Complete tuples to answers, on a spare core (query/engine/background.py); none
         # until run() starts one.
         self.background = Background(0)
-        # Without Condition 2 every OI of a group is equally likely, so nodes with alike
-        # futures may stand for one another when entries are merged.
-        self.classes = not ctx.index.built_with_condition2
-
-    @cached_property
-    def base(self) -> int:
-        """What the engine's instants are relative to (:mod:`~uncertain_cep.query.
-        instants`): 0 for most indexes, the earliest instant of one near int64's ends."""
-        return engine_base(*self.ctx.time_extent)
-
-    @cached_property
-    def table(self) -> NodeTable:
-        """The index's node table, its instants relative to :attr:`base`."""
-        return relative_table(self.ctx.index.node_table, self.base)
-
-    @cached_property
-    def tuple_table(self) -> TupleTable:
-        # (Classes of nodes with alike futures serve only the negation programme.)
-        return TupleTable(self.table, self.classes and bool(self.ctx.negations))
-
-    @cached_property
-    def negated(self) -> NegatedNodes:
-        """Per NOT item, the nodes that may weigh its gap (one R*-tree search each)."""
-        ctx, table = self.ctx, self.table
-        columns, nodes, instants, weights = [], [], [], []
-        for k, _, symbol in ctx.negations:
-            found = CandidateNodes.of_rows(table, ctx.search(symbol, None, ctx.span))
-            columns.append(k)
-            nodes.append(found.nodes)
-            instants.append(found.instants)
-            weights.append(1.0 - ctx.pr_rows(symbol, table.row[found.nodes]))
-        return NegatedNodes(columns, nodes, instants, weights)
-
-    @cached_property
-    def completion(self) -> Completion:
-        """What completing tuples needs (:mod:`~uncertain_cep.query.engine.completion`)."""
-        ctx = self.ctx
-        if not ctx.negations:
-            return Completion(self.tuple_table, ctx.window, ctx.theta)
-        return Completion(self.tuple_table, ctx.window, ctx.theta, self.certain, self.gaps,
-                          self.negated)
-
-    @cached_property
-    def room(self) -> EventRoom:
-        """The events some positive item may take, for the room its unmatched items
-        need (:mod:`~uncertain_cep.query.engine.event_room`)."""
-        table = self.table
-        rows = np.unique(np.concatenate([table.row[self.candidates(j).nodes]
-                                         for j in range(self.k)]))
-        return EventRoom(rows, *event_instants(table, rows))
-
-    @cached_property
-    def certain(self) -> CertainWeighers | None:
-        """Per NOT item, the events that may weigh it, for the bound from the events
-        certainly inside its gap (:mod:`~uncertain_cep.query.engine.negation_bounds`)."""
-        if not self.ctx.negations:
-            return None
-        return CertainWeighers.of(self.table, self.negated)
-
-    @cached_property
-    def gaps(self) -> np.ndarray:
-        """Per NOT item, the positive item before its gap (what merging must respect)."""
-        return np.unique(np.array([k for k, _, _ in self.ctx.negations], dtype=np.int64))
-
-    @cached_property
-    def estimates(self) -> ItemEstimates:
-        return ItemEstimates(self.ctx)
-
-    def candidates(self, item: int) -> CandidateNodes:
-        """The nodes item ``item`` may take, sorted by instant (one R*-tree search)."""
-        found = self._candidates.get(item)
-        if found is None:
-            ctx = self.ctx
-            rows = ctx.search(ctx.positive[item], None, ctx.span)
-            if item == 0:
-                rows = ctx.first_item_rows(rows)
-            found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)
-        return found
-
-    @cached_property
-    def lookahead(self) -> CandidateInstants | None:
-        """Every item's candidate instants, which narrow each step's windows to what a
-        completion can reach (:mod:`~uncertain_cep.query.engine.lookahead`); only patterns of
-        three or more items have items between a step and its neighbours to look at."""
-        if self.k < 3:
-            return None
-        return CandidateInstants([self.candidates(j).instants for j in range(self.k)])
-
-    def attribute(self, events: np.ndarray) -> np.ndarray:
-        """Per row of an events matrix, the product of its matched events' Pr(S | e)."""
-        out = np.ones(len(events))
-        for c, symbol in enumerate(self.ctx.positive):
-            matched = events[:, c] >= 0
-            out[matched] *= self.ctx.pr_rows(symbol, events[matched, c])
-        return out
 
     # ------------------------------------------------------------ the search
     def run(self, choose: ItemChooser) -> Answer:
@@ -335,40 +213,11 @@ class BatchEngine:
     def _count_step(self, items: dict[int, int], depth: int, estimated: float | None,
                     created: int, found: int, kept: int, started: float,
                     queries_before: int, by_code_before: int, as_tuples: int = 0) -> None:
-        """A step's counters (``items``: the tuples extended by each item), added to its
-        depth's line of EXPLAIN; ``as_tuples``: how many of them went as tuples."""
-        ctx = self.ctx
-        ctx.stats.entries_created += created
+        """A step's counters, added to the query's and to its depth's line of EXPLAIN."""
+        self.ctx.stats.entries_created += created
         self._progress.update(created)
-        step = self._steps.get(depth)
-        if step is None:
-            step = self._steps[depth] = StepStats(depth + 1, {}, None, 0, 0, 0, 0, 0.0)
-        for item, tuples in items.items():
-            label = ctx.label(item)
-            step.items[label] = step.items.get(label, 0) + tuples
-        if estimated is not None:
-            step.estimated = round((step.estimated or 0.0) + estimated, 3)
-        step.candidates += found
-        step.created += created
-        step.kept += kept
-        step.range_queries += ctx.stats.range_queries - queries_before
-        step.seconds += time.perf_counter() - started
-        symbols = self._step_symbols.setdefault(depth, [])
-        for item in items:
-            if ctx.positive[item] not in symbols:
-                symbols.append(ctx.positive[item])
-        by_code = self._code_entries[depth] = (self._code_entries.get(depth, 0)
-                                               + self._by_code - by_code_before)
-        as_tuples = self._tuple_entries[depth] = (self._tuple_entries.get(depth, 0)
-                                                  + as_tuples)
-        # An index searches its R*-tree; a time slice read from its row groups scans its
-        # event boxes instead (index/store/slice_reads.py).
-        search = getattr(ctx.index.rtree, "access", "R*-tree search")
-        step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
-        if by_code:
-            step.access += BY_CODE.format(entries=by_code)
-        if as_tuples:
-            step.access += AS_TUPLES.format(tuples=as_tuples)
+        self.counter.count(items, depth, estimated, created, found, kept, started,
+                           queries_before, self._by_code - by_code_before, as_tuples)
 
     def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                          stop: np.ndarray, candidates: CandidateNodes,
@@ -436,7 +285,7 @@ class BatchEngine:
             ctx.stats.entries_created += completed.created
             ctx.stats.tuples_pruned += completed.pruned
             self._progress.update(completed.created)
-            step = self._steps[depth]
+            step = self.counter.step(depth)
             step.created += completed.created
             step.kept += completed.kept
             step.seconds += seconds
@@ -610,7 +459,7 @@ class BatchEngine:
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                int]:
         """The last item of a pattern without negation: extension and each new tuple's
-        sum in one pass (:func:`~uncertain_cep.query.engine.kernels.chains.extended_sums`), so
+        sum in one pass (:func:`~uncertain_cep.query.engine.kernels.extension.extended_sums`), so
         its entries are never written out, merged or regrouped. Returns the new tuples'
         events, summed probabilities, first and last instants, the product of their
         events' Pr(S | e) (the parent tuple's times the new event's), and the entries
@@ -639,7 +488,7 @@ class BatchEngine:
 
     def _matches(self) -> Answer:
         ctx = self.ctx
-        ctx.stats.steps.extend(self._steps[d] for d in sorted(self._steps))
+        ctx.stats.steps.extend(self.counter.in_order())
         ctx.record_time()
         answer = Answer.concat(self._answers, self.k)
         if self.base:
@@ -648,28 +497,6 @@ class BatchEngine:
             answer = dataclasses.replace(answer, t_first=answer.t_first + self.base,
                                          t_last=answer.t_last + self.base)
         return answer
-
-
-def tuple_item_windows(engine: BatchEngine, batch: Batch | TupleBatch) -> ItemWindows:
-    """Per tuple of a batch in tuple order (or of tuples): its first entry, whether each
-    item is matched, and each item's window over all the tuple's entries (from the
-    earliest instants of its matched items to the latest), with infinities for "no
-    bound"."""
-    if isinstance(batch, TupleBatch):
-        starts = np.arange(len(batch), dtype=np.int64)
-        matched, a, b = every_tuple_window(batch, engine.ctx.window)
-    else:
-        table = engine.table
-        starts = tuple_starts(batch.events)
-        matched = batch.nodes[starts] >= 0
-        instants = np.where(batch.nodes >= 0, table.instant[np.maximum(batch.nodes, 0)], 0)
-        earliest = np.minimum.reduceat(instants, starts, axis=0)
-        latest = np.maximum.reduceat(instants, starts, axis=0)
-        a, b = every_item_window(earliest, latest, matched, engine.ctx.window)
-    # In the index's instants, as the estimates' statistics are.
-    lo = np.where(a <= -NO_TIME, -np.inf, a + float(engine.base))
-    hi = np.where(b >= NO_TIME, np.inf, b + float(engine.base))
-    return ItemWindows(starts, matched, lo, hi)
 
 
 def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,

@@ -3,7 +3,7 @@ completed.
 
 SEMANTICS A4 conditions 1-2 place each positive item strictly between its matched neighbours
 and the whole tuple within the window.
-:func:`~uncertain_cep.query.engine.batches.item_windows` applies them with one instant of
+:func:`~uncertain_cep.query.engine.item_windows.item_windows` applies them with one instant of
 room per unmatched item in between. Here the room is measured on the candidates themselves:
 the unmatched items between an item and its matched neighbour must each find a candidate
 instant, in order, strictly increasing. Chaining "the next candidate instant of item j after
@@ -191,7 +191,7 @@ def _tighten(nodes: np.ndarray, instant: np.ndarray, item: int, lo: np.ndarray,
     item : int
         The positive item whose windows these are.
     lo, hi : (n,) int64
-        The windows to narrow (:func:`~uncertain_cep.query.engine.batches.item_windows`).
+        The windows to narrow (:func:`~uncertain_cep.query.engine.item_windows.item_windows`).
     instants, offsets : int64
         :class:`CandidateInstants`: each item's distinct candidate instants, sorted,
         item ``j``'s at ``offsets[j]:offsets[j + 1]``.
@@ -243,7 +243,7 @@ def _tuple_window(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray, 
     windows).
 
     The window from the matched columns (as
-    :func:`~uncertain_cep.query.engine.batches.windows_from_instants`: SEMANTICS A4
+    :func:`~uncertain_cep.query.engine.item_windows.windows_from_instants`: SEMANTICS A4
     conditions 1-2) takes its start from their earliest instants and its end from
     their latest; then, as in :func:`_tighten`, the start is chained forward from the
     earliest instants and the end back from the latest.

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from uncertain_cep.index.forests.forest import REAL, ROOT
-from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.node_table import NodeArrays, NodeTable
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 
@@ -55,9 +55,7 @@ def merge_keys(table: NodeTable, events: np.ndarray, nodes: np.ndarray, gaps: np
     """
     matched = int((nodes >= 0).sum(axis=1).max()) if item >= 0 and len(nodes) else -1
     with KERNEL_LOCK:
-        return _merge_keys(events, nodes, table.group, table.instant, gaps, table.tree,
-                           table.kind, table.parent, table.child_start, table.child_list,
-                           table.row, classes,
+        return _merge_keys(events, nodes, gaps, table.arrays, classes,
                            table.nests_trees if classes else _NO_TREES, item, matched)
 
 
@@ -97,12 +95,181 @@ def _mix(x: int) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _entry_context(nodes: np.ndarray, r: int, node_instant: np.ndarray,
+                   node_group: np.ndarray, before_at: np.ndarray, after_at: np.ndarray,
+                   group_at: np.ndarray) -> None:
+    """Entry ``r``'s context, per column ``d``: the instant of its nearest matched item
+    before ``d`` (``before_at``) and after it (``after_at``), and ``d``'s group
+    (``group_at``, -1: not matched)."""
+    k = nodes.shape[1]
+    t_before = -NO_TIME
+    for c in range(k):
+        before_at[c] = t_before
+        group_at[c] = -1
+        if nodes[r, c] >= 0:
+            t_before = node_instant[nodes[r, c]]
+            group_at[c] = node_group[nodes[r, c]]
+    t_after = NO_TIME
+    for c in range(k - 1, -1, -1):
+        after_at[c] = t_after
+        if nodes[r, c] >= 0:
+            t_after = node_instant[nodes[r, c]]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _neighbours(c: int, g: int, group_at: np.ndarray, gaps: np.ndarray
+                ) -> tuple[bool, bool, int, bool, bool]:
+    """What may sit next to column ``c``'s node (of group ``g``): whether an unmatched
+    item lies between it and its group's nearest matched node (or the pattern's end) on
+    its left and on its right (the first such on the right: ``free``), and whether it is
+    its group's nearest node before a negation's gap (the paths from it into the gap are
+    its future) or after one (the paths into it)."""
+    k = len(group_at)
+    need_left = False
+    d = c - 1
+    while d >= 0:
+        if group_at[d] < 0:
+            need_left = True
+            break
+        if group_at[d] == g:
+            break
+        d -= 1
+    need_right = False
+    free = -1
+    d = c + 1
+    while d < k:
+        if group_at[d] < 0:
+            need_right = True
+            free = d
+            break
+        if group_at[d] == g:
+            break
+        d += 1
+    gap_after, gap_before = False, False
+    for j in gaps:
+        if c <= j:
+            nearest = True
+            for d in range(c + 1, j + 1):
+                if group_at[d] == g:
+                    nearest = False
+                    break
+            gap_after = gap_after or nearest
+        else:
+            nearest = True
+            for d in range(j + 1, c):
+                if group_at[d] == g:
+                    nearest = False
+                    break
+            gap_before = gap_before or nearest
+    return need_left, need_right, free, gap_after, gap_before
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ancestor_in_reach(m: int, c: int, g: int, need_left: bool, gaps: np.ndarray,
+                       group_at: np.ndarray, before_at: np.ndarray, after_at: np.ndarray,
+                       node_parent: np.ndarray, node_kind: np.ndarray,
+                       node_instant: np.ndarray) -> bool:
+    """Whether an ancestor of node ``m`` (column ``c``, group ``g``) may take an
+    unmatched item between the matched items around it (back to the group's previous
+    matched node), or stand in the gap of a negation before ``m`` of which ``m`` is the
+    group's nearest node after. Ancestors come earlier the higher they are: none at or
+    before the lowest start of those windows and gaps can sit in one."""
+    lowest = NO_TIME
+    if need_left:
+        for d in range(c - 1, -1, -1):
+            if group_at[d] == g:
+                break
+            if group_at[d] < 0:
+                lowest = min(lowest, before_at[d])
+    for j in gaps:
+        if j < c:
+            lowest = min(lowest, before_at[j + 1])
+    p = node_parent[m]
+    while p >= 0 and node_kind[p] == REAL:
+        t = node_instant[p]
+        if t <= lowest:
+            return False
+        if need_left:
+            for d in range(c - 1, -1, -1):
+                if group_at[d] == g:
+                    break
+                if group_at[d] < 0 and before_at[d] < t < after_at[d]:
+                    return True
+        for j in gaps:
+            if j >= c:
+                continue
+            nearest = True
+            for d in range(j + 1, c):
+                if group_at[d] == g:
+                    nearest = False
+                    break
+            # The gap lies between items j and j + 1, wherever placed.
+            if nearest and before_at[j + 1] < t < after_at[j]:
+                return True
+        p = node_parent[p]
+    return False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _placed_below(m: int, low: int, node_kind: np.ndarray, node_instant: np.ndarray,
+                  child_start: np.ndarray, child_list: np.ndarray, stack: np.ndarray
+                  ) -> int:
+    """May a node below ``m`` in its tree be placed after instant ``low``?
+    :data:`_REAL_AFTER`, :data:`_NOTHING_AFTER`, or :data:`_UNKNOWN` when a virtual
+    node lies below (another tree hangs there) or the subtree is too large to walk."""
+    below = _NOTHING_AFTER
+    stack[0] = m
+    top, visited = 1, 0
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        if x != m:
+            visited += 1
+            if node_kind[x] != REAL or visited > _WALK_LIMIT:
+                return _UNKNOWN
+            if node_instant[x] > low:
+                below = _REAL_AFTER
+        for i in range(child_start[x], child_start[x + 1]):
+            if top == _WALK_LIMIT:
+                return _UNKNOWN
+            stack[top] = child_list[i]
+            top += 1
+    return below
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _class_key(m: int, node_tree: np.ndarray, node_parent: np.ndarray,
+               node_kind: np.ndarray, node_row: np.ndarray) -> int:
+    """Node ``m``'s class: its tree (an event may have nodes in several) and the set of
+    events above it there (a sum of their hashes, so their order does not count)."""
+    h = _mix(-1 - node_tree[m])
+    p = node_parent[m]
+    while p >= 0 and node_kind[p] == REAL:
+        h += _mix(node_row[p])
+        p = node_parent[p]
+    return _CLASS_BASE + int(h & np.uint64(_CLASS_MASK))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _instant_read(c: int, first: int, last: int, group_at: np.ndarray, gaps: np.ndarray
+                  ) -> bool:
+    """Whether a later window or negation gap reads column ``c``'s instant: the first
+    and last instants bound the window until both ends are matched (then only t_first
+    and t_last read them, :func:`keep_extreme_ends`); an unmatched neighbour's window
+    and a negation's gap (bounded by the instants of its items j and j + 1) read it."""
+    k = len(group_at)
+    read = c in (first, last) and not (first == 0 and last == k - 1)
+    read = read or (c > 0 and group_at[c - 1] < 0) or (c + 1 < k and group_at[c + 1] < 0)
+    for j in gaps:
+        read = read or c == j or c == j + 1
+    return read
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
-                node_instant: np.ndarray, gaps: np.ndarray, node_tree: np.ndarray,
-                node_kind: np.ndarray, node_parent: np.ndarray, child_start: np.ndarray,
-                child_list: np.ndarray, node_row: np.ndarray, classes: bool,
-                nested: np.ndarray, item: int, matched: int) -> np.ndarray:
+def _merge_keys(events: np.ndarray, nodes: np.ndarray, gaps: np.ndarray,
+                node_arrays: NodeArrays, classes: bool, nested: np.ndarray, item: int,
+                matched: int) -> np.ndarray:
     """Per entry: its events, then the nodes that matter (else -1), then the instants
     that matter (else a sentinel); see :func:`~uncertain_cep.query.engine.batches.merge`.
 
@@ -114,7 +281,7 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     item that follows it: a walk of its subtree, which gives up, keeping the node's
     identity, past ``_WALK_LIMIT`` nodes or at a virtual node). From any other node, the
     factors and the descendant checks see the tree only through the virtual node
-    standing for it (query/engine/kernels/chains.py).
+    standing for it (query/engine/kernels/pairs.py).
     Entries differing only in such a node then have the same future, save the node's
     instant, which the key holds wherever a window or a negation gap reads it. The
     nearest node of a group after a negation's gap keeps its identity when one of its
@@ -129,6 +296,9 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     weights in a gap. Trees with other trees hanging below their nodes (``nested``) keep
     identities. The set is keyed by a sum of 64-bit hashes: two sets of one event's nodes
     in one tuple's entries would have to collide for entries to merge wrongly."""
+    node_group, node_instant, node_tree = node_arrays.group, node_arrays.instant, node_arrays.tree
+    node_kind, node_parent, node_row = node_arrays.kind, node_arrays.parent, node_arrays.row
+    child_start, child_list = node_arrays.child_start, node_arrays.child_list
     n, k = events.shape
     # The key's columns: the events (or item ``item``'s only), then per column the node
     # that matters, then the instant; with ``item``, per matched column only (``matched``
@@ -136,37 +306,22 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
     e = k if item < 0 else 1
     w = k if item < 0 else matched
     key = np.empty((n, e + 2 * w), dtype=np.int64)
-    # The helpers' work is written out below rather than called: a compiled call that
-    # passes arrays costs about 90 ns in reference counting when it is not inlined (these
-    # have loops), more than its work. Entries run in chunks, each with its scratch: the
-    # instants of an entry's nearest matched items before and after each column, each
-    # column's group, and room for a subtree walk.
+    # Entries run in chunks, each with its scratch: the entry's context per column, the
+    # columns' places in the key, and room for a subtree walk. (The helpers are inlined:
+    # a compiled call that passes arrays costs about 90 ns in reference counting.)
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in numba.prange(chunks):
         before_at = np.empty(k + 1, dtype=np.int64)
         after_at = np.empty(k + 1, dtype=np.int64)
-        group_at = np.empty(k, dtype=np.int64)   # -1: not matched
+        group_at = np.empty(k, dtype=np.int64)
         slot = np.empty(k, dtype=np.int64)
         stack = np.empty(_WALK_LIMIT, dtype=np.int64)
         for r in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
-            first, last = -1, -1
-            # before_at[d]: the instant of the nearest matched item before column d;
-            # after_at[d]: of the nearest after it.
-            t_before = -NO_TIME
-            for c in range(k):
-                before_at[c] = t_before
-                group_at[c] = -1
-                if nodes[r, c] >= 0:
-                    t_before = node_instant[nodes[r, c]]
-                    group_at[c] = node_group[nodes[r, c]]
-            t_after = NO_TIME
-            for c in range(k - 1, -1, -1):
-                after_at[c] = t_after
-                if nodes[r, c] >= 0:
-                    t_after = node_instant[nodes[r, c]]
+            _entry_context(nodes, r, node_instant, node_group, before_at, after_at, group_at)
             for c in range(w):
                 key[r, e + c] = -1
                 key[r, e + w + c] = -NO_TIME
+            first, last = -1, -1
             placed = 0
             for c in range(k):
                 if item < 0:
@@ -183,95 +338,17 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                 m = nodes[r, c]
                 if m < 0:
                     continue
-                g = node_group[m]
-                # An unmatched item between this node and its group's nearest matched node
-                # (or the pattern's end) on either side: a later item may sit next to it.
-                need_left = False
-                d = c - 1
-                while d >= 0:
-                    if group_at[d] < 0:
-                        need_left = True
-                        break
-                    if group_at[d] == g:
-                        break
-                    d -= 1
-                need_right = False
-                free = -1
-                d = c + 1
-                while d < k:
-                    if group_at[d] < 0:
-                        need_right = True
-                        free = d
-                        break
-                    if group_at[d] == g:
-                        break
-                    d += 1
-                # The nearest node of its group before a negation's gap (the paths from it
-                # into the gap are its future) or after one (the paths into it).
-                gap_after, gap_before = False, False
-                for j in gaps:
-                    if c <= j:
-                        nearest = True
-                        for d in range(c + 1, j + 1):
-                            if group_at[d] == g:
-                                nearest = False
-                                break
-                        gap_after = gap_after or nearest
-                    else:
-                        nearest = True
-                        for d in range(j + 1, c):
-                            if group_at[d] == g:
-                                nearest = False
-                                break
-                        gap_before = gap_before or nearest
+                need_left, need_right, free, gap_after, gap_before = _neighbours(
+                    c, node_group[m], group_at, gaps)
                 if need_left or need_right or gap_after or gap_before:
-                    by_class = classes and not nested[node_tree[m]]
-                    # What came before the node in its tree (its ancestors) counts if one of
-                    # them may take an unmatched item before it or stand in a gap before it.
+                    # What came before the node in its tree (its ancestors) counts if one
+                    # of them may take an unmatched item before it or stand in a gap
+                    # before it.
                     lone = _lone_event(m, node_kind, node_parent, child_start)
-                    past = False
-                    if not lone and not gap_after and (need_left or gap_before):
-                        # May an ancestor of m take an unmatched item between the matched
-                        # items around it (back to the group's previous matched node), or
-                        # stand in the gap of a negation before m of which m is the
-                        # group's nearest node after?
-                        # Ancestors come earlier the higher they are: none at or before
-                        # the lowest start of those windows and gaps can sit in one.
-                        lowest = NO_TIME
-                        if need_left:
-                            for d in range(c - 1, -1, -1):
-                                if group_at[d] == g:
-                                    break
-                                if group_at[d] < 0:
-                                    lowest = min(lowest, before_at[d])
-                        for j in gaps:
-                            if j < c:
-                                lowest = min(lowest, before_at[j + 1])
-                        p = node_parent[m]
-                        while not past and p >= 0 and node_kind[p] == REAL:
-                            t = node_instant[p]
-                            if t <= lowest:
-                                break
-                            if need_left:
-                                for d in range(c - 1, -1, -1):
-                                    if group_at[d] == g:
-                                        break
-                                    if group_at[d] < 0 and \
-                                            before_at[d] < t < after_at[d]:
-                                        past = True
-                                        break
-                            for j in gaps:
-                                if past or j >= c:
-                                    continue
-                                nearest = True
-                                for d in range(j + 1, c):
-                                    if group_at[d] == g:
-                                        nearest = False
-                                        break
-                                # The gap lies between items j and j + 1, wherever placed.
-                                if nearest and before_at[j + 1] < t < after_at[j]:
-                                    past = True
-                            p = node_parent[p]
+                    past = (not lone and not gap_after and (need_left or gap_before)
+                            and _ancestor_in_reach(m, c, node_group[m], need_left, gaps,
+                                                   group_at, before_at, after_at,
+                                                   node_parent, node_kind, node_instant))
                     if lone:
                         key[r, e + slot[c]] = -2 - node_tree[m]
                     elif gap_after or past:
@@ -282,56 +359,20 @@ def _merge_keys(events: np.ndarray, nodes: np.ndarray, node_group: np.ndarray,
                         key[r, e + slot[c]] = m
                     else:
                         # Only what follows the node counts: nothing, or its class.
-                        below = _NOTHING_AFTER
-                        if need_right:
-                            # May a node below m in its tree be placed after ``low``?
-                            # Unknown when a virtual node lies below (another tree hangs
-                            # there) or the subtree is too large to walk. (Items after
-                            # ``free`` are placed after the item before it.)
-                            low = node_instant[nodes[r, free - 1]]
-                            stack[0] = m
-                            top, visited = 1, 0
-                            while top > 0 and below != _UNKNOWN:
-                                top -= 1
-                                x = stack[top]
-                                if x != m:
-                                    visited += 1
-                                    if node_kind[x] != REAL or visited > _WALK_LIMIT:
-                                        below = _UNKNOWN
-                                        break
-                                    if node_instant[x] > low:
-                                        below = _REAL_AFTER
-                                for i in range(child_start[x], child_start[x + 1]):
-                                    if top == _WALK_LIMIT:
-                                        below = _UNKNOWN
-                                        break
-                                    stack[top] = child_list[i]
-                                    top += 1
+                        # (Items after ``free`` are placed after the item before it.)
+                        below = (_placed_below(m, node_instant[nodes[r, free - 1]],
+                                               node_kind, node_instant, child_start,
+                                               child_list, stack)
+                                 if need_right else _NOTHING_AFTER)
                         if below == _NOTHING_AFTER:
                             key[r, e + slot[c]] = -2 - node_tree[m]
-                        elif by_class:
-                            # Its class: its tree (an event may have nodes in several) and
-                            # the set of events above it there (a sum of their hashes, so
-                            # their order does not count).
-                            h = _mix(-1 - node_tree[m])
-                            p = node_parent[m]
-                            while p >= 0 and node_kind[p] == REAL:
-                                h += _mix(node_row[p])
-                                p = node_parent[p]
-                            key[r, e + slot[c]] = (_CLASS_BASE
-                                                   + int(h & np.uint64(_CLASS_MASK)))
+                        elif classes and not nested[node_tree[m]]:
+                            key[r, e + slot[c]] = _class_key(m, node_tree, node_parent,
+                                                             node_kind, node_row)
                             key[r, e + w + slot[c]] = node_instant[m]
                         else:
                             key[r, e + slot[c]] = m
-                # The first and last instants bound the window until both ends are
-                # matched; then only t_first and t_last read them (keep_extreme_ends).
-                read = c in (first, last) and not (first == 0 and last == k - 1)
-                read = (read or (c > 0 and group_at[c - 1] < 0)
-                        or (c + 1 < k and group_at[c + 1] < 0))
-                for j in gaps:
-                    # A negation's gap is bounded by the instants of its items j and j + 1.
-                    read = read or c == j or c == j + 1
-                if read:
+                if _instant_read(c, first, last, group_at, gaps):
                     key[r, e + w + slot[c]] = node_instant[m]
     return key
 

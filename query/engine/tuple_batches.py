@@ -24,13 +24,8 @@ import numba
 import numpy as np
 
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.query.engine.batches import (
-    Batch,
-    CandidateNodes,
-    every_item_window,
-    tuple_starts,
-    windows_from_instants,
-)
+from uncertain_cep.query.engine.batches import Batch, CandidateNodes, tuple_starts
+from uncertain_cep.query.engine.item_windows import every_item_window, windows_from_instants
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 from uncertain_cep.query.engine.lookahead import CandidateInstants

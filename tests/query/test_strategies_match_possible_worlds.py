@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import uncertain_cep as uc
 from uncertain_cep.query.engine import batch_engine
-from uncertain_cep.query.engine.kernels import chains as chain_kernels
+from uncertain_cep.query.engine.kernels import extension as extension_kernels
 
 
 def _check(case: tuple[pd.DataFrame, object, object, str, str], strategy: str) -> None:
@@ -80,6 +80,6 @@ def test_nodes_found_by_code_ranges_give_the_possible_worlds_answer(strategy: st
     # Every window takes a group's nodes below the entry's matched node from that group's
     # code ranges, however few candidates it holds (engines switch at 16 per block); the
     # batches stay entries (never tuples, which take no code ranges).
-    with (patch.object(chain_kernels, "BLOCK_COST", 0),
+    with (patch.object(extension_kernels, "BLOCK_COST", 0),
           patch.object(batch_engine, "TUPLE_RATIO", 1 << 40)):
         _check(case, strategy)

@@ -1,11 +1,24 @@
 """Room 2 of the query wing: the compiled kernels (numba), below everything they serve.
 
-Chains of OI-tree nodes (:mod:`~uncertain_cep.query.engine.kernels.chains`), grouping and
-hash tables (:mod:`~uncertain_cep.query.engine.kernels.grouping`), negation's weighted sums
-(:mod:`~uncertain_cep.query.engine.kernels.negation`,
-:mod:`~uncertain_cep.query.engine.kernels.negation_folds`) and complete tuples'
-probabilities (:mod:`~uncertain_cep.query.engine.kernels.tuples`); the instants they compute
-on (:mod:`~uncertain_cep.query.engine.kernels.instants`) and the lock around numba's
-threading layer (:mod:`~uncertain_cep.query.engine.kernels.core`). Every kernel is compiled
-with ``cache=True`` (scripts/warm_kernels.py fills the cache once).
+Every kernel takes the node table as one record,
+:class:`~uncertain_cep.index.node_table.NodeArrays` (``NodeTable.arrays``), and what it
+reads of a query as NamedTuples beside it, never as loose lists of arrays. By stage:
+
+* chains of OI-tree nodes: the descendant check and chain factors
+  (:mod:`~uncertain_cep.query.engine.kernels.chains`), each entry's candidates and their
+  factors (:mod:`~uncertain_cep.query.engine.kernels.pairs`), extension of whole batches
+  (:mod:`~uncertain_cep.query.engine.kernels.extension`);
+* grouping and hash tables of rows (:mod:`~uncertain_cep.query.engine.kernels.grouping`);
+* negation's weighted sums (:mod:`~uncertain_cep.query.engine.kernels.negation`), their memo
+  (:mod:`~uncertain_cep.query.engine.kernels.memo`) and their folds into a tuple's
+  programme (:mod:`~uncertain_cep.query.engine.kernels.negation_folds`, with the classes of
+  nodes of :mod:`~uncertain_cep.query.engine.kernels.futures`);
+* complete tuples' probabilities: one tuple's dynamic programme
+  (:mod:`~uncertain_cep.query.engine.kernels.programme`, what it knows before its first
+  layer in :mod:`~uncertain_cep.query.engine.kernels.tuple_columns`), run over batches
+  (:mod:`~uncertain_cep.query.engine.kernels.tuples`);
+* the instants they compute on (:mod:`~uncertain_cep.query.engine.kernels.instants`) and
+  the lock around numba's threading layer (:mod:`~uncertain_cep.query.engine.kernels.core`).
+
+Every kernel is compiled with ``cache=True`` (scripts/warm_kernels.py fills the cache once).
 """

@@ -15,16 +15,46 @@ compiled code per entry; no Python runs per entry.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from uncertain_cep.index.forests.forest import VIRTUAL
-from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.node_table import NodeArrays, NodeTable
 from uncertain_cep.query.engine.kernels.chains import chain_extension
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.grouping import group_rows
+from uncertain_cep.query.engine.kernels.memo import grown_memo, memo_add, memo_lookup, new_memo
 
-__all__ = ["NegatedNodes", "group_factor", "negation_factors", "weighted_sums"]
+__all__ = ["NegatedArrays", "NegatedNodes", "SumScratch", "group_factor", "negation_factors",
+           "scratch_arrays", "thread_scratch", "weighted_sums"]
+
+
+class NegatedArrays(NamedTuple):
+    """What the kernels read of the NOT items (:attr:`NegatedNodes.arrays`): per NOT
+    item ``x``, its nodes ``nodes[offsets[x]:offsets[x + 1]]`` sorted by ``instants``,
+    their ``weights`` (``1 - Pr(C | node)``), and its ``columns`` (the column before
+    its gap)."""
+
+    offsets: np.ndarray
+    nodes: np.ndarray
+    instants: np.ndarray
+    weights: np.ndarray
+    columns: np.ndarray
+
+
+class SumScratch(NamedTuple):
+    """One thread's scratch for :func:`weighted_sums`, one slot per node of the index
+    (per group for ``weighted_group``); :func:`scratch_arrays` makes them for several
+    threads at once, a row each."""
+
+    weight: np.ndarray
+    value: np.ndarray
+    relevant: np.ndarray
+    required: np.ndarray
+    touched: np.ndarray
+    weighted_group: np.ndarray
 
 
 class NegatedNodes:
@@ -42,6 +72,12 @@ class NegatedNodes:
         self.weights = (np.concatenate(weights).astype(np.float64) if weights
                         else np.zeros(0))
 
+    @property
+    def arrays(self) -> NegatedArrays:
+        """The NOT items as the kernels take them."""
+        return NegatedArrays(self.offsets, self.nodes, self.instants, self.weights,
+                             self.columns)
+
 
 @numba.njit(cache=True, nogil=True)
 def _up(x: int, parent: np.ndarray, tree: np.ndarray, tree_virtual: np.ndarray) -> int:
@@ -54,16 +90,21 @@ def _up(x: int, parent: np.ndarray, tree: np.ndarray, tree_virtual: np.ndarray) 
 
 @numba.njit(cache=True, nogil=True)
 def weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
-                   only_group: int, chain: np.ndarray, neg: tuple, t: tuple,
-                   scratch: tuple, out_groups: np.ndarray,
-                   out_values: np.ndarray) -> int:
+                  only_group: int, chain: np.ndarray, neg: NegatedArrays,
+                  node_arrays: NodeArrays, scratch: SumScratch, out_groups: np.ndarray,
+                  out_values: np.ndarray) -> int:
     """Per group holding weighted nodes (only ``only_group`` if >= 0): the weighted sum
     over its OIs (through ``chain``, nodes of ``only_group`` in time order). Nodes of the
     rows in ``exclude`` carry no weight. Writes ``out_groups``/``out_values``, returns
     how many. (SEMANTICS A4 condition 4; docs/design.md, The batch engine: Negation.)"""
-    offsets, neg_nodes, neg_instants, neg_weights = neg
-    (group, row, kind, parent, cond, depth, child_start, child_list, child_root, tree,
-     tree_virtual, group_root) = t
+    offsets, neg_nodes, neg_instants, neg_weights = (neg.offsets, neg.nodes, neg.instants,
+                                                     neg.weights)
+    group, row, kind, parent = (node_arrays.group, node_arrays.row, node_arrays.kind,
+                                node_arrays.parent)
+    cond, depth, child_root = node_arrays.cond, node_arrays.depth, node_arrays.child_root
+    child_start, child_list = node_arrays.child_start, node_arrays.child_list
+    tree, tree_virtual = node_arrays.tree, node_arrays.tree_virtual
+    group_root = node_arrays.group_root
     weight, value, relevant, required, touched, weighted_group = scratch
     n_touched = 0
     n_groups = 0
@@ -148,115 +189,15 @@ def weighted_sums(gap_a: np.ndarray, gap_b: np.ndarray, exclude: np.ndarray,
     return n_groups
 
 
-# A memo: an open-addressing map from int64 key rows to factors (floats in [0, 1]), as
-# plain arrays (slots, key rows, values, and [count, full]) looked up inline: a
-# jitclass counts each read of its array attributes atomically (three counts a
-# look-up; measured: two thirds of the negation programme's counts). It does not grow
-# inside a look-up: a full map stores no more and says so (``full``), and its owner
-# grows it between entries or tuples (:func:`grown_memo`).
-MemoArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
 @numba.njit(cache=True, nogil=True)
-def new_memo(width: int, capacity: int) -> MemoArrays:
-    """An empty map for keys of ``width`` with room for ``capacity`` (a power of 2)."""
-    return (np.full(2 * capacity, -1, dtype=np.int64),
-            np.empty((capacity, width), dtype=np.int64), np.empty(capacity),
-            np.zeros(2, dtype=np.int64))
-
-
-@numba.njit(cache=True, nogil=True)
-def grown_memo(memo: MemoArrays) -> MemoArrays:
-    """The map with twice the room, holding the same keys."""
-    _, keys, values, state = memo
-    out = new_memo(keys.shape[1], 2 * len(values))
-    for i in range(state[0]):
-        memo_store(out[0], out[1], out[2], i, keys[i], values[i])
-    out[3][0] = state[0]
-    return out
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def memo_lookup(slots: np.ndarray, keys: np.ndarray, values: np.ndarray, key: np.ndarray
-                ) -> float:
-    """The key's factor, or -1.0 where it has none. (Plain arrays, not a jitclass:
-    docs/design.md, Reference counts in compiled loops.)"""
-    mask = len(slots) - 1
-    s = _home(key, mask)
-    while True:
-        i = slots[s]
-        if i < 0:
-            return -1.0
-        if _same_row(keys, i, key):
-            return values[i]
-        s = (s + 1) & mask
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def memo_store(slots: np.ndarray, keys: np.ndarray, values: np.ndarray, i: int,
-               key: np.ndarray, value: float) -> None:
-    """Store a key not present yet as row ``i``."""
-    for c in range(len(key)):
-        keys[i, c] = key[c]
-    values[i] = value
-    _place(slots, key, i)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def memo_add(memo: MemoArrays, key: np.ndarray, value: float) -> None:
-    """Store a key not present yet, unless the map is full (then mark it so)."""
-    slots, keys, values, state = memo
-    if state[0] == len(values):
-        state[1] = 1
-        return
-    memo_store(slots, keys, values, state[0], key, value)
-    state[0] += 1
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _place(slots: np.ndarray, key: np.ndarray, i: int) -> None:
-    """Write row index ``i`` into the first free slot (-1) of ``slots`` on ``key``'s
-    probe sequence (linear, from :func:`_home`). A map holds at most half as many keys
-    as slots (:func:`new_memo`), so there is always one."""
-    mask = len(slots) - 1
-    s = _home(key, mask)
-    while slots[s] >= 0:
-        s = (s + 1) & mask
-    slots[s] = i
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _same_row(rows: np.ndarray, i: int, key: np.ndarray) -> bool:
-    """Whether row ``i`` of ``rows`` holds ``key``."""
-    for c in range(len(key)):  # noqa: SIM110 (numba compiles no generator in all())
-        if rows[i, c] != key[c]:
-            return False
-    return True
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _home(key: np.ndarray, mask: int) -> np.int64:
-    """``key``'s home slot: a 64-bit hash of its values (the hash of
-    :mod:`~uncertain_cep.query.engine.kernels.grouping`'s rows) masked by ``mask``, the
-    number of slots less one (a power of 2)."""
-    h = np.uint64(0x9E3779B97F4A7C15)
-    for c in range(len(key)):
-        h ^= np.uint64(key[c]) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
-            + (h >> np.uint64(2))
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(31)
-    return np.int64(h & np.uint64(mask))
-
-
-@numba.njit(cache=True, nogil=True)
-def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
+def _free_sums(gaps: np.ndarray, neg: NegatedArrays, node_arrays: NodeArrays,
+               scratch: SumScratch
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Once per distinct set of gaps: every group's weighted sum without a chain (what a
     group outside the tuple contributes), sorted by group (``free_groups[start[u]:
     start[u + 1]]`` and their values), with their product and how many are 0.
     (docs/design.md, The batch engine: Negation.)"""
-    group_root = t[11]
-    n_all_groups = len(group_root)
+    n_all_groups = len(node_arrays.group_root)
     found_groups = np.empty(n_all_groups, dtype=np.int64)
     found_values = np.empty(n_all_groups)
     n_gaps, width = gaps.shape
@@ -269,8 +210,8 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
     product = np.ones(n_gaps)
     zeros = np.zeros(n_gaps, dtype=np.int64)
     for u in range(n_gaps):
-        m = weighted_sums(gaps[u, :half], gaps[u, half:], no_rows, -1, no_chain, neg, t,
-                           scratch, found_groups, found_values)
+        m = weighted_sums(gaps[u, :half], gaps[u, half:], no_rows, -1, no_chain, neg,
+                          node_arrays, scratch, found_groups, found_values)
         while start[u] + m > len(free_groups):
             free_groups = np.concatenate((free_groups, np.empty(len(free_groups),
                                                                 dtype=np.int64)))
@@ -290,37 +231,32 @@ def _free_sums(gaps: np.ndarray, neg: tuple, t: tuple, scratch: tuple
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _negation_factors(nodes: np.ndarray, events: np.ndarray, gap_id: np.ndarray,
-                      gaps: np.ndarray, columns: np.ndarray, neg: tuple, t: tuple,
-                      scratches: tuple, poi: np.ndarray, tree_parent: np.ndarray,
-                      tree_level: np.ndarray, free: tuple) -> np.ndarray:
+                      gaps: np.ndarray, columns: np.ndarray, neg: NegatedArrays,
+                      node_arrays: NodeArrays, scratches: SumScratch, free: tuple
+                      ) -> np.ndarray:
     """The entries in one chunk per scratch (thread), in parallel, each chunk with its own
     memo (:func:`_chunk_factors`). (docs/design.md, The batch engine: Negation.)"""
     n = len(nodes)
     out = np.ones(n)
     weight, value, relevant, required, touched, weighted_group = scratches
-    start, free_groups, free_values, product, zeros = free
     chunks = len(weight)
     for c in numba.prange(chunks):
         _chunk_factors(c * n // chunks, (c + 1) * n // chunks, nodes, events, gap_id, gaps,
-                       columns, neg, t,
-                       (weight[c], value[c], relevant[c], required[c], touched[c],
-                        weighted_group[c]),
-                       poi, tree_parent, tree_level, start, free_groups, free_values,
-                       product, zeros, out)
+                       columns, neg, node_arrays,
+                       SumScratch(weight[c], value[c], relevant[c], required[c], touched[c],
+                                  weighted_group[c]),
+                       free, out)
     return out
 
 
 @numba.njit(cache=True, nogil=True)
 def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
-                   gap_id: np.ndarray, gaps: np.ndarray, columns: np.ndarray, neg: tuple,
-                   t: tuple, scratch: tuple,
-                   poi: np.ndarray, tree_parent: np.ndarray, tree_level: np.ndarray,
-                   start: np.ndarray, free_groups: np.ndarray, free_values: np.ndarray,
-                   product: np.ndarray, zeros: np.ndarray,
-                   out: np.ndarray) -> None:
+                   gap_id: np.ndarray, gaps: np.ndarray, columns: np.ndarray,
+                   neg: NegatedArrays, node_arrays: NodeArrays, scratch: SumScratch,
+                   free: tuple, out: np.ndarray) -> None:
     """The factors of entries ``r_lo`` to ``r_hi`` into ``out``, given every group's
-    chain-free sum per set of gaps (``start``, ``free_groups``, ``free_values``, and
-    their ``product`` and number of ``zeros``).
+    chain-free sum per set of gaps (``free``: :func:`_free_sums`' ``start``,
+    ``free_groups``, ``free_values``, and their ``product`` and number of ``zeros``).
 
     A group's chain is its nodes nearest to a gap on either side (``columns``: the
     column before each gap): OIs are Markov in their nodes, so the weighted sum through
@@ -330,7 +266,8 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
     the others. Every event of the tuple in the group is excluded from weighing.
     (SEMANTICS A4 condition 4; docs/design.md, The batch engine: Negation.)"""
     k = nodes.shape[1]
-    group, group_root = t[0], t[11]
+    group, group_root = node_arrays.group, node_arrays.group_root
+    start, free_groups, free_values, product, zeros = free
     half = gaps.shape[1] // 2
     found_groups = np.empty(len(group_root), dtype=np.int64)
     found_values = np.empty(len(group_root))
@@ -387,8 +324,8 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
             value = memo_lookup(memo[0], memo[1], memo[2], key)
             if value < 0.0:
                 value = group_factor(
-                    g, chain[:size], mine[:n_mine], gaps[u, :half], gaps[u, half:], neg, t,
-                    scratch, poi, tree_parent, tree_level, found_groups, found_values)
+                    g, chain[:size], mine[:n_mine], gaps[u, :half], gaps[u, half:], neg,
+                    node_arrays, scratch, found_groups, found_values)
                 memo_add(memo, key, value)
             factor *= value
         out[r] = factor * (0.0 if rest_zeros > 0 else rest)
@@ -398,21 +335,22 @@ def _chunk_factors(r_lo: int, r_hi: int, nodes: np.ndarray, events: np.ndarray,
 
 @numba.njit(cache=True, nogil=True)
 def group_factor(g: int, chain: np.ndarray, mine: np.ndarray, gap_a: np.ndarray,
-                  gap_b: np.ndarray, neg: tuple, t: tuple, scratch: tuple, poi: np.ndarray,
-                  tree_parent: np.ndarray, tree_level: np.ndarray,
-                  found_groups: np.ndarray, found_values: np.ndarray) -> float:
+                 gap_b: np.ndarray, neg: NegatedArrays, node_arrays: NodeArrays,
+                 scratch: SumScratch, found_groups: np.ndarray, found_values: np.ndarray
+                 ) -> float:
     """Group ``g``'s weighted sum over its OIs through ``chain`` (its nodes nearest to
     the gaps, in time order) over the chain's own probability; the nodes of the rows in
     ``mine`` carry no weight. 1 where no node of the group is weighed. (SEMANTICS A4
     condition 4; docs/design.md, The batch engine: Negation.)"""
-    tree, tree_virtual = t[9], t[10]
+    poi, tree, tree_parent = node_arrays.poi, node_arrays.tree, node_arrays.tree_parent
+    tree_level, tree_virtual = node_arrays.tree_level, node_arrays.tree_virtual
     prob = 1.0
     last = -1
     for d in range(len(chain)):
         prob *= chain_extension(last, chain[d], poi, tree, tree_parent, tree_level, tree_virtual)
         last = chain[d]
-    got = weighted_sums(gap_a, gap_b, mine, g, chain, neg, t, scratch, found_groups,
-                         found_values)
+    got = weighted_sums(gap_a, gap_b, mine, g, chain, neg, node_arrays, scratch,
+                        found_groups, found_values)
     return found_values[0] / prob if got else 1.0
 
 
@@ -458,37 +396,29 @@ def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     gaps = np.concatenate([instants[:, negated.columns] + 1,
                            instants[:, negated.columns + 1] - 1], axis=1)
     gap_id, first = group_rows(gaps)
-    neg, t = kernel_tables(table, negated)
+    neg, node_arrays = negated.arrays, table.arrays
     # One scratch per thread: entries are factored in that many chunks in parallel.
     scratches = scratch_arrays(table, max(1, min(numba.get_num_threads(), len(events))))
     gaps = np.ascontiguousarray(gaps[first])
-    free = _free_sums(gaps, neg, t, tuple(a[0] for a in scratches))
+    free = _free_sums(gaps, neg, node_arrays, thread_scratch(scratches, 0))
     return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
-            t, scratches, table.poi, table.tree_parent, table.tree_level, free)
+            node_arrays, scratches, free)
 
 
-def kernel_tables(table: NodeTable, negated: NegatedNodes) -> tuple[tuple, tuple]:
-    """What the kernels read of the NOT items' nodes and of the node table."""
-    has_trees = table.tree_start[1:] > table.tree_start[:-1]
-    top = np.minimum(table.tree_start[:-1], max(len(table.tree_root) - 1, 0))
-    group_root = (np.where(has_trees, table.tree_root[top], -1) if len(table.tree_root)
-                  else np.full(len(has_trees), -1, dtype=np.int64))
-    neg = (negated.offsets, negated.nodes, negated.instants, negated.weights)
-    t = (table.group, table.row, table.kind, table.parent, table.cond, table.depth,
-         table.child_start, table.child_list, table.child_root, table.tree,
-         table.tree_virtual, group_root)
-    return neg, t
-
-
-def scratch_arrays(table: NodeTable, threads: int) -> tuple[np.ndarray, ...]:
+def scratch_arrays(table: NodeTable, threads: int) -> SumScratch:
     """Per thread, the scratch of :func:`weighted_sums`: one slot per node of the whole
     index, allocated here rather than in compiled code: numpy's zeroed allocations are
     mapped lazily, and a call writes only the entries of the nodes it touches (a weight
     is set when its node becomes relevant), so memory and time follow the query, not
     the size of the index."""
     n_nodes, n_groups = len(table.group), len(table.group_start) - 1
-    return (np.zeros((threads, n_nodes)), np.zeros((threads, n_nodes)),
-            np.zeros((threads, n_nodes), dtype=np.bool_),
-            np.zeros((threads, n_nodes), dtype=np.bool_),
-            np.zeros((threads, n_nodes), dtype=np.int64),
-            np.zeros((threads, n_groups), dtype=np.bool_))
+    return SumScratch(np.zeros((threads, n_nodes)), np.zeros((threads, n_nodes)),
+                      np.zeros((threads, n_nodes), dtype=np.bool_),
+                      np.zeros((threads, n_nodes), dtype=np.bool_),
+                      np.zeros((threads, n_nodes), dtype=np.int64),
+                      np.zeros((threads, n_groups), dtype=np.bool_))
+
+
+def thread_scratch(scratches: SumScratch, i: int) -> SumScratch:
+    """Thread ``i``'s row of :func:`scratch_arrays`' scratch."""
+    return SumScratch(*(a[i] for a in scratches))

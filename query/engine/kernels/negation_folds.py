@@ -8,147 +8,58 @@ group's last column at or before it and its first after it. OIs are Markov in th
 nodes and a tuple's columns are in time order, so the weighted paths between two
 columns weigh only the gaps between them. A segment folds in once its ends and its
 gaps' bounds are matched; a kept node then leaves the class's key, or, without
-Condition 2, stands for its class of nodes with alike futures (:func:`future_nodes`).
+Condition 2, stands for its class of nodes with alike futures
+(:func:`~uncertain_cep.query.engine.kernels.futures.future_nodes`).
 The functions here are inlined into the programme (a compiled call counts every array
 it passes, atomically).
 """
 
 from __future__ import annotations
 
-import weakref
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from uncertain_cep.index.forests.forest import REAL
-from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.node_table import NodeArrays
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
+from uncertain_cep.query.engine.kernels.memo import MemoArrays, memo_add, memo_lookup
 from uncertain_cep.query.engine.kernels.negation import (
-    MemoArrays,
+    NegatedArrays,
+    SumScratch,
     group_factor,
-    memo_add,
-    memo_lookup,
     weighted_sums,
 )
 
 # NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
 # on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
 # change this file too.
-__all__ = ["clear_folded", "exact_columns", "fold_gap", "fold_outside", "fold_segments",
-           "future_nodes", "key_width"]
+__all__ = ["FoldScratch", "clear_folded", "exact_columns", "fold_gap", "fold_outside",
+           "fold_segments", "key_width"]
 
 
-# Per node table, its nodes' classes (computed once per index, not once per query).
-_FUTURES: weakref.WeakKeyDictionary[NodeTable, np.ndarray] = weakref.WeakKeyDictionary()
+class FoldScratch(NamedTuple):
+    """One thread's scratch for the folds: the weighted sums' (``scratch``) and their
+    outputs (``found_groups``, ``found_values``), rows of small numbers (``rows``: a
+    segment's chain, excluded events and gaps), each segment's last memo key and factor
+    (``last_key``, ``last_value``), and per archive row whether a NOT item may weigh
+    its nodes (``candidate_row``)."""
 
-
-def future_nodes(table: NodeTable) -> np.ndarray:
-    """Per node, the first node of its class: the nodes of its event at its instant in
-    its tree with the same set of events above them there (the node itself in a tree
-    that other trees hang below). Without Condition 2 every OI of a group is equally
-    likely, so what follows a node depends only on the events still to come and its
-    instant: the subtrees of a class are alike, node for node, with the same factors
-    and the same weights in a gap (as :mod:`~uncertain_cep.query.engine.merge_keys` merges
-    entries).
-
-    Three events that may each take instants 0 to 2 in one group: the nodes placing the
-    last of them at instant 2 after the other two (in either order) are one class.
-
-    >>> import pandas as pd
-    >>> import uncertain_cep as uc
-    >>> idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": 0,
-    ...                                    "t_lo": 0, "t_hi": 2}))
-    >>> table = idx.event_index.node_table
-    >>> future = future_nodes(table)
-    >>> [(int(v), int(future[v])) for v in np.flatnonzero(future != np.arange(len(future)))]
-    [(12, 10), (14, 11), (15, 13)]
-    >>> [(int(table.row[v]), int(table.instant[v])) for v in (12, 10)]
-    [(2, 2), (2, 2)]
-    """
-    if table in _FUTURES:
-        return _FUTURES[table]
-    n = len(table.group)
-    kind = np.asarray(table.kind)
-    parent = np.asarray(table.parent, dtype=np.int64)
-    row = np.asarray(table.row, dtype=np.int64)
-    tree = np.asarray(table.tree, dtype=np.int64)
-    above = _above_hashes(parent, kind, row, REAL)
-    real = (kind == REAL) & ~table.nests_trees[tree]
-    future = np.arange(n, dtype=np.int64)
-    nodes = np.flatnonzero(real)
-    order = nodes[np.lexsort((nodes, above[nodes], table.instant[nodes], row[nodes],
-                              tree[nodes]))]
-    if len(order) == 0:
-        return future
-    keys = np.stack([tree[order], row[order], table.instant[order],
-                     above[order].view(np.int64)])
-    start = np.concatenate([[True], (keys[:, 1:] != keys[:, :-1]).any(axis=0)])
-    first = order[np.flatnonzero(start)][np.cumsum(start) - 1]
-    # (Equal sums of hashes of sets that differ: the node keeps its own identity.)
-    same = _same_events_above(order, first, parent, kind, row, REAL)
-    future[order[same]] = first[same]
-    _FUTURES[table] = future
-    return future
-
-
-@numba.njit(cache=True, nogil=True)
-def _above_hashes(parent: np.ndarray, kind: np.ndarray, row: np.ndarray, real: int
-                  ) -> np.ndarray:
-    """Per node, the sum of a 64-bit hash of each event above it in its tree."""
-    out = np.zeros(len(parent), dtype=np.uint64)
-    for m in range(len(parent)):
-        h = np.uint64(0)
-        p = parent[m]
-        while p >= 0 and kind[p] == real:
-            z = np.uint64(row[p]) + np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            h += z ^ (z >> np.uint64(31))
-            p = parent[p]
-        out[m] = h
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _same_events_above(nodes: np.ndarray, firsts: np.ndarray, parent: np.ndarray,
-                       kind: np.ndarray, row: np.ndarray, real: int) -> np.ndarray:
-    """Whether each of ``nodes`` has the same set of events above it in its tree as
-    the node in ``firsts`` beside it."""
-    out = np.ones(len(nodes), dtype=np.bool_)
-    # (Room for the deepest node's events, made once: no allocation per node.)
-    deepest = 0
-    for a in nodes:
-        depth = 0
-        p = parent[a]
-        while p >= 0 and kind[p] == real:
-            depth += 1
-            p = parent[p]
-        deepest = max(deepest, depth)
-    rows_a = np.empty(deepest, dtype=np.int64)
-    rows_b = np.empty(deepest, dtype=np.int64)
-    for i in range(len(nodes)):
-        a, b = nodes[i], firsts[i]
-        if a == b:
-            continue
-        n_a, p = 0, parent[a]
-        while p >= 0 and kind[p] == real:
-            rows_a[n_a] = row[p]
-            n_a += 1
-            p = parent[p]
-        n_b, p = 0, parent[b]
-        while p >= 0 and kind[p] == real:
-            rows_b[n_b] = row[p]
-            n_b += 1
-            p = parent[p]
-        out[i] = n_a == n_b and (np.sort(rows_a[:n_a]) == np.sort(rows_b[:n_b])).all()
-    return out
+    scratch: SumScratch
+    found_groups: np.ndarray
+    found_values: np.ndarray
+    rows: np.ndarray
+    last_key: np.ndarray
+    last_value: np.ndarray
+    candidate_row: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _unit(v: int, t: tuple) -> int:
+def _unit(v: int, node_arrays: NodeArrays) -> int:
     """The unit node ``v`` lies in: its isolated subsequence's tree where the group's top
     tree is a chain of them, else the group's top tree."""
-    group, tree, tree_level, tree_parent, top_chain = t[3], t[4], t[5], t[6], t[14]
+    group, tree, top_chain = node_arrays.group, node_arrays.tree, node_arrays.top_chain
+    tree_level, tree_parent = node_arrays.tree_level, node_arrays.tree_parent
     tr = tree[v]
     floor = 1 if top_chain[group[v]] else 0
     while tree_level[tr] > floor:
@@ -255,17 +166,18 @@ def fold_gap(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: 
           cols: np.ndarray, m: int, slot: np.ndarray, groups: np.ndarray, rel: np.ndarray,
           n_segs: int, seg_group: np.ndarray, seg_ends: np.ndarray, seg_fold: np.ndarray,
           seg_gaps: np.ndarray, keep_until: np.ndarray, bounds_until: np.ndarray,
-          gap_columns: np.ndarray, neg_columns: np.ndarray, base: int, n_rel: int,
-          fold: tuple, memo: MemoArrays, t: tuple) -> None:
+          gap_columns: np.ndarray, neg: NegatedArrays, base: int, n_rel: int,
+          fold: FoldScratch, memo: MemoArrays, node_arrays: NodeArrays) -> None:
     """Multiply each of the ``n`` classes by the factors of the segments folding at
     column ``j`` (:func:`fold_segments`; a segment's chain: the kept node of each end where
     the class keeps one, else the end's event's first node; its gaps from the class's
     bounds, the other NOT items weighing nothing). Kept nodes from key column ``base``,
     then ``n_rel`` of them, then the gaps' bounds. (SEMANTICS A4 condition 4;
     docs/design.md, Tuples instead of entries.)"""
-    row_nodes_start, row_nodes, tree_level, tree_parent, poi = t[0], t[1], t[5], t[6], t[8]
-    neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
-    rows, last_key, last_value, candidate_row = fold[5], fold[6], fold[7], fold[8]
+    row_nodes_start, row_nodes = node_arrays.row_nodes_start, node_arrays.row_nodes
+    scratch, found_groups, found_values = fold.scratch, fold.found_groups, fold.found_values
+    rows, last_key, last_value = fold.rows, fold.last_key, fold.last_value
+    candidate_row, neg_columns = fold.candidate_row, neg.columns
     bounds_at = base + n_rel
     n_not = len(neg_columns)
     chain, mine, gap_a, gap_b = rows[0], rows[1], rows[2], rows[3]
@@ -333,7 +245,7 @@ def fold_gap(j: int, n: int, d: int, keys: np.ndarray, vec: np.ndarray, events: 
                     n_mine += 1
                 value = group_factor(
                     groups[seg_group[q]], chain[:size], mine[:n_mine], seg_a, seg_b, neg,
-                    nt, scratch, poi, tree_parent, tree_level, found_groups, found_values)
+                    node_arrays, scratch, found_groups, found_values)
                 memo_add(memo, key, value)
             last_value[q] = value
             factor *= value
@@ -362,14 +274,15 @@ def clear_folded(j: int, n: int, keys: np.ndarray, rel: np.ndarray,
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.ndarray,
-                  bounds_at: int, gap_columns: np.ndarray, neg_columns: np.ndarray, k: int,
-                  fold: tuple, memo: MemoArrays) -> None:
+                 bounds_at: int, gap_columns: np.ndarray, neg: NegatedArrays, k: int,
+                 fold: FoldScratch, memo: MemoArrays, node_arrays: NodeArrays) -> None:
     """Multiply each of the ``n`` classes by the factor of the groups outside the tuple
     (their weighted sums without a chain: their worlds are independent of the tuple's),
     given the class's gaps (their bounds from key column ``bounds_at``). Only where some
     group outside the tuple has a node that the widest gaps may weigh: else it is 1.
     (docs/design.md, Tuples instead of entries.)"""
-    neg, nt, scratch, found_groups, found_values = fold[0], fold[1], fold[2], fold[3], fold[4]
+    scratch, found_groups, found_values = fold.scratch, fold.found_groups, fold.found_values
+    neg_columns = neg.columns
     n_not = len(neg_columns)
     gap_a = np.empty(n_not, dtype=np.int64)
     gap_b = np.empty(n_not, dtype=np.int64)
@@ -387,8 +300,8 @@ def fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.n
         key[1 + n_not:1 + 2 * n_not] = gap_b
         value = memo_lookup(memo[0], memo[1], memo[2], key)
         if value < 0.0:
-            found = weighted_sums(gap_a, gap_b, none, -1, none, neg, nt, scratch,
-                                   found_groups, found_values)
+            found = weighted_sums(gap_a, gap_b, none, -1, none, neg, node_arrays, scratch,
+                                  found_groups, found_values)
             value = 1.0
             for q in range(found):
                 p = np.searchsorted(mine, found_groups[q])
@@ -402,8 +315,8 @@ def fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.n
 
 @numba.njit(cache=True, nogil=True)
 def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray,
-                   n_groups: int, gap_columns: np.ndarray, neg: tuple, t: tuple,
-                   rel: np.ndarray, widest: np.ndarray, near: np.ndarray
+                  n_groups: int, gap_columns: np.ndarray, neg: NegatedArrays,
+                  node_arrays: NodeArrays, rel: np.ndarray, widest: np.ndarray, near: np.ndarray
                    ) -> tuple[int, np.ndarray, np.ndarray, bool]:
     """For a complete tuple: the columns nearest to some gap in their group (what the
     negation kernel reads of a chain; written to ``near``) that must keep their exact
@@ -416,8 +329,10 @@ def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray
     move to the nearest of those instants, or to the widest, and the same nodes lie
     inside. Last, whether any of them is of a group outside the tuple (else the outside
     groups' factor is 1). (docs/design.md, Tuples instead of entries.)"""
-    row_nodes_start, row_nodes, instant, group, row = t[0], t[1], t[2], t[3], t[13]
-    neg_offsets, neg_nodes, neg_instants, neg_columns = neg
+    row_nodes_start, row_nodes = node_arrays.row_nodes_start, node_arrays.row_nodes
+    instant, group, row = node_arrays.instant, node_arrays.group, node_arrays.row
+    neg_offsets, neg_nodes, neg_instants, neg_columns = (neg.offsets, neg.nodes,
+                                                         neg.instants, neg.columns)
     for cj in gap_columns:
         for s in range(n_groups):
             before, after = -1, -1
@@ -439,7 +354,7 @@ def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray
     units = np.empty(m, dtype=np.int64)
     for j in range(m):
         e = events[cols[j]]
-        units[j] = _unit(row_nodes[row_nodes_start[e]], t)
+        units[j] = _unit(row_nodes[row_nodes_start[e]], node_arrays)
         lo[j], hi[j] = NO_TIME, -NO_TIME
         for q in range(row_nodes_start[e], row_nodes_start[e + 1]):
             lo[j] = min(lo[j], instant[row_nodes[q]])
@@ -494,7 +409,7 @@ def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray
                         if group[row_nodes[row_nodes_start[events[cols[j]]]]] == group[y]:
                             outside = False
                             break
-                u = _unit(y, t)
+                u = _unit(y, node_arrays)
                 for j in range(m):
                     if near[j] and units[j] == u:
                         exact[j] = True

@@ -18,8 +18,8 @@ from random_archives import archives, patterns, symbols
 
 import uncertain_cep as uc
 from uncertain_cep.query.engine import batch_engine
-from uncertain_cep.query.engine.batches import every_item_window, windows_from_instants
-from uncertain_cep.query.engine.kernels import chains as chain_kernels
+from uncertain_cep.query.engine.item_windows import every_item_window, windows_from_instants
+from uncertain_cep.query.engine.kernels import extension as extension_kernels
 from uncertain_cep.query.engine.kernels.chains import insertion_factors
 from uncertain_cep.query.engine.kernels.grouping import (
     group_rows,
@@ -155,7 +155,7 @@ def test_explain_names_the_code_ranges_a_crowded_window_takes_its_nodes_from():
     idx = uc.build_index(pd.DataFrame({
         "event_id": range(5), "group": 0, "t_lo": 0, "t_hi": 4, "x": 1.0}))
     query = "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0 WITHIN 10"
-    with (patch.object(chain_kernels, "BLOCK_COST", 1),
+    with (patch.object(extension_kernels, "BLOCK_COST", 1),
           patch.object(batch_engine, "TUPLE_RATIO", 1 << 40)):
         ex = idx.explain(query, strategy="sequential")
         got = idx.query(query, strategy="sequential")

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uncertain_cep.query.engine.batches import windows_from_instants
+from uncertain_cep.query.engine.item_windows import windows_from_instants
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 from uncertain_cep.query.engine.lookahead import CandidateInstants
 
