@@ -25,7 +25,6 @@ import dataclasses
 import functools
 import itertools
 import time
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -34,14 +33,10 @@ from uncertain_cep.query.engine.background import Background, spare_threads
 from uncertain_cep.query.engine.batches import (
     Batch,
     CandidateNodes,
-    Screen,
-    candidate_passes,
-    extend,
     merge,
     prune_bounds,
     split_by_tuples,
     tuple_starts,
-    weight_cuts,
     window_bounds,
 )
 from uncertain_cep.query.engine.completion import Completed
@@ -50,6 +45,7 @@ from uncertain_cep.query.engine.item_windows import item_windows
 from uncertain_cep.query.engine.kernels.extension import extended_sums
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 from uncertain_cep.query.engine.kernels.negation import negation_factors
+from uncertain_cep.query.engine.pieces import BatchPieces
 from uncertain_cep.query.engine.step_counts import StepCounter
 from uncertain_cep.query.engine.tuple_batches import TupleBatch, tuples_of
 from uncertain_cep.query.engine.tuple_steps import extend_tuples
@@ -77,10 +73,6 @@ TUPLE_RATIO = 8
 COMPLETION_QUEUE = 32
 
 
-# Screening adds up a new tuple's entries in another order than pruning will after
-# merging them: it keeps tuples whose bound falls short of the threshold by rounding.
-_SUM_ORDER_MARGIN = 1e-12
-
 class BatchEngine(QueryInputs):
     """One query's search over its inputs (:class:`QueryInputs`), with its counters and
     answers so far."""
@@ -89,8 +81,9 @@ class BatchEngine(QueryInputs):
         super().__init__(ctx)
         self.limit = max(int(limit if limit is not None else BATCH_LIMIT), 1)
         self.counter = StepCounter(ctx)
-        # Entries that took candidates by code range, in all (per step: the counter).
-        self._by_code = 0
+        # The steps' batches extended in bounded pieces (which count the entries that
+        # took candidates by code range).
+        self.pieces = BatchPieces(self, self.limit)
         self._answers: list[Answer] = []
         self._progress = progress_bar("query", " entries", disable=True)  # run() shows one
         # Complete tuples to answers, on a spare core (query/engine/background.py); none
@@ -169,7 +162,7 @@ class BatchEngine(QueryInputs):
     def _step(self, batch: Batch, item: int, depth: int, estimated: float | None,
               stack: list[tuple[Batch | TupleBatch, int]]) -> None:
         started = time.perf_counter()
-        queries_before, by_code_before = self.ctx.stats.range_queries, self._by_code
+        queries_before, by_code_before = self.ctx.stats.range_queries, self.pieces.by_code
         tuples, (created, found, kept) = self._extend_entries(batch, item, depth, stack)
         self._count_step({item: tuples}, depth, estimated, created, found, kept, started,
                          queries_before, by_code_before)
@@ -178,7 +171,7 @@ class BatchEngine(QueryInputs):
                     estimated: float | None, stack: list[tuple[Batch | TupleBatch, int]]
                     ) -> None:
         started = time.perf_counter()
-        queries_before, by_code_before = self.ctx.stats.range_queries, self._by_code
+        queries_before, by_code_before = self.ctx.stats.range_queries, self.pieces.by_code
         order = np.argsort(items, kind="stable")
         tuples, items = tuples.take(order), items[order]
         distinct, counts = np.unique(items, return_counts=True)
@@ -217,7 +210,7 @@ class BatchEngine(QueryInputs):
         self.ctx.stats.entries_created += created
         self._progress.update(created)
         self.counter.count(items, depth, estimated, created, found, kept, started,
-                           queries_before, self._by_code - by_code_before, as_tuples)
+                           queries_before, self.pieces.by_code - by_code_before, as_tuples)
 
     def _extend_and_push(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                          stop: np.ndarray, candidates: CandidateNodes,
@@ -227,7 +220,7 @@ class BatchEngine(QueryInputs):
         Returns the entries created, the tuples they form and the entries kept."""
         table, gaps = self.table, self.gaps
         created = found = kept = 0
-        for grown, segments, made in self._grown(batch, item, depth, start, stop,
+        for grown, segments, made in self.pieces.grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
             # A merged entry keeps one node per item, its earliest first and latest
@@ -252,7 +245,7 @@ class BatchEngine(QueryInputs):
         straight into its confidence. Returns the entries created, the tuples and the
         answers."""
         created = found = kept = 0
-        for units in self._pieces(batch, item, start, stop, candidates):
+        for units in self.pieces.pieces(batch, item, start, stop, candidates):
             sums = [self._tuple_sums(*unit, item) for unit in units]
             events, total, first, last, attribute = (sums[0][:5] if len(sums) == 1
                                                      else _combined_sums(sums, item))
@@ -289,89 +282,6 @@ class BatchEngine(QueryInputs):
             step.created += completed.created
             step.kept += completed.kept
             step.seconds += seconds
-
-    def _grown(self, batch: Batch, item: int, depth: int, start: np.ndarray,
-               stop: np.ndarray, candidates: CandidateNodes
-               ) -> Iterator[tuple[Batch, np.ndarray | None, int]]:
-        """The batch extended by ``item``, in pieces of bounded size, each with the
-        boundaries of its tuples' extensions (:func:`extend`; None from nothing, or for
-        one tuple's pieces put together) and the entries created."""
-        table = self.table
-        if depth == 0:
-            # From nothing: one entry per candidate node, cut between events.
-            nodes = candidates.nodes[np.argsort(table.row[candidates.nodes], kind="stable")]
-            rows = table.row[nodes][:, None]
-            for piece in split_by_tuples(rows, np.ones(len(nodes), np.int64), self.limit):
-                grown = self._from_nodes(nodes[piece], item)
-                yield grown, None, len(grown)
-            return
-        for units in self._pieces(batch, item, start, stop, candidates):
-            if len(units) == 1:
-                part, some, lo, hi = units[0]
-                grown, segments, made, by_code = extend(table, part, item, some, lo, hi,
-                                                        self._screen(item))
-                self._by_code += by_code
-                yield grown, segments, made
-                continue
-            # Chunks of one tuple's entries, extended by one event: merged chunk by chunk
-            # (merging is associative), then together by the caller before pruning (no
-            # chunk holds a new tuple whole, so none can be screened alone).
-            parts, made = [], 0
-            for part, some, lo, hi in units:
-                grown, segments, valid, by_code = extend(table, part, item, some, lo, hi)
-                self._by_code += by_code
-                made += valid
-                parts.append(merge(table, grown, segments, item, self.gaps, self.classes))
-            yield Batch.concat(parts), None, made
-
-    def _screen(self, item: int) -> Screen | None:
-        """What extending by ``item`` screens new tuples by: the pruning bound they will
-        have once merged (:func:`~uncertain_cep.query.engine.batches.extend`), with a margin for
-        adding up their entries in another order; None without a threshold."""
-        ctx = self.ctx
-        if ctx.theta <= TOLERANCE:
-            return None
-        symbol = ctx.positive[item]
-        return Screen(self.attribute,
-                      lambda found: ctx.pr_rows(symbol, self.table.row[found.nodes]),
-                      ctx.theta - TOLERANCE - _SUM_ORDER_MARGIN)
-
-    def _pieces(self, batch: Batch, item: int, start: np.ndarray, stop: np.ndarray,
-                candidates: CandidateNodes
-                ) -> Iterator[list[tuple[Batch, CandidateNodes, np.ndarray, np.ndarray]]]:
-        """The batch cut between tuples into pieces of at most ``limit`` (entry,
-        candidate) pairs, each with its candidates and windows. A tuple with more pairs
-        than that comes in passes over its candidates by event (:func:`candidate_passes`),
-        and one event with more pairs than that in chunks of the tuple's entries: such
-        chunks come together in one list, since only together do they hold whole new
-        tuples (pruning must see them all)."""
-        table = self.table
-        weights = np.maximum(stop - start, 0)
-        for piece in split_by_tuples(batch.events, weights, self.limit):
-            interrupts.check()
-            part = batch.take(piece)
-            if int(weights[piece].sum()) <= self.limit:
-                yield [(part, candidates, start[piece], stop[piece])]
-                continue
-            windows = item_windows(table, part, item, self.ctx.window)
-            for some in candidate_passes(table, candidates, start[piece], stop[piece],
-                                         self.limit):
-                lo, hi = window_bounds(some, *windows)
-                pairs = np.maximum(hi - lo, 0)
-                if int(pairs.sum()) <= self.limit:
-                    yield [(part, some, lo, hi)]
-                    continue
-                cuts = weight_cuts(pairs, self.limit).tolist()
-                yield [(part.take(slice(a, b)), some, lo[a:b], hi[a:b])
-                       for a, b in itertools.pairwise(cuts)]
-
-    def _from_nodes(self, nodes: np.ndarray, item: int) -> Batch:
-        table = self.table
-        events = np.full((len(nodes), self.k), -1, dtype=np.int64)
-        chosen = np.full((len(nodes), self.k), -1, dtype=np.int64)
-        events[:, item] = table.row[nodes]
-        chosen[:, item] = nodes
-        return Batch(events, chosen, table.poi[nodes].copy())
 
     def passing(self, bound: np.ndarray) -> np.ndarray:
         """Which tuples' bounds reach the threshold (the rest are counted as pruned)."""
@@ -423,7 +333,7 @@ class BatchEngine(QueryInputs):
         table, ctx = self.table, self.ctx
         theta = ctx.theta
         created = found = kept = 0
-        for grown, segments, made in self._grown(batch, item, depth, start, stop,
+        for grown, segments, made in self.pieces.grown(batch, item, depth, start, stop,
                                                  candidates):
             created += made
             # Entries that finish alike (negation factors included) are added up first.
@@ -468,7 +378,7 @@ class BatchEngine(QueryInputs):
         bounds = np.append(starts, len(part))
         entry, new_row, total, first, last, created, by_code = extended_sums(
             self.table, part.nodes, part.prob, item, bounds, start, stop, candidates.order)
-        self._by_code += by_code
+        self.pieces.by_code += by_code
         events = part.events[entry]
         events[:, item] = new_row
         parent = self.attribute(part.events[starts])

@@ -15,7 +15,8 @@ reads of a query as NamedTuples beside it, never as loose lists of arrays. By st
   nodes of :mod:`~uncertain_cep.query.engine.kernels.futures`);
 * complete tuples' probabilities: one tuple's dynamic programme
   (:mod:`~uncertain_cep.query.engine.kernels.programme`, what it knows before its first
-  layer in :mod:`~uncertain_cep.query.engine.kernels.tuple_columns`), run over batches
+  layer in :mod:`~uncertain_cep.query.engine.kernels.tuple_columns`, its layers' hash
+  tables in :mod:`~uncertain_cep.query.engine.kernels.class_layers`), run over batches
   (:mod:`~uncertain_cep.query.engine.kernels.tuples`);
 * the instants they compute on (:mod:`~uncertain_cep.query.engine.kernels.instants`) and
   the lock around numba's threading layer (:mod:`~uncertain_cep.query.engine.kernels.core`).

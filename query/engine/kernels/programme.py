@@ -43,6 +43,11 @@ import numpy as np
 
 from uncertain_cep.index.node_table import NodeArrays
 from uncertain_cep.query.engine.kernels.chains import chain_extension, first_above
+from uncertain_cep.query.engine.kernels.class_layers import (
+    final_cells,
+    find_class,
+    merge_classes,
+)
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 from uncertain_cep.query.engine.kernels.memo import MemoArrays
 from uncertain_cep.query.engine.kernels.negation import NegatedArrays
@@ -84,98 +89,7 @@ _extension_inline = numba.njit(cache=True, nogil=True, inline="always")(
     getattr(chain_extension, "py_func", chain_extension))
 
 
-# ---------------------------------------------------------------- small hash of rows
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _hash(row: np.ndarray) -> np.uint64:
-    """A 64-bit hash of the values of ``row`` (a class's key), the hash of
-    :mod:`~uncertain_cep.query.engine.kernels.grouping`'s rows: :func:`_find` takes its
-    low bits as the key's home slot."""
-    h = np.uint64(0x9E3779B97F4A7C15)
-    for v in row:
-        h ^= np.uint64(v) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) \
-            + (h >> np.uint64(2))
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(31)
-    return h
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _find(keys: np.ndarray, layer: int, slot_row: np.ndarray, slot_stamp: np.ndarray,
-          stamp: int, key: np.ndarray) -> np.int64:
-    """The slot of ``key`` in a table of the rows of ``keys[layer]`` (open addressing; a
-    slot is taken when its stamp is the table's current ``stamp``): where it is, or the
-    free slot where it goes."""
-    mask = len(slot_row) - 1
-    s = np.int64(_hash(key) & np.uint64(mask))
-    w = len(key)
-    while slot_stamp[s] == stamp:
-        i = slot_row[s]
-        same = True
-        for c in range(w):
-            if keys[layer, i, c] != key[c]:
-                same = False
-                break
-        if same:
-            return s
-        s = (s + 1) & mask
-    return s
-
-
 # ---------------------------------------------------------------- the programme
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _merge_classes(n: int, d: int, width: int, keys: np.ndarray, vec: np.ndarray,
-                   fst: np.ndarray, cur: int, slot_row: np.ndarray, slot_stamp: np.ndarray,
-                   stamp: int, key: np.ndarray) -> int:
-    """Merge layer ``cur``'s ``n`` classes that have the same key (after a fold cleared
-    part of it) into layer ``1 - cur``, their mass added cell by cell (a cell a factor
-    of 0 emptied gives no first instant); how many classes remain."""
-    n_new = 0
-    nxt = 1 - cur
-    for c in range(n):
-        for col in range(width):
-            key[col] = keys[cur, c, col]
-        h = _find(keys, nxt, slot_row, slot_stamp, stamp, key)
-        if slot_stamp[h] == stamp:
-            r = slot_row[h]
-            for y in range(d):
-                vec[nxt, r, y] += vec[cur, c, y]
-                if vec[cur, c, y] > 0.0:
-                    fst[nxt, r, y] = min(fst[nxt, r, y], fst[cur, c, y])
-        else:
-            r = n_new
-            for col in range(width):
-                keys[nxt, r, col] = key[col]
-            for y in range(d):
-                vec[nxt, r, y] = vec[cur, c, y]
-                fst[nxt, r, y] = fst[cur, c, y] if vec[cur, c, y] > 0.0 else NO_TIME
-            slot_row[h], slot_stamp[h] = r, stamp
-            n_new += 1
-    return n_new
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _final_cells(n: int, cur: int, vec: np.ndarray, fst: np.ndarray, first_m: int,
-                 d: int, cols: np.ndarray, m: int, hi_out: np.ndarray
-                 ) -> tuple[float, int, int, int]:
-    """The last layer's summed mass, earliest first and latest last instant and number
-    of cells holding mass; narrows each column's reachable instants by the ones after
-    it."""
-    for j in range(m - 2, -1, -1):
-        hi_out[cols[j]] = min(hi_out[cols[j]], hi_out[cols[j + 1]] - (cols[j + 1] - cols[j]))
-    cells = 0
-    total = 0.0
-    first, last = NO_TIME, -NO_TIME
-    for c in range(n):
-        for y in range(d):
-            if vec[cur, c, y] > 0.0:
-                cells += 1
-                total += vec[cur, c, y]
-                first = min(first, fst[cur, c, y])
-                last = max(last, first_m + y)
-    return total, first, last, cells
-
 
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
@@ -366,7 +280,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                             key[base + n_rel + 2 * left] = bound[f, 0]
                         if right >= 0:
                             key[base + n_rel + 2 * right + 1] = bound[f, 1]
-                        h = _find(keys, nxt, slot_row, slot_stamp, stamp, key)
+                        h = find_class(keys, nxt, slot_row, slot_stamp, stamp, key)
                         if slot_stamp[h] == stamp:
                             r = slot_row[h]
                         else:
@@ -414,14 +328,14 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
                         keys[cur, c, base + rel[j]] = future[v]
             # Classes that differed only in what left the key merge.
             stamp += 1
-            n = _merge_classes(n, d, width, keys, vec, fst, cur, slot_row, slot_stamp, stamp,
+            n = merge_classes(n, d, width, keys, vec, fst, cur, slot_row, slot_stamp, stamp,
                                key)
             cur = 1 - cur
         if n > 0 and floor > 0.0 and vec[cur, :n, :d].sum() < floor:
             n = 0
         if n == 0:
             return 0.0, NO_TIME, -NO_TIME, 0
-    return _final_cells(n, cur, vec, fst, first_at[m - 1], span_at[m - 1], cols, m, hi_out)
+    return final_cells(n, cur, vec, fst, first_at[m - 1], span_at[m - 1], cols, m, hi_out)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
