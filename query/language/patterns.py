@@ -31,15 +31,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uncertain_cep.durations import Duration
 from uncertain_cep.errors import QueryError, QueryParseError
-from uncertain_cep.query.language.text import format_number, format_string
+from uncertain_cep.query.language.predicates import (
+    Between,
+    Comparison,
+    InSet,
+    Predicate,
+    as_tuple,
+    check_name,
+    check_number,
+    symbol_problem,
+)
+from uncertain_cep.query.language.text import format_number
 from uncertain_cep.query.language.windows import check_within, window_instants
 
 if TYPE_CHECKING:
@@ -47,151 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Between", "Comparison", "Duration", "InSet", "PatternItem", "Predicate",
            "SequencePattern", "Symbol", "check_confidence", "sequence_problem", "symbol_problem"]
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMERIC_OPS = ("<", "<=", ">", ">=", "=")
-
-
-def _check_name(name: object, what: str) -> None:
-    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
-        raise QueryParseError(
-            f"{what} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {name!r}"
-        )
-
-
-def _check_number(value: object, what: str) -> float:
-    # bool is an Integral; True as a bound is almost certainly a mistake.
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise QueryParseError(f"{what} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise QueryParseError(f"{what} must be a finite number, got {value!r}")
-    return value
-
-
-def _as_tuple(values: object, what: str) -> tuple:
-    # A bare string is iterable too, but splitting it into characters is never meant.
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise QueryParseError(f"{what} must be a tuple, got {values!r}")
-    return tuple(values)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A numeric comparison ``attribute op value``.
-
-    Parameters
-    ----------
-    attribute : str
-        Name of a numeric attribute.
-    op : str
-        One of ``"<"``, ``"<="``, ``">"``, ``">="``, ``"="``.
-    value : float
-        A finite number; ints are stored as floats.
-
-    Examples
-    --------
-    >>> c = Comparison("y", ">=", 8)
-    >>> c.value, str(c)
-    (8.0, 'y >= 8')
-    """
-
-    attribute: str
-    op: str
-    value: float
-
-    def __post_init__(self) -> None:
-        _check_name(self.attribute, "an attribute name")
-        if self.op not in _NUMERIC_OPS:
-            raise QueryParseError(
-                f"comparison operator must be one of {', '.join(_NUMERIC_OPS)}; got {self.op!r}"
-            )
-        value = _check_number(self.value, f"the value compared with {self.attribute}")
-        object.__setattr__(self, "value", value)
-
-    def __str__(self) -> str:
-        return f"{self.attribute} {self.op} {format_number(self.value)}"
-
-
-@dataclass(frozen=True)
-class Between:
-    """A closed numeric range ``attribute BETWEEN low AND high``.
-
-    Examples
-    --------
-    >>> str(Between("x", 0, 2.5))
-    'x BETWEEN 0 AND 2.5'
-    """
-
-    attribute: str
-    low: float
-    high: float
-
-    def __post_init__(self) -> None:
-        _check_name(self.attribute, "an attribute name")
-        low = _check_number(self.low, f"the lower bound of {self.attribute}")
-        high = _check_number(self.high, f"the upper bound of {self.attribute}")
-        if low > high:
-            raise QueryParseError(
-                f"{self.attribute} BETWEEN {format_number(low)} AND {format_number(high)}: "
-                "the lower bound is above the upper bound"
-            )
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
-
-    def __str__(self) -> str:
-        return (f"{self.attribute} BETWEEN {format_number(self.low)}"
-                f" AND {format_number(self.high)}")
-
-
-@dataclass(frozen=True)
-class InSet:
-    """A categorical test: the attribute's value is one of ``values``.
-
-    ``tag = 'v'`` is ``InSet("tag", ("v",))``.
-
-    Examples
-    --------
-    >>> str(InSet("tag", ("a", "b"))), str(InSet("tag", ("it's",)))
-    ("tag IN ('a', 'b')", "tag = 'it''s'")
-    """
-
-    attribute: str
-    values: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        _check_name(self.attribute, "an attribute name")
-        values = _as_tuple(self.values, f"the values of {self.attribute} IN (...)")
-        if not values:
-            raise QueryParseError(f"{self.attribute} IN (...) needs at least one value")
-        for value in values:
-            if not isinstance(value, str):
-                raise QueryParseError(
-                    f"{self.attribute} IN (...) takes strings only, got {value!r}"
-                )
-        object.__setattr__(self, "values", values)
-
-    def __str__(self) -> str:
-        if len(self.values) == 1:
-            return f"{self.attribute} = {format_string(self.values[0])}"
-        return f"{self.attribute} IN ({', '.join(map(format_string, self.values))})"
-
-
-Predicate = Comparison | Between | InSet
-_PREDICATE_TYPES = (Comparison, Between, InSet)
-
-
-def symbol_problem(predicates: tuple[object, ...]) -> tuple[str, int] | None:
-    """The first reason ``predicates`` cannot form a symbol, with the predicate's index."""
-    kinds: dict[str, str] = {}
-    for index, predicate in enumerate(predicates):
-        if not isinstance(predicate, _PREDICATE_TYPES):
-            return f"a predicate must be a Comparison, Between or InSet, got {predicate!r}", index
-        kind = "categorical" if isinstance(predicate, InSet) else "numeric"
-        if kinds.setdefault(predicate.attribute, kind) != kind:
-            return (f"attribute {predicate.attribute} is used both as a numeric and as a "
-                    f"categorical attribute in one definition", index)
-    return None
 
 
 @dataclass(frozen=True)
@@ -216,8 +78,8 @@ class Symbol:
     predicates: tuple[Predicate, ...] = ()
 
     def __post_init__(self) -> None:
-        _check_name(self.name, "a symbol name")
-        predicates = _as_tuple(self.predicates, f"the predicates of symbol {self.name}")
+        check_name(self.name, "a symbol name")
+        predicates = as_tuple(self.predicates, f"the predicates of symbol {self.name}")
         problem = symbol_problem(predicates)
         if problem is not None:
             raise QueryParseError(f"symbol {self.name}: {problem[0]}")
@@ -290,7 +152,7 @@ class PatternItem:
     negated: bool = False
 
     def __post_init__(self) -> None:
-        _check_name(self.symbol, "a symbol name")
+        check_name(self.symbol, "a symbol name")
         # `SEQ(NOT, B)` cannot be read back: NOT there is the keyword.
         if self.symbol.upper() == "NOT":
             raise QueryParseError(f"{self.symbol!r} is a keyword and cannot name a symbol")
@@ -302,7 +164,7 @@ class PatternItem:
 
 
 def check_confidence(confidence: object) -> float:
-    value = _check_number(confidence, "CONFIDENCE")
+    value = check_number(confidence, "CONFIDENCE")
     if not 0 < value <= 1:
         raise QueryParseError(
             f"CONFIDENCE must be above 0 and at most 1, got {format_number(value)}")
@@ -377,8 +239,8 @@ class SequencePattern:
     confidence: float | None = None
 
     def __post_init__(self) -> None:
-        items = _as_tuple(self.items, "items")
-        symbols = _as_tuple(self.symbols, "symbols")
+        items = as_tuple(self.items, "items")
+        symbols = as_tuple(self.symbols, "symbols")
         problem = sequence_problem(items, symbols)
         if problem is not None:
             raise QueryParseError(problem[0])
