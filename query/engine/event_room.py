@@ -59,8 +59,7 @@ class EventRoom:
         n = len(events)
         none = np.full(n, -1, dtype=np.int64)
         return self.feasible_children(events, earliest, latest, *self.stretches(events),
-                                      np.arange(n, dtype=np.int64), none, none, none, none,
-                                      window)
+                                      np.arange(n, dtype=np.int64), none, none, none, window)
 
     def stretches(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each event's earliest and latest instant (NO_TIME and -NO_TIME where -1 or
@@ -76,25 +75,27 @@ class EventRoom:
 
     def feasible_children(self, events: np.ndarray, earliest: np.ndarray,
                           latest: np.ndarray, own_first: np.ndarray, own_last: np.ndarray,
-                          owner: np.ndarray, column: np.ndarray, rows: np.ndarray,
-                          lo: np.ndarray, hi: np.ndarray, window: float) -> np.ndarray:
+                          owner: np.ndarray, column: np.ndarray, lo: np.ndarray,
+                          hi: np.ndarray, window: float) -> np.ndarray:
         """:meth:`feasible` for new tuples made from the tuples ``events`` (with their
         ``earliest`` and ``latest`` instants, and their events' stretches ``own_first``
         .. ``own_last``: :meth:`stretches`) without building them: new tuple ``r`` is row
-        ``owner[r]`` with event ``rows[r]`` in column ``column[r]`` (none where -1), its
-        stretch ``lo[r]`` .. ``hi[r]``. Most new tuples of long patterns fail here (58%
-        at localization n = 30), so they are judged before their matrices exist.
+        ``owner[r]`` with a new event in column ``column[r]`` (none where -1), whose
+        stretch is ``lo[r]`` .. ``hi[r]`` (the event is known by its stretch alone). Most
+        new tuples of long patterns fail here (58% at localization n = 30), so they are
+        judged before their matrices exist.
 
         >>> room = EventRoom(np.array([10, 11, 12, 13]), np.array([2, 4, 6, 8]),
         ...                  np.array([3, 5, 7, 9]))
         >>> events = np.array([[10, -1, -1, -1]])
         >>> earliest, latest = np.array([[2, 0, 0, 0]]), np.array([[3, 0, 0, 0]])
         >>> room.feasible_children(events, earliest, latest, *room.stretches(events),
-        ...                        np.array([0, 0]), np.array([3, 3]), np.array([13, 11]),
+        ...                        np.array([0, 0]), np.array([3, 3]),
         ...                        np.array([8, 4]), np.array([9, 5]), np.inf).tolist()
         [True, False]
 
-        (Event 11 leaves one event, 12, for the two items between.)
+        (Event 13 at 8-9 fits; event 11 at 4-5 leaves one event, 12, for the two items
+        between.)
         """
         bounded = window != np.inf
         with KERNEL_LOCK:
@@ -105,7 +106,6 @@ class EventRoom:
                              np.ascontiguousarray(own_last, dtype=np.int64),
                              np.ascontiguousarray(owner, dtype=np.int64),
                              np.ascontiguousarray(column, dtype=np.int64),
-                             np.ascontiguousarray(rows, dtype=np.int64),
                              np.ascontiguousarray(lo, dtype=np.int64),
                              np.ascontiguousarray(hi, dtype=np.int64), self.starts,
                              self.ends, int(window) if bounded else 0, bounded)
@@ -131,7 +131,7 @@ def _events_in(a: int, b: int, own_first: np.ndarray, own_last: np.ndarray, col:
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
               own_first: np.ndarray, own_last: np.ndarray, owner: np.ndarray,
-              column: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              column: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               starts: np.ndarray, ends: np.ndarray, length: int, bounded: bool
               ) -> np.ndarray:
     """Room in events for new tuples, each judged from its parent's row
@@ -158,8 +158,6 @@ def _feasible(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
         Per new tuple, its parent's row.
     column : (n,) int64
         The column its new event takes (-1: none; the parent itself is judged).
-    rows : (n,) int64
-        The new event's archive row (not read: the new event is known by its stretch).
     lo, hi : (n,) int64
         The new event's stretch (its earliest and latest instant).
     starts, ends : int64

@@ -38,6 +38,7 @@ and needs no negation programme:
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -46,7 +47,22 @@ from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.query.engine.kernels.negation import NegatedNodes
 from uncertain_cep.query.engine.tuple_batches import event_instants
 
-__all__ = ["CertainWeighers"]
+__all__ = ["CertainWeighers", "WeigherArrays"]
+
+
+class WeigherArrays(NamedTuple):
+    """:class:`CertainWeighers` as the kernels take it: per NOT item ``x``, the positive
+    item before its gap (``columns[x]``), its events at ``offsets[x]:offsets[x + 1]`` by
+    earliest instant (archive ``rows``, ``first`` and ``last`` instants, ``weights``
+    ``1 - Pr(C | x)``) and their longest stretch (``longest[x]``)."""
+
+    columns: np.ndarray
+    offsets: np.ndarray
+    rows: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    weights: np.ndarray
+    longest: np.ndarray
 
 
 class CertainWeighers:
@@ -72,6 +88,8 @@ class CertainWeighers:
         self.longest = np.array([int((self.last[a:b] - self.first[a:b]).max(initial=0))
                                  for a, b in itertools.pairwise(self.offsets)],
                                 dtype=np.int64)
+        self.arrays = WeigherArrays(self.columns, self.offsets, self.rows, self.first,
+                                    self.last, self.weights, self.longest)
 
     @classmethod
     def of(cls, table: NodeTable, negated: NegatedNodes) -> CertainWeighers:
@@ -118,18 +136,14 @@ class CertainWeighers:
         return _likeliest(np.ascontiguousarray(events, dtype=np.int64),
                           np.ascontiguousarray(earliest, dtype=np.int64),
                           np.ascontiguousarray(latest, dtype=np.int64),
-                          _every_or(live, len(events)), self.columns,
-                          self.offsets, self.rows, self.first, self.last,
-                          self.weights, self.longest)
+                          _every_or(live, len(events)), self.arrays)
 
     def _run(self, events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
              settle: bool, live: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         events = np.ascontiguousarray(events, dtype=np.int64)
         return _factors(events, np.ascontiguousarray(earliest, dtype=np.int64),
                         np.ascontiguousarray(latest, dtype=np.int64),
-                        _every_or(live, len(events)), self.columns,
-                        self.offsets, self.rows, self.first, self.last, self.weights,
-                        self.longest, settle)
+                        _every_or(live, len(events)), self.arrays, settle)
 
 
 def _every_or(live: np.ndarray | None, n: int) -> np.ndarray:
@@ -140,9 +154,7 @@ def _every_or(live: np.ndarray | None, n: int) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-             live: np.ndarray, columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
-             first: np.ndarray, last: np.ndarray, weights: np.ndarray, longest: np.ndarray,
-             settle: bool
+             live: np.ndarray, weighers: WeigherArrays, settle: bool
              ) -> tuple[np.ndarray, np.ndarray]:
     """Per tuple, the product of the weights of the events certainly inside each gap
     whose two neighbours are matched (:meth:`CertainWeighers.factors`, and with
@@ -163,15 +175,9 @@ def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
         worlds the tuple sums over, or wider.
     live : (n,) bool
         The tuples to look at; the others get the "none" values.
-    columns : (x,) int64
+    weighers : WeigherArrays
         Per NOT item, the positive item before its gap (its gap lies between columns
-        ``c`` and ``c + 1``).
-    offsets, rows, first, last, weights : :class:`CertainWeighers`' arrays
-        Per NOT item ``x``, at ``offsets[x]:offsets[x + 1]``, the events that may weigh
-        it by earliest instant: archive row, earliest and latest instant, and
-        ``1 - Pr(C | x)``.
-    longest : (x,) int64
-        Per NOT item, its events' longest stretch (``last - first``).
+        ``c`` and ``c + 1``) and the events that may weigh it.
     settle : bool
         Also scan every event that may lie in a gap (any instant strictly inside the
         gap's widest), to tell whether the product is the factor in every world.
@@ -185,6 +191,7 @@ def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
         all (or the product is 0), so that the product is the tuple's negation factor.
         Not meaningful without ``settle``.
     """
+    columns, offsets, rows, first, last, weights, longest = weighers
     n, k = events.shape
     out = np.ones(n)
     settled = np.zeros(n, dtype=np.bool_)
@@ -225,9 +232,8 @@ def _factors(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
 
 @numba.njit(cache=True, nogil=True)
 def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
-               live: np.ndarray, columns: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
-               first: np.ndarray, last: np.ndarray, weights: np.ndarray,
-               longest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               live: np.ndarray, weighers: WeigherArrays
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per tuple, the event likeliest to lie in a gap whose neighbours are matched
     without lying there for sure (:meth:`CertainWeighers.likeliest`; docs/design.md, An
     event that may lie in a gap). Its score is the share of its instants strictly
@@ -243,15 +249,9 @@ def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
         worlds the tuple sums over, or wider.
     live : (n,) bool
         The tuples to look at; the others get the "none" values.
-    columns : (x,) int64
-        Per NOT item, the positive item before its gap (its gap lies between columns
-        ``c`` and ``c + 1``).
-    offsets, rows, first, last, weights : :class:`CertainWeighers`' arrays
-        Per NOT item ``x``, at ``offsets[x]:offsets[x + 1]``, the events that may weigh
-        it by earliest instant: archive row, earliest and latest instant, and
-        ``1 - Pr(C | x)``.
-    longest : (x,) int64
-        Per NOT item, its events' longest stretch (``last - first``).
+    weighers : WeigherArrays
+        Per NOT item, the positive item before its gap and the events that may weigh
+        it.
 
     Returns
     -------
@@ -262,6 +262,7 @@ def _likeliest(events: np.ndarray, earliest: np.ndarray, latest: np.ndarray,
     pr : (n,) float64
         Its ``Pr(C | x)`` (0: none).
     """
+    columns, offsets, rows, first, last, weights, longest = weighers
     n, k = events.shape
     gap = np.full(n, -1, dtype=np.int64)
     row = np.full(n, -1, dtype=np.int64)

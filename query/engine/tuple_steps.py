@@ -126,7 +126,7 @@ def extend_tuples(engine: TupleEngine, tuples: TupleBatch, items: np.ndarray, de
             # most new tuples of long patterns, so before their matrices exist.)
             fit = np.flatnonzero(engine.room.feasible_children(
                 tuples.events, tuples.earliest, tuples.latest, *parent_stretches,
-                owner, made_by, rows, new_lo, new_hi, ctx.window))
+                owner, made_by, new_lo, new_hi, ctx.window))
             owner, made_by, rows = owner[fit], made_by[fit], rows[fit]
             attribute, new_lo, new_hi = attribute[fit], new_lo[fit], new_hi[fit]
             if len(rows) == 0:

@@ -51,7 +51,7 @@ def test_new_tuples_judged_unbuilt_as_when_built(case):
      window) = case
     lo, hi = first[new], last[new]
     got = room.feasible_children(events, earliest, latest, *room.stretches(events), owner,
-                                 column, rows[new], lo, hi, window)
+                                 column, lo, hi, window)
     built, built_lo, built_hi = events[owner], earliest[owner], latest[owner]
     at = np.arange(len(owner))
     built[at, column], built_lo[at, column], built_hi[at, column] = rows[new], lo, hi
