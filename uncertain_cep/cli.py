@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DATA_ERROR
     except Exception as e:
         # A Spark failure the jobs did not name: one line, never a py4j traceback.
-        from uncertain_cep.pipeline.sources import is_spark_error, spark_failure
+        from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
 
         if not is_spark_error(e):
             raise

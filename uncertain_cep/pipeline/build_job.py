@@ -2,10 +2,10 @@
 
 1. Read the input through Spark's own reader (a DataFrame, a table, a local path or any
    URI Spark reads, or a pandas or Arrow table of this process;
-   :mod:`~uncertain_cep.pipeline.sources`), rename its columns as ``columns=`` asks
-   (refusing a mapping its schema contradicts), cast decimals and dates
-   that have exact counterparts, and check the schema with the in-process reader on
-   zero rows of it, before any work is distributed.
+   :mod:`~uncertain_cep.pipeline.sources`, :mod:`~uncertain_cep.pipeline.spark_reader`),
+   rename its columns as ``columns=`` asks (refusing a mapping its schema contradicts),
+   cast decimals and dates that have exact counterparts, and check the schema with the
+   in-process reader on zero rows of it, before any work is distributed.
 2. Find duplicate event ids (an aggregation; only the duplicates reach the driver).
 3. Hash-partition the rows by dependency group, sort each partition by group, and let
    every task validate, index and write its groups
@@ -58,20 +58,15 @@ from uncertain_cep.pipeline.group_builder import (
     GroupJob,
     build_partition,
 )
-from uncertain_cep.pipeline.sources import (
-    InputSpec,
+from uncertain_cep.pipeline.session import master_of, task_slots
+from uncertain_cep.pipeline.sources import InputSpec, input_files, resolve_input, session_for
+from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
+from uncertain_cep.pipeline.spark_reader import (
     NanosTimestampsError,
     has_nanos_timestamps,
-    input_files,
-    is_spark_error,
-    master_of,
     nanos_as_long,
     read_input,
     rename_input,
-    resolve_input,
-    session_for,
-    spark_failure,
-    task_slots,
 )
 from uncertain_cep.pipeline.spark_types import empty_frame, timestamps_as_micros
 
