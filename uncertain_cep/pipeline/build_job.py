@@ -295,7 +295,6 @@ def _condition2(max_speed: float | None, coordinates: Sequence[str],
     return None
 
 
-
 # ---------------------------------------------------------------- the tasks
 
 def _summary_schema() -> str:

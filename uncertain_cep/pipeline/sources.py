@@ -192,7 +192,6 @@ def input_files(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
     return kind[1:], found
 
 
-
 def _from_pandas(frame: pd.DataFrame) -> Any:
     """A pandas frame as a pyarrow Table (its index left out, as the in-process reader
     leaves it)."""

@@ -49,8 +49,6 @@ class NanosTimestampsError(InputError):
     (the build job retries with :func:`nanos_as_long`)."""
 
 
-
-
 def read_input(spark: SparkSession, spec: InputSpec, *, nanos: bool = False) -> DataFrame:
     """The input as a DataFrame, read through Spark's own reader; its schema is resolved
     here, so a missing path or table, an unreadable file or an unknown scheme fails now
@@ -172,7 +170,6 @@ def _resolved(make: Any, spec: InputSpec) -> DataFrame:
         if not is_spark_error(e):
             raise
         raise spark_input_error(e, spec) from None
-
 
 
 def spark_input_error(e: BaseException, spec: InputSpec) -> InputError:
