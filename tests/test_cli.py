@@ -16,6 +16,7 @@ import pytest
 import uncertain_cep as uc
 from uncertain_cep import cli
 from uncertain_cep.answer_files import read_answer
+from uncertain_cep.cli_commands import DEMO_QUERIES
 from uncertain_cep.errors import InvalidOptionError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,11 +84,11 @@ def test_demo_runs_as_a_quiet_process_and_writes_reports_equal_to_the_api(tmp_pa
     idx = uc.open_index(out / "index")
     assert idx.n_events == 480
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["index", "report.html", *(f"{name}.csv" for name in cli.DEMO_QUERIES)])
-    first = next(iter(cli.DEMO_QUERIES.values()))[1]
+        ["index", "report.html", *(f"{name}.csv" for name in DEMO_QUERIES)])
+    first = next(iter(DEMO_QUERIES.values()))[1]
     page = (out / "report.html").read_text()
     assert html.escape(first.splitlines()[0]) in page and "data:image/png;base64," in page
-    for name, (_title, text) in cli.DEMO_QUERIES.items():
+    for name, (_title, text) in DEMO_QUERIES.items():
         report = _read(out / f"{name}.csv")
         pd.testing.assert_frame_equal(report, _expected(idx.query(text)), check_exact=True)
 

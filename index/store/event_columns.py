@@ -45,7 +45,8 @@ from uncertain_cep.index.event_index import EventLayout
 from uncertain_cep.index.store.column_checks import check_event_columns
 from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.node_columns import group_codes
-from uncertain_cep.model.events import Archive, NumericAttribute, text_values
+from uncertain_cep.model.attributes import NumericAttribute, text_values
+from uncertain_cep.model.events import Archive
 
 __all__ = ["open_event_columns", "text_columns", "write_event_columns"]
 

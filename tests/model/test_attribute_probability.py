@@ -13,7 +13,8 @@ from scipy.stats import truncnorm
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
-from uncertain_cep.model.events import Archive, NumericAttribute, read_archive
+from uncertain_cep.model.attributes import NumericAttribute
+from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 from uncertain_cep.model.probability import interval_mass
 

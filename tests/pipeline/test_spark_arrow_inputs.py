@@ -13,7 +13,8 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
-from uncertain_cep.pipeline.sources import read_input, resolve_input
+from uncertain_cep.pipeline.sources import resolve_input
+from uncertain_cep.pipeline.spark_reader import read_input
 
 QUERY = ("PATTERN SEQ(A, B) DEFINE A AS x < 2.5, B AS x >= 2 WITHIN 30s "
          "CONFIDENCE 0.01")

@@ -29,10 +29,11 @@ an order instance (the true instants). ``df.attrs`` records ``source`` (the path
 true instants step 5 moved away from their normalised instant) and loader-specific
 counts. The same arguments always give the same archive.
 
-Files are read only as far as needed: lines after the last event used are not read.
-A missing file, a malformed line (the error names the file, the 1-based line number and
-the expected form) or too few events raise :class:`~uncertain_cep.errors.InputError`;
-nothing is dropped or clipped silently.
+Steps 2-7 are :func:`~uncertain_cep.datasets.uci_archive.uncertain_archive`, shared by
+the loaders. Files are read only as far as needed: lines after the last event used are
+not read. A missing file, a malformed line (the error names the file, the 1-based line
+number and the expected form) or too few events raise
+:class:`~uncertain_cep.errors.InputError`; nothing is dropped or clipped silently.
 
 >>> import tempfile
 >>> from pathlib import Path
@@ -53,15 +54,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import date
-from numbers import Integral, Real
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from uncertain_cep.datasets.synthetic import nearest_free
+from uncertain_cep.datasets.uci_archive import check_options, uncertain_archive
 from uncertain_cep.errors import InputError
 
 __all__ = ["load_dodgers", "load_icu", "load_localization"]
@@ -112,7 +111,7 @@ def load_dodgers(path: PathLike, *, n_events: int = 5000, instants: int = 20000,
     pandas.DataFrame
         ``event_id, group, t_lo, t_hi, count_lo, count_hi``; see the module docstring.
     """
-    _check_options(n_events, instants, f, groups, value_width)
+    check_options(n_events, instants, f, groups, value_width)
     expected = ("'M/D/YYYY H:MM,count' with a count >= 0, or -1 for a missing value "
                 "(e.g. '4/10/2005 0:00,-1')")
     times: list[int] = []
@@ -149,10 +148,10 @@ def load_dodgers(path: PathLike, *, n_events: int = 5000, instants: int = 20000,
         raise InputError(f"{_name(path)} has only {len(counts)} valid rows ({skipped} rows with "
                          f"count -1 are missing values and are skipped); n_events={n_events} "
                          "asks for more")
-    df = _uncertain_archive(np.array(times, dtype=np.int64),
-                            {"count": np.array(counts, dtype=float)}, {},
-                            instants=instants, f=f, groups=groups, value_width=value_width,
-                            seed=seed)
+    df = uncertain_archive(np.array(times, dtype=np.int64),
+                           {"count": np.array(counts, dtype=float)}, {},
+                           instants=instants, f=f, groups=groups, value_width=value_width,
+                           seed=seed)
     df.attrs.update(source=_name(path), skipped_missing=skipped)
     return df
 
@@ -193,7 +192,7 @@ def load_localization(path: PathLike, *, n_events: int = 5000, instants: int = 2
         ``event_id, group, t_lo, t_hi, x_lo, x_hi, y_lo, y_hi, z_lo, z_hi`` (then
         ``sequence, tag, activity`` with ``keep_labels``).
     """
-    _check_options(n_events, instants, f, groups, value_width)
+    check_options(n_events, instants, f, groups, value_width)
     times: list[int] = []
     coords: list[tuple[float, float, float]] = []
     labels: list[tuple[str, str, str]] = []
@@ -232,9 +231,9 @@ def load_localization(path: PathLike, *, n_events: int = 5000, instants: int = 2
         text = np.array(labels, dtype=object).reshape(-1, 3)
         extra = {"sequence": text[:, 0], "tag": text[:, 1], "activity": text[:, 2]}
     raw = np.array(times, dtype=np.int64)
-    df = _uncertain_archive(raw, {"x": xyz[:, 0], "y": xyz[:, 1], "z": xyz[:, 2]}, extra,
-                            instants=instants, f=f, groups=groups, value_width=value_width,
-                            seed=seed)
+    df = uncertain_archive(raw, {"x": xyz[:, 0], "y": xyz[:, 1], "z": xyz[:, 2]}, extra,
+                           instants=instants, f=f, groups=groups, value_width=value_width,
+                           seed=seed)
     df.attrs.update(source=_name(path), backward_steps=int((np.diff(raw) < 0).sum()))
     return df
 
@@ -270,7 +269,7 @@ def load_icu(path: PathLike, *, n_events: int = 5000, instants: int = 20000,
     pandas.DataFrame
         ``event_id, group, t_lo, t_hi, code_lo, code_hi, value_lo, value_hi``.
     """
-    _check_options(n_events, instants, f, groups, value_width)
+    check_options(n_events, instants, f, groups, value_width)
     expected = ("'HH:MM:SS<TAB>code<TAB>value' with a time of day, an integer code >= 0 "
                 "and a numeric value (e.g. '23:21:42\\t21\\t52')")
     seconds: list[int] = []
@@ -300,62 +299,17 @@ def load_icu(path: PathLike, *, n_events: int = 5000, instants: int = 20000,
     # The signed step of least magnitude: within 12 h either way, across midnight if need be.
     unwrapped_step = (step + _SECONDS_PER_DAY // 2) % _SECONDS_PER_DAY - _SECONDS_PER_DAY // 2
     unwrapped = tod[0] + np.concatenate([[0], np.cumsum(unwrapped_step)])
-    df = _uncertain_archive(unwrapped, {"code": np.array(codes, dtype=float),
-                                        "value": np.array(values, dtype=float)}, {},
-                            instants=instants, f=f, groups=groups, value_width=value_width,
-                            seed=seed)
+    df = uncertain_archive(unwrapped, {"code": np.array(codes, dtype=float),
+                                       "value": np.array(values, dtype=float)}, {},
+                           instants=instants, f=f, groups=groups, value_width=value_width,
+                           seed=seed)
     df.attrs.update(source=_name(path),
                     midnight_wraps=int((unwrapped_step > step).sum()),
                     backward_steps=int((unwrapped_step < 0).sum()))
     return df
 
 
-# ------------------------------------------------------------------- shared machinery
-def _uncertain_archive(times: np.ndarray, values: dict[str, np.ndarray],
-                       extra: dict[str, np.ndarray], *, instants: int, f: tuple[int, int],
-                       groups: int, value_width: float, seed: int) -> pd.DataFrame:
-    """Steps 2-7 of the module docstring on events with raw times ``times`` (any integer
-    unit) and certain attribute ``values``; ``extra`` columns are carried along."""
-    n = len(times)
-    order = np.argsort(times, kind="stable")
-    times = times[order]
-    span = int(times[-1] - times[0])
-    if span > 0:
-        scaled = (times - times[0]).astype(float) * ((instants - 1) / span)
-        normalised = np.rint(scaled).astype(np.int64)
-    else:
-        normalised = np.zeros(n, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    group = rng.integers(0, groups, size=n).astype(np.int64)
-    truth = np.empty(n, dtype=np.int64)
-    for g in range(groups):
-        idx = np.flatnonzero(group == g)
-        if len(idx) > instants:
-            raise InputError(f"dependency group {g} has {len(idx)} events but the time domain "
-                             f"only {instants} instants, so its events cannot take distinct "
-                             "instants; raise instants or groups, or lower n_events")
-        # normalised[idx] is sorted, so the sorted free instants keep the events' order.
-        truth[idx] = np.sort(nearest_free(normalised[idx], instants))
-    width = rng.integers(f[0], f[1] + 1, size=n)
-    # Offset of the true instant from t_lo, among those keeping the interval in the domain.
-    left = rng.integers(np.maximum(0, truth + width - instants), np.minimum(width - 1, truth) + 1)
-    t_lo = truth - left
-    cols: dict[str, Any] = {"event_id": np.arange(n, dtype=np.int64), "group": group,
-                            "t_lo": t_lo, "t_hi": t_lo + width - 1}
-    stds: dict[str, float] = {}
-    for name, raw in values.items():
-        value = raw[order]
-        stds[name] = float(np.std(value))
-        half = rng.uniform(0.0, value_width * stds[name], size=n)
-        cols[f"{name}_lo"] = value - half
-        cols[f"{name}_hi"] = value + half
-    for name, column in extra.items():
-        cols[name] = column[order]
-    df = pd.DataFrame(cols)
-    df.attrs.update(std=stds, moved_instants=int((truth != normalised).sum()))
-    return df
-
-
+# ------------------------------------------------------------------- reading the files
 def _lines(path: PathLike, what: str) -> Iterator[tuple[int, str]]:
     """``(1-based line number, text without the line break)`` of every line of a file."""
     name = _name(path)
@@ -383,22 +337,3 @@ def _malformed(path: PathLike, lineno: int, expected: str, line: str,
 
 def _name(path: PathLike) -> str:
     return os.fspath(path)
-
-
-def _check_options(n_events: int, instants: int, f: Sequence[int], groups: int,
-                   value_width: float) -> None:
-    def is_int(v: object) -> bool:
-        return isinstance(v, Integral) and not isinstance(v, bool)
-
-    for name, v in (("n_events", n_events), ("instants", instants), ("groups", groups)):
-        if not is_int(v) or v < 1:
-            raise InputError(f"{name} must be a positive int, got {v!r}")
-    if (not isinstance(f, Sequence) or len(f) != 2 or not all(is_int(v) for v in f)
-            or not 1 <= f[0] <= f[1]):
-        raise InputError(f"f must be a pair (lo, hi) of ints with 1 <= lo <= hi, got {f!r}")
-    if f[1] > instants:
-        raise InputError(f"f={tuple(f)!r} allows intervals of more than instants={instants} "
-                         "instants")
-    if (not isinstance(value_width, Real) or isinstance(value_width, bool)
-            or not np.isfinite(value_width) or value_width < 0):
-        raise InputError(f"value_width must be a finite number >= 0, got {value_width!r}")

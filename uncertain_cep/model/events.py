@@ -16,7 +16,10 @@ pyarrow, polars, DuckDB) or a Parquet/CSV file. ``columns=`` maps the names abov
 input's own (:mod:`uncertain_cep.input_tables`); messages then name the input's columns.
 
 Bad rows raise :class:`~uncertain_cep.errors.InputError` naming the event id and column;
-nothing is dropped or clipped.
+nothing is dropped or clipped. The time columns are read by
+:mod:`~uncertain_cep.model.event_times`, the attributes by
+:mod:`~uncertain_cep.model.attributes`; this module checks the ids and groups and puts the
+:class:`Archive` together.
 
 >>> import pandas as pd
 >>> df = pd.DataFrame({"event_id": [1, 2], "group": ["g", "g"], "t_lo": [1, 2],
@@ -38,11 +41,9 @@ uncertain_cep.errors.InputError: event 1 (row 0): start (t_lo) = 4 is greater th
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -58,31 +59,17 @@ from uncertain_cep.input_tables import (
     not_a_table,
     rename_columns,
 )
-from uncertain_cep.model.number_columns import as_numbers, is_plain_text, mostly_numbers
-from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis, timezone_name
+from uncertain_cep.model.attributes import (
+    RESERVED_COLUMNS,
+    NumericAttribute,
+    read_attributes,
+    text_values,
+)
+from uncertain_cep.model.event_times import time_columns
+from uncertain_cep.model.time_axis import TimeAxis
+from uncertain_cep.model.values import as_written
 
-__all__ = ["Archive", "NumericAttribute", "canonical_order", "canonical_rank", "read_archive",
-           "text_values"]
-
-_RESERVED = {"event_id", "t_lo", "t_hi", "t"}
-
-
-@dataclass(frozen=True, eq=False)
-class NumericAttribute:
-    """One numeric attribute of every event: a range with a pdf over it.
-
-    ``mu``/``sigma`` are NaN where the row's pdf is uniform (or ``None`` for all rows).
-    """
-
-    name: str
-    lo: np.ndarray
-    hi: np.ndarray
-    mu: np.ndarray | None = None
-    sigma: np.ndarray | None = None
-
-    @property
-    def is_certain(self) -> bool:
-        return bool(np.all(self.lo == self.hi))
+__all__ = ["Archive", "canonical_order", "canonical_rank", "read_archive"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,7 +118,7 @@ class Archive:
         return [order[bounds[g]:bounds[g + 1]] for g in range(self.n_groups)]
 
     def describe_event(self, i: int) -> str:
-        return f"event {_eid(self.event_ids[i])}"
+        return f"event {as_written(self.event_ids[i])}"
 
     def to_frame(self) -> pd.DataFrame:
         """The archive as a DataFrame in the input layout (time already discretised)."""
@@ -211,7 +198,7 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
     mapping = check_column_mapping(columns, df.columns)
     df = rename_columns(df, mapping)
     shown = ColumnLabels({**(renamed or {}), **mapping})
-    if group_by in _RESERVED:
+    if group_by in RESERVED_COLUMNS:
         raise InputError(f"group_by={group_by!r} names a reserved column; pick the column "
                          "that holds the dependency-group key")
     if "event_id" not in df.columns:
@@ -227,19 +214,14 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
     missing_group = groups.isna().to_numpy()
     if missing_group.any():
         i = int(np.flatnonzero(missing_group)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {group_by!r} is missing; "
+        raise InputError(f"event {as_written(ids[i])} (row {i}): column {group_by!r} is missing; "
                          "every event needs a dependency group", row=i)
     labels, group_of = _dense_codes(groups)
-    t_lo, t_hi, time_axis = _time_columns(df, ids, time_unit, shown)
-    numeric, categorical = _attributes(df, ids, group_by, numeric_text)
+    t_lo, t_hi, time_axis = time_columns(df, ids, time_unit, shown)
+    numeric, categorical = read_attributes(df, ids, group_by, numeric_text)
     return Archive(event_ids=ids, group_by=group_by, group_labels=labels,
                    group_of=group_of, t_lo=t_lo, t_hi=t_hi, numeric=numeric,
                    categorical=categorical, time_axis=time_axis)
-
-
-def _eid(value: Any) -> str:
-    """An event id as the user wrote it (numpy scalars shown as plain Python values)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _load_frame(source: pd.DataFrame | Any | str | os.PathLike[str]) -> pd.DataFrame:
@@ -282,7 +264,7 @@ def _event_ids(df: pd.DataFrame, labels: ColumnLabels, check_unique: bool = True
         bad = (values != np.round(values)) | (np.abs(values) >= 2.0**63)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"row {i}: {labels.plain('event_id')} {_eid(values[i])} is not an "
+            raise InputError(f"row {i}: {labels.plain('event_id')} {as_written(values[i])} is not an "
                              "integer within the int64 range; use integer or string ids",
                              row=i)
         ids = values.astype(np.int64)
@@ -295,7 +277,7 @@ def _event_ids(df: pd.DataFrame, labels: ColumnLabels, check_unique: bool = True
         rows = np.flatnonzero(dup)
         first = ids[rows[0]]
         where = [int(r) for r in rows if ids[r] == first]
-        raise InputError(f"{labels.plain('event_id')} {_eid(first)} appears {len(where)} times "
+        raise InputError(f"{labels.plain('event_id')} {as_written(first)} appears {len(where)} times "
                          f"(rows {where}); event ids must be unique in the archive")
     return ids
 
@@ -316,269 +298,3 @@ def _dense_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(values, sort=True)
     labels = np.asarray(uniques, dtype=object)
     return labels, codes.astype(np.int64)
-
-
-def _time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Timedelta | None,
-                  labels: ColumnLabels) -> tuple[np.ndarray, np.ndarray, TimeAxis | None]:
-    if "t_lo" in df.columns or "t_hi" in df.columns:
-        for col, other in (("t_lo", "t_hi"), ("t_hi", "t_lo")):
-            if col not in df.columns:
-                raise InputError(f"the archive has t_lo/t_hi only in part: column {col!r} is "
-                                 f"missing (its pair is column {labels.quoted(other)}); if "
-                                 f"the input calls it otherwise, pass columns={{{col!r}: "
-                                 "'<its name>'}")
-        names = ["t_lo", "t_hi"]
-    elif "t" in df.columns:
-        names = ["t"]
-    else:
-        raise InputError(f"the archive has no time columns (columns: {list(df.columns)}): "
-                         "give t_lo and t_hi (or t for certain times); if the input calls "
-                         "them otherwise, pass columns={'t_lo': '<its name>', 't_hi': "
-                         "'<its name>'}")
-    for name in names:
-        zones = _zones_of_datetimes(df[name])
-        if len(zones) > 1:
-            shown = labels.renamed.get(name, name)
-            raise InputError(f"column {labels.quoted(name)} holds datetimes in several time "
-                             f"zones ({', '.join(sorted(zones))}), so it has no one zone to "
-                             f"answer in; convert it to one, e.g. pd.to_datetime(df[{shown!r}], "
-                             "utc=True).dt.tz_convert('Europe/Paris')")
-    axis = _time_axis(df, names, unit, labels)
-    lo = _instants(df[names[0]], names[0], ids, unit, labels)
-    hi = _instants(df[names[-1]], names[-1], ids, unit, labels) if len(names) == 2 else lo
-    bad = lo > hi
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): {labels.plain('t_lo')} = {lo[i]} is "
-                         f"greater than {labels.plain('t_hi')} = {hi[i]}; every event needs "
-                         "t_lo <= t_hi", row=i)
-    _check_span(lo, hi, ids, [labels.plain(n) for n in names])
-    return lo, hi, axis
-
-
-def _check_span(lo: np.ndarray, hi: np.ndarray, ids: np.ndarray, names: list[str]) -> None:
-    """Refuse an archive whose instants span more than the query engine answers
-    (:data:`~uncertain_cep.query.engine.kernels.instants.MAX_SPAN`, 2**60: 36.5 years of nanoseconds),
-    naming its earliest and latest events."""
-    if not len(lo):
-        return
-    first, last = int(np.argmin(lo)), int(np.argmax(hi))
-    # In Python ints: the difference of two int64 instants may not fit in one.
-    span = int(hi[last]) - int(lo[first])
-    if span > MAX_SPAN:
-        raise InputError(
-            f"the archive spans {span} instants, from {names[0]} = {int(lo[first])} "
-            f"(event {_eid(ids[first])}, row {first}) to {names[-1]} = {int(hi[last])} "
-            f"(event {_eid(ids[last])}, row {last}), more than the {MAX_SPAN} (2**60) a "
-            "query can answer exactly; pass a coarser time_unit= (e.g. '1us' instead of "
-            "'1ns') or split the archive", row=last)
-
-
-def _time_axis(df: pd.DataFrame, names: list[str], unit: float | str | pd.Timedelta | None,
-               labels: ColumnLabels) -> TimeAxis | None:
-    """What the instants will stand for: the unit, and for datetimes its length and the
-    columns' time zone, which answers are given back in (so the columns must share it)."""
-    if unit is None:
-        return None
-    dated = [n for n in names if pd.api.types.is_datetime64_any_dtype(df[n])]
-    if not dated:
-        return TimeAxis(str(unit))
-    zones = {n: timezone_name(df[n].dtype, n) for n in dated}
-    if len(dated) != len(names) or len(set(zones.values())) > 1:
-        shown = ", ".join(f"{labels.plain(n)} is in {zones[n]}" if zones.get(n) else
-                          f"{labels.plain(n)} is naive" if n in zones
-                          else f"{labels.plain(n)} is not datetimes" for n in names)
-        raise InputError(f"the time columns must be datetimes in one time zone (or all naive), "
-                         f"since answers are given in it: {shown}; convert them with "
-                         ".dt.tz_convert(...) or .dt.tz_localize(...)")
-    return TimeAxis(str(unit), unit_ns=_step(unit, labels.quoted(dated[0])).value,
-                    timezone=zones[dated[0]])
-
-
-def _step(unit: float | str | pd.Timedelta, column: str) -> pd.Timedelta:
-    """The length of one instant of a datetime column (``column``: as messages name it)."""
-    # pandas reads a bare number as nanoseconds: time_unit=2 would silently mean 2 ns.
-    if not isinstance(unit, (str, timedelta, np.timedelta64)):
-        raise InputError(f"time_unit={unit!r} is a number but column {column} holds "
-                         "datetimes; give a duration such as '1s', '100ms' or '1min'")
-    try:
-        step = pd.Timedelta(unit)
-    except ValueError as e:
-        raise InputError(f"time_unit={unit!r} is not a duration such as '1s', '100ms' or "
-                         f"'1min': {e}") from e
-    if step.value <= 0:
-        raise InputError(f"time_unit must be a positive duration, got {unit!r}")
-    return step
-
-
-def _instants(col: pd.Series, name: str, ids: np.ndarray,
-              unit: float | str | pd.Timedelta | None, labels: ColumnLabels) -> np.ndarray:
-    column = labels.quoted(name)
-    missing = col.isna().to_numpy()
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {column} is missing or NaN; "
-                         "every event needs both time bounds", row=i)
-    if pd.api.types.is_datetime64_any_dtype(col):
-        if unit is None:
-            raise InputError(f"column {column} holds datetimes; pass time_unit= (e.g. '1s') to "
-                             "discretise time into integer instants")
-        step = _step(unit, column)
-        # Aware timestamps count from the epoch in UTC, not in their local wall clock.
-        since = col.dt.tz_convert(None) if col.dt.tz is not None else col
-        ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]").astype(np.int64)
-        return np.floor_divide(ns, step.value)
-    if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
-        raise InputError(f"column {column} has type {col.dtype}; time bounds must be integer "
-                         "instants, numbers with time_unit=, or datetimes with time_unit=")
-    if unit is not None:
-        if isinstance(unit, (str, pd.Timedelta)):
-            raise InputError(f"time_unit={unit!r} is a duration but column {column} is numeric; "
-                             "give a number")
-        if not 0 < unit < math.inf:
-            raise InputError(f"time_unit must be a positive finite number, got {unit!r}: "
-                             "instants are floor(t / time_unit)")
-        scaled = np.floor(col.to_numpy(dtype=float) / float(unit))
-        bad = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**62)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"event {_eid(ids[i])} (row {i}): column {column} = "
-                             f"{_eid(col.iloc[i])} is not a finite time within the int64 "
-                             "range of instants once divided by time_unit", row=i)
-        return scaled.astype(np.int64)
-    if pd.api.types.is_integer_dtype(col):
-        return col.to_numpy(dtype=np.int64)
-    values = col.to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**62)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {column} = {_eid(values[i])} is "
-                         "not an integer instant; pass time_unit= to discretise time", row=i)
-    return values.astype(np.int64)
-
-
-def _zones_of_datetimes(col: pd.Series) -> set[str]:
-    """The time zones of a column of datetime objects (pandas keeps one that mixes zones
-    as objects), ``"naive"`` for those without; empty for any other column."""
-    if not pd.api.types.is_object_dtype(col):
-        return set()
-    values = col.dropna()
-    if not len(values) or not all(isinstance(v, datetime) for v in values):
-        return set()
-    return {str(v.tzinfo) if v.tzinfo is not None else "naive" for v in values}
-
-
-def _attributes(df: pd.DataFrame, ids: np.ndarray, group_by: str,
-                numeric_text: Collection[str] | None = None
-                ) -> tuple[dict[str, NumericAttribute], dict[str, np.ndarray]]:
-    columns = [c for c in df.columns if c not in _RESERVED and c != group_by]
-    for c in columns:
-        if not isinstance(c, str):
-            raise InputError(f"column name {c!r} is not a string")
-        if c.startswith("_uc_"):
-            raise InputError(f"column {c!r} uses the prefix '_uc_', which the index reserves "
-                             "for its own columns; rename it")
-    taken: set[str] = set()
-    numeric: dict[str, NumericAttribute] = {}
-    categorical: dict[str, np.ndarray] = {}
-    for c in columns:
-        if c.endswith("_lo"):
-            base = c[:-3]
-            if f"{base}_hi" not in df.columns:
-                raise InputError(f"column {c!r} has no matching {base}_hi column; give both "
-                                 "bounds of the attribute range")
-            numeric[base] = _numeric_range(df, ids, base)
-            taken.update(f"{base}{s}" for s in ("_lo", "_hi", "_mu", "_sigma"))
-    for c in columns:
-        if c in taken:
-            continue
-        if c in numeric:
-            raise InputError(f"attribute {c!r} is given twice: as column {c!r} and as the "
-                             f"range {c}_lo/{c}_hi; keep one of them (a point value x is the "
-                             "range x_lo = x_hi = x)")
-        for suffix in ("_hi", "_mu", "_sigma"):
-            if c.endswith(suffix) and f"{c[:-len(suffix)]}_lo" not in df.columns:
-                raise InputError(f"column {c!r} has no matching {c[:-len(suffix)]}_lo column")
-        col = df[c]
-        if pd.api.types.is_bool_dtype(col) or not (pd.api.types.is_numeric_dtype(col)
-                                                   or _is_text(col)):
-            raise InputError(f"column {c!r} has type {col.dtype}; attributes must be numeric "
-                             "or strings")
-        if pd.api.types.is_numeric_dtype(col) or (
-                mostly_numbers(col) if numeric_text is None else c in numeric_text):
-            values = _finite(col, c, ids)
-            numeric[c] = NumericAttribute(c, values, values.copy())
-        else:
-            missing = col.isna().to_numpy()
-            if missing.any():
-                i = int(np.flatnonzero(missing)[0])
-                raise InputError(f"event {_eid(ids[i])} (row {i}): column {c!r} is missing", row=i)
-            categorical[c] = text_values(col)
-    clash = set(numeric) & set(categorical)
-    if clash:
-        raise InputError(f"attribute {sorted(clash)[0]!r} is given both as a range and as a "
-                         "single column")
-    return numeric, categorical
-
-
-def text_values(col: pd.Series) -> np.ndarray:
-    """A text column (event ids, a categorical attribute) as an object array of str.
-
-    >>> text_values(pd.Series(["a", "b"])).tolist()
-    ['a', 'b']
-    """
-    return col.astype(str).to_numpy(dtype=object)
-
-
-def _is_text(col: pd.Series) -> bool:
-    return bool(pd.api.types.is_string_dtype(col) or pd.api.types.is_object_dtype(col)
-                or isinstance(col.dtype, pd.CategoricalDtype))
-
-
-def _finite(col: pd.Series, name: str, ids: np.ndarray) -> np.ndarray:
-    if is_plain_text(col):
-        # Numbers read as text (one bad value in a CSV column): each other value is a bad row.
-        col = as_numbers(col, name, ids, required=name.endswith(("_lo", "_hi")))
-    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
-        raise InputError(f"column {name!r} has type {col.dtype}; it must be numeric")
-    values = col.to_numpy(dtype=float)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is missing, NaN or "
-                         "infinite", row=i)
-    return values
-
-
-def _numeric_range(df: pd.DataFrame, ids: np.ndarray, base: str) -> NumericAttribute:
-    lo = _finite(df[f"{base}_lo"], f"{base}_lo", ids)
-    hi = _finite(df[f"{base}_hi"], f"{base}_hi", ids)
-    bad = lo > hi
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_lo = {lo[i]} is greater than "
-                         f"{base}_hi = {hi[i]}; a range needs lo <= hi", row=i)
-    has_mu, has_sigma = f"{base}_mu" in df.columns, f"{base}_sigma" in df.columns
-    if has_mu != has_sigma:
-        present, absent = ((f"{base}_mu", f"{base}_sigma") if has_mu
-                           else (f"{base}_sigma", f"{base}_mu"))
-        raise InputError(f"column {present!r} needs a {absent!r} column too (truncated normal)")
-    if not has_mu:
-        return NumericAttribute(base, lo, hi)
-    mu = df[f"{base}_mu"].to_numpy(dtype=float)
-    sigma = df[f"{base}_sigma"].to_numpy(dtype=float)
-    for name, values, other in ((f"{base}_mu", mu, sigma), (f"{base}_sigma", sigma, mu)):
-        half = np.isnan(values) & ~np.isnan(other)
-        if half.any():
-            i = int(np.flatnonzero(half)[0])
-            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is NaN while its "
-                             "pair is set; give both (normal) or neither (uniform)", row=i)
-        inf = np.isinf(values)
-        if inf.any():
-            i = int(np.flatnonzero(inf)[0])
-            raise InputError(f"event {_eid(ids[i])} (row {i}): column {name!r} is infinite", row=i)
-    bad_sigma = ~np.isnan(sigma) & (sigma <= 0)
-    if bad_sigma.any():
-        i = int(np.flatnonzero(bad_sigma)[0])
-        raise InputError(f"event {_eid(ids[i])} (row {i}): {base}_sigma = {sigma[i]} must be > 0", row=i)
-    return NumericAttribute(base, lo, hi, mu, sigma)

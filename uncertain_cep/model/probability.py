@@ -4,7 +4,7 @@ A numeric attribute of an event is a range ``[lo, hi]`` with a pdf: uniform, a p
 (``lo == hi``), or a normal ``N(mu, sigma)`` truncated to the range.
 
 >>> import numpy as np
->>> from uncertain_cep.model.events import NumericAttribute
+>>> from uncertain_cep.model.attributes import NumericAttribute
 >>> attr = NumericAttribute("x", np.array([0.0, 2.0]), np.array([4.0, 2.0]))
 >>> interval_mass(attr, np.array([0, 1]), 1.0, 2.0, False, False).tolist()
 [0.25, 1.0]
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from uncertain_cep.model.events import NumericAttribute
+from uncertain_cep.model.attributes import NumericAttribute
 
 __all__ = ["interval_mass"]
 

@@ -55,9 +55,9 @@ class GroupJob:
     # session's time zone (spark_types.timestamps_as_micros).
     micros_columns: tuple[str, ...] = ()
     # Time columns that arrive as nanoseconds since the epoch: Parquet nanosecond
-    # timestamps, which Spark reads only as longs (sources.nanos_as_long).
+    # timestamps, which Spark reads only as longs (spark_reader.nanos_as_long).
     nanos_columns: tuple[str, ...] = ()
-    # String columns read as numbers (build_job.numeric_text_columns decides, over the
+    # String columns read as numbers (build_input.numeric_text_columns decides, over the
     # whole input).
     numeric_text: tuple[str, ...] = ()
     # The build's columns= (the archive's names -> the input's), already applied in

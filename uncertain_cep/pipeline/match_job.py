@@ -4,10 +4,10 @@ PARTITION BY splits the data into independent partitions (SEMANTICS B3: a match 
 within one partition key), so the job
 
 1. reads the input through Spark's reader (a DataFrame, a table, a path or a URI;
-   :mod:`~uncertain_cep.pipeline.sources`) and runs :func:`uncertain_cep.match` on a
-   pandas frame of zero rows of its schema (no Spark job): a query that cannot run on
-   the data fails here, and the empty answer gives the output's columns and types
-   (through ``pyspark.sql.pandas.types``);
+   :mod:`~uncertain_cep.pipeline.sources`, :mod:`~uncertain_cep.pipeline.spark_reader`)
+   and runs :func:`uncertain_cep.match` on a pandas frame of zero rows of its schema
+   (no Spark job): a query that cannot run on the data fails here, and the empty answer
+   gives the output's columns and types (through ``pyspark.sql.pandas.types``);
 2. hash-partitions the rows by the PARTITION BY columns (no PARTITION BY: one task gets
    every row) and lets every task run :func:`uncertain_cep.match` on its rows with
    ``mapInPandas``; a task holds whole partition keys, and partitions are independent,
@@ -35,15 +35,10 @@ from uncertain_cep.interval.api import match
 from uncertain_cep.interval.language import parse_temporal_query
 from uncertain_cep.interval.patterns import TemporalPattern
 from uncertain_cep.pipeline.answer_forms import match_options, match_probe
-from uncertain_cep.pipeline.sources import (
-    InputSpec,
-    is_spark_error,
-    read_input,
-    resolve_input,
-    session_for,
-    spark_failure,
-    task_slots,
-)
+from uncertain_cep.pipeline.session import task_slots
+from uncertain_cep.pipeline.sources import InputSpec, resolve_input, session_for
+from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
+from uncertain_cep.pipeline.spark_reader import read_input
 from uncertain_cep.pipeline.spark_types import (
     datetime_columns,
     instants_from_micros,

@@ -44,7 +44,8 @@ from uncertain_cep.pipeline.answer_forms import (
     datetime_axis,
     slice_frame,
 )
-from uncertain_cep.pipeline.sources import is_spark_error, spark_failure, task_slots
+from uncertain_cep.pipeline.session import task_slots
+from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
 from uncertain_cep.pipeline.spark_types import as_utc
 from uncertain_cep.pipeline.sql_functions import register_if_configured
 from uncertain_cep.pipeline.time_slices import (

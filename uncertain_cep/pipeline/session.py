@@ -6,21 +6,27 @@ directory at the same path (a shared filesystem). Workers use this process's int
 so they import the same uncertain-cep, numpy and rtree as the driver. The driver's JVM
 maps Spark's classes from a class-data-sharing archive when one was recorded
 (:mod:`~uncertain_cep.pipeline.class_archive`), which saves seconds at every start.
+
+Of any session, given or made here, the jobs read what its configuration says: its master
+(:func:`master_of`) and how many tasks it runs at once (:func:`task_slots`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from uncertain_cep.pipeline.class_archive import ClassArchive, class_archive
+from uncertain_cep.pipeline.spark_errors import is_spark_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "DRIVER_MEMORY", "spark_available", "spark_session"]
+__all__ = ["DEFAULT_MASTER", "DRIVER_MEMORY", "is_connect", "master_of", "spark_available",
+           "spark_session", "task_slots"]
 
 DEFAULT_MASTER = "local[*]"
 # The driver's JVM heap of sessions made here (UNCERTAIN_CEP_DRIVER_MEMORY overrides it).
@@ -121,3 +127,37 @@ def spark_session(master: str | None = None) -> SparkSession:
             classes.started(jvm.java.lang.ProcessHandle.current().pid())
     register_if_configured(spark)
     return spark
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no ``sparkContext`` there)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def master_of(spark: SparkSession) -> str | None:
+    """The session's master URL, as its configuration says (on Connect, the server's)."""
+    try:
+        return spark.conf.get("spark.master", None)
+    except Exception as e:  # a Connect server may refuse to show it
+        if is_spark_error(e):
+            return None
+        raise
+
+
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the session runs at once, from its configuration (what classic
+    Spark's ``defaultParallelism`` would say): ``spark.default.parallelism`` if set, the
+    ``N`` of a ``local[N]`` master, the cores of ``local[*]``, else a quarter of
+    ``spark.sql.shuffle.partitions`` (the session's own choice of shuffle width)."""
+    conf = spark.conf
+    explicit = conf.get("spark.default.parallelism", None)
+    if explicit:
+        return max(1, int(explicit))
+    master = master_of(spark) or ""
+    local = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+    if local:
+        n = local.group(1)
+        if n is None:
+            return 1                      # "local": one thread
+        return max(1, os.cpu_count() or 1) if n == "*" else max(1, int(n))
+    return max(1, int(conf.get("spark.sql.shuffle.partitions", "200") or 200) // 4)
