@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import json
+import mmap
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -158,11 +159,27 @@ def _read_csv(target: Path) -> tuple[pd.DataFrame, list[str]]:
     # No NA spellings for ids: "NULL", "nan" and "" are ids like any other.
     raw = pd.read_csv(target, float_precision="round_trip", keep_default_na=False,
                       dtype={n: str for n in names})
+    if names and _holds_nul(target):
+        # pandas' C parser ends a field at a NUL byte, and an id may hold any character:
+        # the ids again through the Python engine, which keeps it.
+        ids = pd.read_csv(target, engine="python", keep_default_na=False, dtype=str,
+                          usecols=names)
+        for n in names:
+            raw[n] = ids[n]
     if names and len(raw) and not _quoted_ids(target) and all(
             raw[n].str.fullmatch(r"[+-]?\d+").all() for n in names):
         for n in names:
             raw[n] = pd.Series([int(v) for v in raw[n]], dtype=object)
     return raw, names
+
+
+def _holds_nul(target: Path) -> bool:
+    """Whether the file holds a NUL byte (one scan of its mapped pages)."""
+    with open(target, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return False
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as pages:
+            return pages.find(b"\x00") >= 0
 
 
 def _quoted_ids(target: Path) -> bool:
