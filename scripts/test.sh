@@ -17,7 +17,9 @@ status=0
 # crashes is not restarted: the run ends and reports the crash. A worker that runs out
 # of tests takes over half of the other's (worksteal), so long tests do not leave a
 # core idle at the end.
-.venv/bin/python -m pytest -n 2 --dist worksteal --max-worker-restart 0 "$@" || status=$?
+# The 25 slowest tests are listed at the end: where CI's minutes go.
+.venv/bin/python -m pytest -n 2 --dist worksteal --max-worker-restart 0 --durations=25 "$@" \
+  || status=$?
 if ! wait "$mypy_pid"; then
   cat .venv/mypy.log >&2
   echo "mypy found type errors (above)" >&2
