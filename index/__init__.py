@@ -14,11 +14,12 @@ if __name__ != "uncertain_cep.index":
     raise ImportError(f"{__name__!r} is the folder of the package uncertain_cep.index: import "
                       "it under that name (doctests: pytest tests/test_doctests.py)")
 
-from uncertain_cep.index.event_index import BuildSettings, EventIndex, build_group_forest
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.codes import COMPACT, PAPER, code_scheme
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
 from uncertain_cep.index.forests.oi_tree import plan_group
+from uncertain_cep.index.group_build import BuildSettings, build_group_forest
 
 __all__ = [
            "COMPACT",

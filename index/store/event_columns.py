@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventLayout
+from uncertain_cep.index.rtree_boxes import EventLayout
 from uncertain_cep.index.store.column_checks import check_event_columns
 from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.node_columns import group_codes

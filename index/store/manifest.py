@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import BuildSettings
 from uncertain_cep.index.forests.codes import CodeSchemeName
+from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.statistics import EventStatistics, StatisticsGrid
 from uncertain_cep.index.store.checksums import CHECKSUM
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 from rtree import index as rtree_index
 
-from uncertain_cep.index.event_index import EventIndex, rtree_properties
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.rtree_boxes import rtree_properties
 
 __all__ = ["NodeReadCounter"]
 

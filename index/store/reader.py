@@ -55,10 +55,11 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventIndex, rtree_properties
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.tables import forests_from_frames
 from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.rtree_boxes import rtree_properties
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.column_checks import check_node_table

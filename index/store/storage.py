@@ -77,12 +77,7 @@ from uncertain_cep.files import (
     replace_directory,
     writing_to,
 )
-from uncertain_cep.index.event_index import (
-    BuildSettings,
-    EventIndex,
-    event_boxes,
-    rtree_properties,
-)
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.tables import (
     NODE_COLUMNS,
@@ -92,6 +87,8 @@ from uncertain_cep.index.forests.tables import (
     node_schema,
     tree_schema,
 )
+from uncertain_cep.index.group_build import BuildSettings
+from uncertain_cep.index.rtree_boxes import event_boxes, rtree_properties
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
 from uncertain_cep.index.store.event_columns import write_event_columns

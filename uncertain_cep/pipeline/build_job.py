@@ -38,7 +38,8 @@ import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, UncertainCepError
 from uncertain_cep.files import index_path
-from uncertain_cep.index.event_index import BuildSettings, EventIndex
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.store.manifest import AttributeNames, BuildRecord, RejectedCounts
 from uncertain_cep.index.store.storage import (
     REJECTED_ROW_COLUMNS,
