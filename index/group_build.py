@@ -27,10 +27,11 @@ from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.forests.cluster_forest import forest_of_clusters
 from uncertain_cep.index.forests.codes import code_scheme
 from uncertain_cep.index.forests.domains import interval
+from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
 from uncertain_cep.index.forests.isolation import hall_violation
-from uncertain_cep.index.forests.oi_tree import GroupInfeasible, plan_group
+from uncertain_cep.index.forests.oi_tree import plan_group
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 from uncertain_cep.model.values import plain
 
@@ -70,7 +71,7 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     """Index one dependency group: plan its OI-tree(s) and instantiate them (Zhou et al. 4.1).
 
     The node budget is checked first, from an exact count of the nodes that makes none
-    (:func:`~uncertain_cep.index.forests.oi_tree.count_nodes`), so an oversized group fails
+    (:func:`~uncertain_cep.index.forests.node_count.count_nodes`), so an oversized group fails
     before anything is allocated. Without Condition 2, a group of several clusters of
     overlapping events is assembled from them, its lone events at array speed
     (:func:`~uncertain_cep.index.forests.cluster_forest.forest_of_clusters`, the same forest).

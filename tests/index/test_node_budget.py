@@ -19,13 +19,10 @@ from random_archives import archives, single_groups
 
 import uncertain_cep as uc
 from uncertain_cep.index import group_build
+from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest_builder import build_forest
-from uncertain_cep.index.forests.oi_tree import (
-    GroupInfeasible,
-    NodeBudgetExceeded,
-    count_nodes,
-    plan_group,
-)
+from uncertain_cep.index.forests.node_count import NodeBudgetExceeded, count_nodes
+from uncertain_cep.index.forests.oi_tree import plan_group
 from uncertain_cep.index.group_build import BuildSettings, build_group_forest
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
