@@ -92,19 +92,17 @@ from uncertain_cep.index.rtree_boxes import event_boxes, rtree_properties
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
 from uncertain_cep.index.store.event_columns import write_event_columns
-from uncertain_cep.index.store.manifest import (
-    FORMAT_VERSION,
-    SELF_CHECKSUM,
+from uncertain_cep.index.store.format_version import FORMAT_VERSION
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
+from uncertain_cep.index.store.manifest_records import (
     AttributeNames,
     BuildRecord,
     IndexCounts,
-    Manifest,
     RejectedCounts,
     RTreeInfo,
     StoredSettings,
     StoredStatistics,
     TimeDomain,
-    manifest_digest,
 )
 from uncertain_cep.index.store.node_columns import write_node_columns
 from uncertain_cep.index.store.time_order import sort_table_by_time

@@ -40,7 +40,11 @@ from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, Uncerta
 from uncertain_cep.files import index_path
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.group_build import BuildSettings
-from uncertain_cep.index.store.manifest import AttributeNames, BuildRecord, RejectedCounts
+from uncertain_cep.index.store.manifest_records import (
+    AttributeNames,
+    BuildRecord,
+    RejectedCounts,
+)
 from uncertain_cep.index.store.storage import (
     REJECTED_ROW_COLUMNS,
     IndexDraft,
