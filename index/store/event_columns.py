@@ -53,7 +53,7 @@ __all__ = ["open_event_columns", "text_columns", "write_event_columns"]
 _IDS, _GROUP_CODES, _LABELS = "event_id.npy", "group_code.npy", "group_labels.parquet"
 _TIMES = ("t_lo", "t_hi")
 _BOUNDS = ("lo", "hi", "mu", "sigma")
-# The layout's columns (storage.EVENT_COLUMNS, in that order) are typed as EventLayout's.
+# The layout's columns (layout.EVENT_COLUMNS, in that order) are typed as EventLayout's.
 _LAYOUT_TYPES = (np.int64, np.int64, np.int64, np.float64, np.float64)
 # Rows of the events table converted at a time.
 _BATCH_ROWS = 1 << 18

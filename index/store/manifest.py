@@ -76,7 +76,7 @@ def manifest_digest(data: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Manifest:
-    """What ``manifest.json`` holds (see :mod:`uncertain_cep.index.store.storage` for the layout).
+    """What ``manifest.json`` holds (see :mod:`uncertain_cep.index.store.layout` for the layout).
 
     Attributes
     ----------

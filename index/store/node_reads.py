@@ -91,7 +91,8 @@ class NodeReadCounter:
         mins, maxs = index.boxes()
         coords = np.empty((n, 2 * mins.shape[1]))
         coords[:, 0::2], coords[:, 1::2] = mins, maxs
-        # The same stream bulk load as the index's own file (storage.py), so the same tree.
+        # The same stream bulk load as the index's own file (rtree_and_statistics.py), so
+        # the same tree.
         stream = ((i, tuple(c), None) for i, c in enumerate(coords.tolist()))
         self._tree = rtree_index.Index(self._store, stream, properties=props,
                                        interleaved=False)

@@ -64,10 +64,7 @@ from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.column_checks import check_node_table
 from uncertain_cep.index.store.event_columns import open_event_columns, text_columns
-from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
-from uncertain_cep.index.store.node_columns import node_column_files, open_node_columns
-from uncertain_cep.index.store.slice_reads import SliceRead, read_time_slice
-from uncertain_cep.index.store.storage import (
+from uncertain_cep.index.store.layout import (
     CATEGORY_STATS,
     CELL_STATS,
     COLUMNS,
@@ -84,6 +81,9 @@ from uncertain_cep.index.store.storage import (
     TREES,
     table_files,
 )
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
+from uncertain_cep.index.store.node_columns import node_column_files, open_node_columns
+from uncertain_cep.index.store.slice_reads import SliceRead, read_time_slice
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 from uncertain_cep.model.values import plain

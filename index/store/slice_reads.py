@@ -45,8 +45,8 @@ from uncertain_cep.index.node_rows import (
 )
 from uncertain_cep.index.rtree_boxes import EventLayout, event_boxes
 from uncertain_cep.index.statistics import EventStatistics
+from uncertain_cep.index.store.layout import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
 from uncertain_cep.index.store.manifest import Manifest
-from uncertain_cep.index.store.storage import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.values import plain
 

@@ -40,18 +40,14 @@ from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, Uncerta
 from uncertain_cep.files import index_path
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.group_build import BuildSettings
+from uncertain_cep.index.store.drafts import IndexDraft, check_replaceable
+from uncertain_cep.index.store.layout import REJECTED_ROW_COLUMNS
 from uncertain_cep.index.store.manifest_records import (
     AttributeNames,
     BuildRecord,
     RejectedCounts,
 )
-from uncertain_cep.index.store.storage import (
-    REJECTED_ROW_COLUMNS,
-    IndexDraft,
-    check_replaceable,
-    finish_index,
-    write_index_tables,
-)
+from uncertain_cep.index.store.storage import finish_index, write_index_tables
 from uncertain_cep.input_tables import ColumnLabels, arrow_to_pandas
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
