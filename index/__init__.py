@@ -2,9 +2,11 @@
 
 In three rooms, bottom to top (tests/test_layers.py holds the order): ``forests/`` makes a
 group's forest (isolated subsequences, OI-trees, codes; Zhou et al. 4.1-4.2); this
-package's own modules are the index in memory (:mod:`~uncertain_cep.index.event_index`, the
-node table, statistics, the summary); ``store/`` is the index on disk (writer, manifest,
-checksums, reader, time-ordered tables).
+package's own modules are the index in memory (indexing one group:
+:mod:`~uncertain_cep.index.group_build`; the R*-tree's boxes:
+:mod:`~uncertain_cep.index.rtree_boxes`; :mod:`~uncertain_cep.index.event_index`, the node
+table, statistics, the summary); ``store/`` is the index on disk (layout, writer, drafts,
+manifest, checksums, reader, time-ordered tables).
 """
 
 # This folder is the package uncertain_cep.index. Imported by its folder name (as by
