@@ -86,14 +86,12 @@ class IndexDraft:
         shutil.rmtree(staging)
 
 
-
 def write_durably(table: pa.Table, path: Path) -> None:
     """Write ``table`` as the Parquet file ``path`` and flush it to disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
     with open(path, "rb+") as fh:
         os.fsync(fh.fileno())
-
 
 
 def fsync_files(directory: Path) -> None:

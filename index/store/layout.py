@@ -144,7 +144,6 @@ def table_files(root: Path, table: str) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in (root / table).glob("*.parquet"))
 
 
-
 def group_keys(root: Path) -> pd.Index:
     """Every group key of an index (from its trees table), sorted: position = group code."""
     files = [str(root / f) for f in table_files(root, TREES)]
