@@ -2,9 +2,11 @@
 
 In three rooms, bottom to top (tests/test_layers.py holds the order): ``forests/`` makes a
 group's forest (isolated subsequences, OI-trees, codes; Zhou et al. 4.1-4.2); this
-package's own modules are the index in memory (:mod:`~uncertain_cep.index.event_index`, the
-node table, statistics, the summary); ``store/`` is the index on disk (writer, manifest,
-checksums, reader, time-ordered tables).
+package's own modules are the index in memory (indexing one group:
+:mod:`~uncertain_cep.index.group_build`; the R*-tree's boxes:
+:mod:`~uncertain_cep.index.rtree_boxes`; :mod:`~uncertain_cep.index.event_index`, the node
+table, statistics, the summary); ``store/`` is the index on disk (layout, writer, drafts,
+manifest, checksums, reader, time-ordered tables).
 """
 
 # This folder is the package uncertain_cep.index. Imported by its folder name (as by
@@ -14,11 +16,12 @@ if __name__ != "uncertain_cep.index":
     raise ImportError(f"{__name__!r} is the folder of the package uncertain_cep.index: import "
                       "it under that name (doctests: pytest tests/test_doctests.py)")
 
-from uncertain_cep.index.event_index import BuildSettings, EventIndex, build_group_forest
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.codes import COMPACT, PAPER, code_scheme
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
 from uncertain_cep.index.forests.oi_tree import plan_group
+from uncertain_cep.index.group_build import BuildSettings, build_group_forest
 
 __all__ = [
            "COMPACT",

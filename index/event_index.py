@@ -1,217 +1,40 @@
-"""The whole index: one forest of OI-trees per dependency group and one R*-tree of events.
+"""The whole index in memory: one forest of OI-trees per dependency group and one R*-tree of
+events.
 
-Groups are indexed independently by :func:`build_group_forest`, a pure function of the
-group's rows and the build settings (the Spark pipeline calls it per group in executors).
-:class:`EventIndex` then gathers the forests, maps every event to its nodes, and loads one
-R*-tree (``rtree``'s R*-variant, bulk-loaded) with one box per event over
-``(group, time interval, code range, numeric attribute ranges)`` (Zhou et al. 4.3).
-Boxes and query ranges are rounded outward to doubles (:mod:`uncertain_cep.index.forests.rounding`).
+:class:`EventIndex` gathers the groups' forests (each indexed independently by
+:func:`~uncertain_cep.index.group_build.build_group_forest`), maps every event to its
+nodes, and loads one R*-tree (``rtree``'s R*-variant, bulk-loaded) with one box per event
+over ``(group, time interval, code range, numeric attribute ranges)`` (Zhou et al. 4.3;
+the boxes: :mod:`uncertain_cep.index.rtree_boxes`). Boxes and query ranges are rounded
+outward to doubles (:mod:`uncertain_cep.index.forests.rounding`).
 
-An index read back from disk passes its :class:`EventLayout` (each event's position in
-its group and its box extents, computed when it was built) and its opened R*-tree, so
-nothing is recomputed per event when it is opened.
+An index read back from disk passes its
+:class:`~uncertain_cep.index.rtree_boxes.EventLayout` (each event's position in its group
+and its box extents, computed when it was built) and its opened R*-tree, so nothing is
+recomputed per event when it is opened.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Protocol
 
 import numpy as np
 from rtree import index as rtree_index
 
-from uncertain_cep.errors import IndexBuildError, InputError
-from uncertain_cep.index.forests.cluster_forest import forest_of_clusters
 from uncertain_cep.index.forests.codes import CodeScheme, code_scheme
-from uncertain_cep.index.forests.domains import interval
 from uncertain_cep.index.forests.forest import REAL, GroupForest
-from uncertain_cep.index.forests.forest_builder import build_forest
-from uncertain_cep.index.forests.isolation import hall_violation
-from uncertain_cep.index.forests.oi_tree import GroupInfeasible, plan_group
 from uncertain_cep.index.forests.rounding import float_down, float_up
-from uncertain_cep.index.forests.tables import group_extents
+from uncertain_cep.index.group_build import BuildSettings, build_group_forest
 from uncertain_cep.index.node_table import NodeTable, node_table
+from uncertain_cep.index.rtree_boxes import BoxSearch, EventLayout, event_boxes, rtree_properties
 from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, StatisticsGrid
 from uncertain_cep.model.events import Archive
-from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
-from uncertain_cep.model.values import plain
 from uncertain_cep.progress import progress_bar
 
-__all__ = ["BoxSearch", "BuildSettings", "EventIndex", "EventLayout", "archive_statistics",
-           "build_group_forest", "event_boxes", "float_down", "float_up", "rtree_properties"]
-
-
-
-@dataclass(frozen=True, eq=False)
-class EventLayout:
-    """Per archive row: its position in its group's forest, the earliest and latest
-    instant of its nodes, and its code range as outward-rounded doubles."""
-
-    positions: np.ndarray
-    t_min: np.ndarray
-    t_max: np.ndarray
-    code_lo: np.ndarray
-    code_hi: np.ndarray
-
-    @classmethod
-    def of(cls, archive: Archive, forests: Sequence[GroupForest], codes: str,
-           members: Sequence[np.ndarray] | None = None) -> EventLayout:
-        """The layout of an archive indexed in this process (``members``: its
-        :meth:`~uncertain_cep.model.events.Archive.group_members`, if already known)."""
-        n = archive.n_events
-        positions = np.zeros(n, dtype=np.int64)
-        t_min = np.zeros(n, dtype=np.int64)
-        t_max = np.zeros(n, dtype=np.int64)
-        code_lo = np.zeros(n, dtype=np.float64)
-        code_hi = np.zeros(n, dtype=np.float64)
-        for m, forest in zip(members if members is not None else archive.group_members(),
-                             forests):
-            positions[m] = np.arange(len(m))
-            t_min[m], t_max[m], code_lo[m], code_hi[m] = group_extents(forest, codes)
-        return cls(positions, t_min, t_max, code_lo, code_hi)
-
-
-def rtree_properties(n_attributes: int) -> rtree_index.Property:
-    """R*-tree settings of every index: (group, time, code) plus one axis per attribute."""
-    props = rtree_index.Property()
-    props.dimension = 3 + n_attributes
-    props.variant = rtree_index.RT_Star
-    return props
-
-
-def event_boxes(group: np.ndarray, t_min: np.ndarray, t_max: np.ndarray,
-                code_lo: np.ndarray, code_hi: np.ndarray,
-                attributes: Sequence[tuple[np.ndarray, np.ndarray]]
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper corners of the events' R*-tree boxes, one row per event."""
-    lows = [group, t_min, code_lo] + [lo for lo, _ in attributes]
-    highs = [group, t_max, code_hi] + [hi for _, hi in attributes]
-    return (np.column_stack([np.asarray(c, dtype=np.float64) for c in lows]),
-            np.column_stack([np.asarray(c, dtype=np.float64) for c in highs]))
-
-
-@dataclass(frozen=True)
-class BuildSettings:
-    """How the index is built; validated when constructed.
-
-    Parameters
-    ----------
-    condition2
-        Condition 2 (``MaxSpeed`` or ``PairPredicate``), or ``None``.
-    multi_tree
-        Multi-tree index (default) or the paper's single tree (a baseline).
-    codes
-        ``"compact"`` (default) or ``"paper"``.
-    node_budget
-        Largest number of OI-tree nodes for one group.
-    """
-
-    condition2: PairConstraint | None = None
-    multi_tree: bool = True
-    codes: str = "compact"
-    node_budget: int | None = 2_000_000
-
-    def __post_init__(self) -> None:
-        code_scheme(self.codes)  # validates the name
-        if self.node_budget is not None and self.node_budget < 1:
-            raise IndexBuildError(f"node_budget must be a positive int, got {self.node_budget}")
-
-
-def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequence[int],
-                       t_hi: Sequence[int], pair_check: GroupPairCheck | None,
-                       settings: BuildSettings) -> GroupForest:
-    """Index one dependency group: plan its OI-tree(s) and instantiate them (Zhou et al. 4.1).
-
-    The node budget is checked first, from an exact count of the nodes that makes none
-    (:func:`~uncertain_cep.index.forests.oi_tree.count_nodes`), so an oversized group fails
-    before anything is allocated. Without Condition 2, a group of several clusters of
-    overlapping events is assembled from them, its lone events at array speed
-    (:func:`~uncertain_cep.index.forests.cluster_forest.forest_of_clusters`, the same forest).
-
-    Raises
-    ------
-    InputError
-        If the group has no order instance (naming the events that cannot all fit).
-    IndexBuildError
-        If it needs more nodes than the budget (naming the group, a lower bound of its
-        size and what to do), or if memory runs out while it is built.
-    """
-    try:
-        with _recursion_for(len(t_lo)):
-            if pair_check is None and settings.multi_tree:
-                forest = forest_of_clusters(t_lo, t_hi, settings.node_budget)
-                if forest is not None:
-                    return forest
-            plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
-                              settings.node_budget)
-            return build_forest(plan)
-    except GroupInfeasible as e:
-        names = ", ".join(repr(plain(event_ids[i])) for i in e.events)
-        if e.window is None:
-            violation = hall_violation({i: interval(int(t_lo[i]), int(t_hi[i]))
-                                        for i in e.events})
-            window = violation.window if violation else None
-        else:
-            window = e.window
-        where = (f" all lie within instants [{window[0]}, {window[1]}], "
-                 f"{window[1] - window[0] + 1} instants for {len(e.events)} events"
-                 if window else " cannot all be placed at distinct instants"
-                 + (" satisfying Condition 2" if pair_check is not None else ""))
-        raise InputError(f"group {plain(label)!r} has no order instance: events {names}{where}; "
-                         "widen their intervals or use a finer time unit") from None
-    except IndexBuildError as e:
-        raise IndexBuildError(f"{_too_large(label, len(t_lo))}: {e}; {_REMEDY}raise "
-                              f"node_budget= (now {_budget(settings)})") from None
-    except MemoryError as e:
-        # Within the budget, yet more than this process can hold (a large budget, or
-        # little memory): the same advice, never a bare MemoryError.
-        raise IndexBuildError(f"{_too_large(label, len(t_lo))}: memory ran out while building "
-                              f"its OI-trees (node_budget= is {_budget(settings)}); {_REMEDY}"
-                              "give the build more memory") from e
-
-
-# What to do about a group too large to index (the CLI spells keywords as its flags).
-_REMEDY = ("use a coarser time unit (time_unit= with a larger unit) so that intervals span "
-           "fewer instants, split the group into smaller dependency groups, or ")
-
-
-def _too_large(label: object, n_events: int) -> str:
-    return f"group {plain(label)!r} ({n_events} events) is too large to index"
-
-
-def _budget(settings: BuildSettings) -> str:
-    return "unset" if settings.node_budget is None else f"{settings.node_budget:,}"
-
-
-@contextmanager
-def _recursion_for(n_events: int) -> Iterator[None]:
-    """Room for planning and instantiating a group, restored afterwards: both recurse a
-    few frames per event along a root-to-leaf path, and pure-Python recursion does not use
-    the C stack on 3.11+, so a deeper limit is safe while they run."""
-    before = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(before, 1_000 + 8 * n_events))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(before)
-
-
-
-class BoxSearch(Protocol):
-    """What answers an index's candidate searches besides its R*-tree (a time slice's
-    scan of its event boxes, :class:`uncertain_cep.index.store.slice_reads.BoxScan`): rtree's
-    bulk ``intersection_v`` and a name for EXPLAIN."""
-
-    access: str
-
-    def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]: ...
+__all__ = ["EventIndex", "archive_statistics"]
 
 
 class EventIndex:

@@ -18,7 +18,8 @@ That is all a chain of nodes needs (:mod:`uncertain_cep.query.evaluation.chains`
   once.
 
 >>> import pandas as pd
->>> from uncertain_cep.index.event_index import BuildSettings, EventIndex
+>>> from uncertain_cep.index.event_index import EventIndex
+>>> from uncertain_cep.index.group_build import BuildSettings
 >>> from uncertain_cep.model.events import read_archive
 >>> archive = read_archive(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
 ...                                      "t_lo": [1, 1, 0], "t_hi": [2, 2, 0]}))

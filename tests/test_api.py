@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from random_archives import archives, patterns
 
 import uncertain_cep as uc
-from uncertain_cep.index.event_index import float_down, float_up
+from uncertain_cep.index.forests.rounding import float_down, float_up
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = """PATTERN SEQ(A, NOT C, B)

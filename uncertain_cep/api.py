@@ -28,8 +28,9 @@ from uncertain_cep.errors import (
     ParamEnum,
     QueryError,
 )
-from uncertain_cep.index.event_index import BuildSettings, EventIndex
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
+from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate

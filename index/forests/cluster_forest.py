@@ -37,14 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest import REAL, ROOT, VIRTUAL, GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
-from uncertain_cep.index.forests.oi_tree import (
-    GroupInfeasible,
-    NodeBudgetExceeded,
-    count_nodes,
-    plan_parts,
-)
+from uncertain_cep.index.forests.node_count import NodeBudgetExceeded, count_nodes
+from uncertain_cep.index.forests.oi_tree import plan_parts
 
 __all__ = ["forest_of_clusters", "isolated_clusters"]
 
@@ -82,7 +79,7 @@ def forest_of_clusters(t_lo: Sequence[int], t_hi: Sequence[int],
 
     Events must be in canonical order (``t_lo`` ascending). A group without an order
     instance gives None too, for the planner's own error. Raises
-    :class:`~uncertain_cep.index.forests.oi_tree.NodeBudgetExceeded` like
+    :class:`~uncertain_cep.index.forests.node_count.NodeBudgetExceeded` like
     :func:`~uncertain_cep.index.forests.oi_tree.plan_group`.
     """
     lo = np.asarray(t_lo, dtype=np.int64)

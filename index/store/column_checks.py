@@ -10,7 +10,8 @@ program, or a builder's bug) never make a kernel read outside an array: such an 
 refused with an :class:`~uncertain_cep.errors.IndexFormatError` naming the file.
 
 >>> import pandas as pd
->>> from uncertain_cep.index.event_index import BuildSettings, EventIndex
+>>> from uncertain_cep.index.event_index import EventIndex
+>>> from uncertain_cep.index.group_build import BuildSettings
 >>> from uncertain_cep.model.events import read_archive
 >>> from pathlib import Path
 >>> index = EventIndex(read_archive(pd.DataFrame({"event_id": [1, 2], "group": 0,
@@ -34,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventLayout
 from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.rtree_boxes import EventLayout
 
 __all__ = ["check_event_columns", "check_node_table"]
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventLayout
+from uncertain_cep.index.rtree_boxes import EventLayout
 from uncertain_cep.index.store.column_checks import check_event_columns
 from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.node_columns import group_codes
@@ -54,7 +54,7 @@ __all__ = ["open_event_columns", "text_columns", "write_event_columns"]
 _IDS, _GROUP_CODES, _LABELS = "event_id.npy", "group_code.npy", "group_labels.parquet"
 _TIMES = ("t_lo", "t_hi")
 _BOUNDS = ("lo", "hi", "mu", "sigma")
-# The layout's columns (storage.EVENT_COLUMNS, in that order) are typed as EventLayout's.
+# The layout's columns (layout.EVENT_COLUMNS, in that order) are typed as EventLayout's.
 _LAYOUT_TYPES = (np.int64, np.int64, np.int64, np.float64, np.float64)
 # Rows of the events table converted at a time.
 _BATCH_ROWS = 1 << 18

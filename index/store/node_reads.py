@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 from rtree import index as rtree_index
 
-from uncertain_cep.index.event_index import EventIndex, rtree_properties
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.rtree_boxes import rtree_properties
 
 __all__ = ["NodeReadCounter"]
 
@@ -90,7 +91,8 @@ class NodeReadCounter:
         mins, maxs = index.boxes()
         coords = np.empty((n, 2 * mins.shape[1]))
         coords[:, 0::2], coords[:, 1::2] = mins, maxs
-        # The same stream bulk load as the index's own file (storage.py), so the same tree.
+        # The same stream bulk load as the index's own file (rtree_and_statistics.py), so
+        # the same tree.
         stream = ((i, tuple(c), None) for i, c in enumerate(coords.tolist()))
         self._tree = rtree_index.Index(self._store, stream, properties=props,
                                        interleaved=False)

@@ -2,7 +2,8 @@
 :mod:`uncertain_cep.index.store.storage`).
 
 :func:`open_reader` checks an index directory (its manifest, format version and the
-files' checksums: see :func:`read_manifest`) and returns an :class:`IndexReader`: the typed
+files' checksums: see :func:`~uncertain_cep.index.store.manifest_check.read_manifest`)
+and returns an :class:`IndexReader`: the typed
 :class:`~uncertain_cep.index.store.manifest.Manifest` and the reads the rest of the package
 needs, each with its filter pushed into the Parquet scan, so only the rows asked for are
 read:
@@ -55,18 +56,16 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventIndex, rtree_properties
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.tables import forests_from_frames
 from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.rtree_boxes import rtree_properties
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.column_checks import check_node_table
-from uncertain_cep.index.store.event_columns import open_event_columns, text_columns
-from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
-from uncertain_cep.index.store.node_columns import node_column_files, open_node_columns
-from uncertain_cep.index.store.slice_reads import SliceRead, read_time_slice
-from uncertain_cep.index.store.storage import (
+from uncertain_cep.index.store.event_columns import open_event_columns
+from uncertain_cep.index.store.layout import (
     CATEGORY_STATS,
     CELL_STATS,
     COLUMNS,
@@ -78,101 +77,47 @@ from uncertain_cep.index.store.storage import (
     NODES,
     RTREE,
     RTREE_FILES,
-    STATS,
     TIME_STATS,
     TREES,
     table_files,
 )
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
+from uncertain_cep.index.store.manifest_check import read_manifest
+from uncertain_cep.index.store.node_columns import node_column_files, open_node_columns
+from uncertain_cep.index.store.rebuilds import (
+    OPEN_ATTEMPTS,
+    OPEN_PAUSE,
+    being_replaced,
+    directory_identity,
+)
+from uncertain_cep.index.store.slice_reads import SliceRead, read_time_slice
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 from uncertain_cep.model.values import plain
 
 __all__ = ["IndexReader", "TimeBuckets", "load_index", "load_index_and_manifest",
-           "open_reader", "read_event_times", "read_manifest"]
-
-
-def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> Manifest:
-    """The manifest of an index directory, after checking its format version, its own
-    checksum, that every file it lists is there, and the files' checksums
-    (:mod:`uncertain_cep.index.store.checksums`).
-
-    With ``verify_all=False`` the files opening an index reads or maps are hashed (the
-    node and event columns, the statistics, the R*-tree file, and the events table when
-    it has text columns: :func:`_used_when_opened`); the rest (the nodes and trees
-    tables, which only the baselines and a save read) is hashed before it is first read.
-
-    Raises
-    ------
-    IndexFormatError
-        When ``root`` is not an index, or an interrupted, damaged or foreign one.
-    """
-    root = Path(root)
-    if root.is_file():
-        raise IndexFormatError(f"{root} is a file, not an index directory: open the "
-                               "directory that a build or save wrote (an archive file is "
-                               "indexed by uc.build_index or `uncertain-cep build`)")
-    if not root.is_dir():
-        raise IndexFormatError(f"{root} is not an index directory (it does not exist)")
-    try:
-        with open(root / MANIFEST) as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise IndexFormatError(f"{root} has no {MANIFEST}: not an index, or its write was "
-                               "interrupted; rebuild it") from None
-    except (OSError, ValueError) as e:
-        raise IndexFormatError(f"{root}/{MANIFEST} is damaged: {e}") from e
-    digest = data.pop(SELF_CHECKSUM, None) if isinstance(data, dict) else None
-    try:
-        manifest = Manifest.from_json(data)
-    except IndexFormatError as e:
-        raise IndexFormatError(f"{root}/{MANIFEST}: {e}") from None
-    if digest != manifest_digest(data):
-        raise IndexFormatError(f"{root}/{MANIFEST} was edited or damaged: its fields do not "
-                               f"match its own checksum ({SELF_CHECKSUM!r}); an index is "
-                               "only written by uncertain-cep: rebuild it")
-    checksums = dict(manifest.checksums)
-    if not checksums:
-        raise IndexFormatError(f"{root}/{MANIFEST} lists no files; rebuild the index")
-    for table in (EVENTS, NODES, TREES):
-        if not any(k.startswith(f"{table}/") for k in checksums):
-            raise IndexFormatError(f"{root}/{MANIFEST} lists no {table} table")
-    for name in checksums:
-        if not (root / name).is_file():
-            raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
-    verify_files(root, {name: digest for name, digest in checksums.items()
-                        if verify_all or _used_when_opened(name, manifest)})
-    return manifest
-
-
-def _used_when_opened(name: str, manifest: Manifest) -> bool:
-    """Whether opening an index reads or maps the file ``name`` (relative to the index):
-    the event columns (mapped: the kernels index with their numbers), the statistics,
-    the R*-tree file, and the events table when the archive has text columns (string
-    ids, categorical attributes), which are not mapped. The node table's columns are
-    hashed when a query first maps them (:meth:`IndexReader.load`)."""
-    if name.startswith(f"{EVENTS}/"):
-        return bool(text_columns(manifest))
-    return name.startswith((f"{STATS}/", f"{EVENT_ARRAYS}/")) or name in RTREE_FILES
+           "open_reader", "read_event_times"]
 
 
 def open_reader(path: str | os.PathLike[str], *, verify_all: bool = True) -> IndexReader:
-    """Check the index directory ``path`` (:func:`read_manifest`) and return its reader.
+    """Check the index directory ``path``
+    (:func:`~uncertain_cep.index.store.manifest_check.read_manifest`) and return its reader.
 
     An index being rebuilt at that path meanwhile (the build swaps the new directory in)
     is read again, new, rather than reported damaged."""
     root = Path(path)
-    for attempt in range(_ATTEMPTS):
-        before = _identity(root)
+    for attempt in range(OPEN_ATTEMPTS):
+        before = directory_identity(root)
         try:
             manifest = read_manifest(root, verify_all=verify_all)
         except (IndexFormatError, OSError):
-            if attempt + 1 < _ATTEMPTS and _being_replaced(root, before):
-                time.sleep(_PAUSE * (attempt + 1))
+            if attempt + 1 < OPEN_ATTEMPTS and being_replaced(root, before):
+                time.sleep(OPEN_PAUSE * (attempt + 1))
                 continue
             raise
-        if _identity(root) == before:
+        if directory_identity(root) == before:
             return IndexReader(root, manifest, before, verified_all=verify_all)
-    raise IndexFormatError(f"{root} was replaced {_ATTEMPTS} times while being opened; "
+    raise IndexFormatError(f"{root} was replaced {OPEN_ATTEMPTS} times while being opened; "
                            "open it once its rebuilds are done")
 
 
@@ -180,7 +125,8 @@ def load_index(path: str | os.PathLike[str],
                pair_predicate: PairPredicate | None = None, *,
                verify_all: bool = True) -> EventIndex:
     """Open an index directory written by :func:`~uncertain_cep.index.store.storage.save_index`
-    or the Spark build (``verify_all``: see :func:`read_manifest`)."""
+    or the Spark build (``verify_all``: see
+    :func:`~uncertain_cep.index.store.manifest_check.read_manifest`)."""
     return load_index_and_manifest(path, pair_predicate, verify_all=verify_all)[0]
 
 
@@ -188,45 +134,22 @@ def load_index_and_manifest(path: str | os.PathLike[str],
                             pair_predicate: PairPredicate | None = None, *,
                             verify_all: bool = True) -> tuple[EventIndex, Manifest]:
     """:func:`load_index`, and the checked manifest it was read by (its build records)."""
-    for attempt in range(_ATTEMPTS):
+    for attempt in range(OPEN_ATTEMPTS):
         reader = open_reader(path, verify_all=verify_all)
         try:
             index = reader.load(pair_predicate)
         except Exception:
             # Files read half from the old directory, half from the new one fail in any
             # way; only a replaced directory is read again.
-            if attempt + 1 < _ATTEMPTS and reader.was_replaced():
-                time.sleep(_PAUSE * attempt)
+            if attempt + 1 < OPEN_ATTEMPTS and reader.was_replaced():
+                time.sleep(OPEN_PAUSE * attempt)
                 continue
             raise
         if not reader.was_replaced():
             return index, reader.manifest
-        time.sleep(_PAUSE * attempt)
-    raise IndexFormatError(f"{path} was replaced {_ATTEMPTS} times while being opened; "
+        time.sleep(OPEN_PAUSE * attempt)
+    raise IndexFormatError(f"{path} was replaced {OPEN_ATTEMPTS} times while being opened; "
                            "open it once its rebuilds are done")
-
-
-# A rebuild swaps a whole directory in; an open that meets one starts again, a few times.
-_ATTEMPTS = 8
-_PAUSE = 0.05
-
-
-def _identity(root: Path) -> tuple[int, int] | None:
-    """Which directory ``root`` names now (None: none): a rebuild swaps in another."""
-    try:
-        st = os.stat(root)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def _being_replaced(root: Path, before: tuple[int, int] | None) -> bool:
-    """Whether ``root`` changed since ``before``, or is missing while a build swaps it in
-    by two renames (its old directory is set aside beside it)."""
-    now = _identity(root)
-    if now != before:
-        return True
-    return now is None and any(root.parent.glob(f".{root.name}.old-*"))
 
 
 @dataclass(frozen=True)
@@ -271,7 +194,7 @@ class IndexReader:
 
     def was_replaced(self) -> bool:
         """Whether another directory (a rebuild) took the reader's path since it opened."""
-        return self.identity is not None and _identity(self.root) != self.identity
+        return self.identity is not None and directory_identity(self.root) != self.identity
 
     def holds_its_manifest(self) -> bool:
         """Whether the directory's manifest is still the one this reader checked,

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventIndex, EventLayout, event_boxes
+from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.tables import forests_from_frames
 from uncertain_cep.index.node_rows import (
@@ -43,9 +43,10 @@ from uncertain_cep.index.node_rows import (
     TREE_ROW_COLUMNS,
     node_table_of_rows,
 )
+from uncertain_cep.index.rtree_boxes import EventLayout, event_boxes
 from uncertain_cep.index.statistics import EventStatistics
+from uncertain_cep.index.store.layout import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
 from uncertain_cep.index.store.manifest import Manifest
-from uncertain_cep.index.store.storage import EVENT_COLUMNS, EVENTS, NODES, TREES, table_files
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.values import plain
 

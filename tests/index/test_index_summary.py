@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from random_archives import archives
 
 import uncertain_cep as uc
-import uncertain_cep.index.store.storage as storage
 from uncertain_cep.datasets import generate_office_rfid
 from uncertain_cep.index.forests.oi_tree import PlanTree, plan_group
+from uncertain_cep.index.store.format_version import FORMAT_VERSION
 from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed
@@ -126,7 +126,7 @@ def test_reopened_index_has_an_equal_summary(tmp_path):
         pd.testing.assert_frame_equal(here.per_group, there.per_group)
         assert dict(here.provenance) == {}
         assert there.provenance["path"] == str(tmp_path / codes)
-        assert there.provenance["format_version"] == storage.FORMAT_VERSION
+        assert there.provenance["format_version"] == FORMAT_VERSION
         assert str(here).splitlines()[:-1] == str(there).splitlines()[:-1]
         assert str(tmp_path / codes) in str(there).splitlines()[-1]
 

@@ -18,15 +18,12 @@ from hypothesis import strategies as st
 from random_archives import archives, single_groups
 
 import uncertain_cep as uc
-from uncertain_cep.index import event_index
-from uncertain_cep.index.event_index import BuildSettings, build_group_forest
+from uncertain_cep.index import group_build
+from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest_builder import build_forest
-from uncertain_cep.index.forests.oi_tree import (
-    GroupInfeasible,
-    NodeBudgetExceeded,
-    count_nodes,
-    plan_group,
-)
+from uncertain_cep.index.forests.node_count import NodeBudgetExceeded, count_nodes
+from uncertain_cep.index.forests.oi_tree import plan_group
+from uncertain_cep.index.group_build import BuildSettings, build_group_forest
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 
@@ -80,7 +77,7 @@ def test_memory_running_out_while_building_is_an_index_build_error_naming_the_gr
     def out_of_memory(plan):
         raise MemoryError
 
-    monkeypatch.setattr(event_index, "build_forest", out_of_memory)
+    monkeypatch.setattr(group_build, "build_forest", out_of_memory)
     with pytest.raises(uc.IndexBuildError) as caught:
         build_group_forest("crowded", [1, 2], [0, 0], [3, 3], None, BuildSettings())
     message = str(caught.value)

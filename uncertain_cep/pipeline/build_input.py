@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import InputError
-from uncertain_cep.index.store.storage import REJECTED_ROW_COLUMNS, IndexDraft
+from uncertain_cep.index.store.drafts import IndexDraft
+from uncertain_cep.index.store.layout import REJECTED_ROW_COLUMNS
 from uncertain_cep.input_tables import ColumnLabels, arrow_to_pandas
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.time_axis import TimeAxis, timezone_name

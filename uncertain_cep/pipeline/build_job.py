@@ -38,14 +38,15 @@ import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, UncertainCepError
 from uncertain_cep.files import index_path
-from uncertain_cep.index.event_index import BuildSettings, EventIndex
-from uncertain_cep.index.store.manifest import AttributeNames, BuildRecord, RejectedCounts
-from uncertain_cep.index.store.storage import (
-    IndexDraft,
-    check_replaceable,
-    finish_index,
-    write_index_tables,
+from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.group_build import BuildSettings
+from uncertain_cep.index.store.drafts import IndexDraft, check_replaceable
+from uncertain_cep.index.store.manifest_records import (
+    AttributeNames,
+    BuildRecord,
+    RejectedCounts,
 )
+from uncertain_cep.index.store.storage import finish_index, write_index_tables
 from uncertain_cep.input_tables import ColumnLabels
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.pipeline.build_input import (

@@ -7,11 +7,11 @@ so a task sees every group whole and one after another. For each group it
    (:func:`~uncertain_cep.model.events.read_archive`), setting bad rows aside with the
    reason, naming the input file and row;
 2. builds the group's forest with the in-process builder
-   (:func:`~uncertain_cep.index.event_index.build_group_forest`) in canonical event order;
+   (:func:`~uncertain_cep.index.group_build.build_group_forest`) in canonical event order;
 3. appends the group's events (with their positions, feasible instants and code ranges),
    nodes and trees to this task's Parquet files in the draft index directory.
 
-The index's own writer (:class:`~uncertain_cep.index.store.storage.PartitionWriter`) writes
+The index's own writer (:class:`~uncertain_cep.index.store.partition_writer.PartitionWriter`) writes
 the files under a temporary name and renames them when the task completes, so a retried
 task replaces its own output and a failed build leaves only a draft that the reader
 (:mod:`uncertain_cep.index.store.reader`) never accepts. No Spark import here: the module is
@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError
-from uncertain_cep.index.event_index import BuildSettings, build_group_forest
-from uncertain_cep.index.store.storage import PartitionWriter
+from uncertain_cep.index.group_build import BuildSettings, build_group_forest
+from uncertain_cep.index.store.partition_writer import PartitionWriter
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
 from uncertain_cep.model.number_columns import OTHER_ROWS
 from uncertain_cep.model.values import plain

@@ -6,7 +6,8 @@ They walk up a node's enclosing trees (a few steps: nesting is shallow), which d
 vectorise; numba compiles them (cached beside this file).
 
 >>> import pandas as pd
->>> from uncertain_cep.index.event_index import BuildSettings, EventIndex
+>>> from uncertain_cep.index.event_index import EventIndex
+>>> from uncertain_cep.index.group_build import BuildSettings
 >>> from uncertain_cep.model.events import read_archive
 >>> archive = read_archive(pd.DataFrame({"event_id": [1, 2], "group": 0,
 ...                                      "t_lo": [1, 1], "t_hi": [2, 2]}))

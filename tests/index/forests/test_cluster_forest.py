@@ -14,14 +14,11 @@ from hypothesis import strategies as st
 
 from uncertain_cep.index.forests import cluster_forest
 from uncertain_cep.index.forests.cluster_forest import forest_of_clusters, isolated_clusters
+from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
-from uncertain_cep.index.forests.oi_tree import (
-    GroupInfeasible,
-    NodeBudgetExceeded,
-    count_nodes,
-    plan_group,
-)
+from uncertain_cep.index.forests.node_count import NodeBudgetExceeded, count_nodes
+from uncertain_cep.index.forests.oi_tree import plan_group
 
 
 @st.composite

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from random_archives import single_groups
 
 from uncertain_cep.index.forests.codes import COMPACT, PAPER, in_ranges
+from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest import REAL, VIRTUAL, GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
-from uncertain_cep.index.forests.oi_tree import GroupInfeasible, plan_group
+from uncertain_cep.index.forests.oi_tree import plan_group
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.feasibility import MaxSpeed
 from uncertain_cep.query.baselines.possible_worlds import enumerate_order_instances

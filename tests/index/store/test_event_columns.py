@@ -14,10 +14,10 @@ from random_archives import archives
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventLayout
+from uncertain_cep.index.rtree_boxes import EventLayout
+from uncertain_cep.index.store.layout import EVENT_ARRAYS, EVENTS
 from uncertain_cep.index.store.reader import open_reader
 from uncertain_cep.index.store.slice_reads import archive_from_events
-from uncertain_cep.index.store.storage import EVENT_ARRAYS, EVENTS
 from uncertain_cep.model.events import Archive
 
 

@@ -12,14 +12,12 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.store.manifest import (
-    FORMAT_VERSION,
-    SELF_CHECKSUM,
+from uncertain_cep.index.store.format_version import FORMAT_VERSION
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
+from uncertain_cep.index.store.manifest_records import (
     BuildRecord,
-    Manifest,
     RejectedCounts,
     StoredCondition2,
-    manifest_digest,
 )
 from uncertain_cep.index.store.reader import open_reader
 

@@ -107,7 +107,7 @@ def test_a_draft_left_by_a_killed_build_is_removed_by_the_next_build(tmp_path):
     import sys
 
     out = tmp_path / "ix"
-    code = ("import os, sys; from uncertain_cep.index.store.storage import IndexDraft; "
+    code = ("import os, sys; from uncertain_cep.index.store.drafts import IndexDraft; "
             "d = IndexDraft(sys.argv[1]); (d.path / 'events').mkdir(); os._exit(9)")
     subprocess.run([sys.executable, "-c", code, str(out)], timeout=120)
     assert len(_leftovers(tmp_path)) == 1
@@ -116,7 +116,7 @@ def test_a_draft_left_by_a_killed_build_is_removed_by_the_next_build(tmp_path):
 
 
 def test_a_draft_of_a_running_build_is_left_alone(tmp_path):
-    from uncertain_cep.index.store.storage import IndexDraft
+    from uncertain_cep.index.store.drafts import IndexDraft
 
     out = tmp_path / "ix"
     running = IndexDraft(out)
@@ -132,12 +132,13 @@ def test_a_full_disk_fails_the_save_clearly_and_keeps_the_old_index(tmp_path, mo
     # bulk load needs is checked before it starts.
     from collections import namedtuple
 
-    from uncertain_cep.index.store import storage
+    from uncertain_cep.index.store import rtree_and_statistics
 
     out = tmp_path / "ix"
     uc.build_index(_archive()).save(out)
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(storage.shutil, "disk_usage", lambda path: usage(1 << 30, 1 << 30, 0))
+    monkeypatch.setattr(rtree_and_statistics.shutil, "disk_usage",
+                        lambda path: usage(1 << 30, 1 << 30, 0))
     with pytest.raises(uc.IndexBuildError, match=r"not enough disk space to write the "
                        r"R\*-tree of 2 events in .*: 0 MB free, about 1 MB needed"):
         uc.build_index(_archive().iloc[:2]).save(out)

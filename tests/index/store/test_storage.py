@@ -93,8 +93,8 @@ def test_interrupted_write_leaves_the_old_index_and_no_partial_one(tmp_path, mon
             raise KeyboardInterrupt("killed mid-write")
         real_write(table, path)
 
-    real_write = storage._write
-    monkeypatch.setattr(storage, "_write", failing_write)
+    real_write = storage.write_durably
+    monkeypatch.setattr(storage, "write_durably", failing_write)
     small = uc.build_index(pd.DataFrame({"event_id": [1], "group": [0], "t": [3]}))
     with pytest.raises(KeyboardInterrupt):
         small.save(tmp_path / "ix")

@@ -1,7 +1,7 @@
 """Storage behind one door: no module outside ``uncertain_cep.index`` names a file, a table
 directory or an internal column of the on-disk format.
 
-The names come from :data:`uncertain_cep.index.store.storage.FORMAT_NAMES`, so this test
+The names come from :data:`uncertain_cep.index.store.layout.FORMAT_NAMES`, so this test
 follows the format. A module outside the index reads an index through
 :mod:`uncertain_cep.index.store.reader` and writes one through
 :mod:`uncertain_cep.index.store.storage`.
@@ -17,7 +17,7 @@ import pytest
 from project_modules import modules
 from test_layers import imports
 
-from uncertain_cep.index.store.storage import FORMAT_NAMES
+from uncertain_cep.index.store.layout import FORMAT_NAMES
 
 INSIDE = "uncertain_cep.index"
 
@@ -113,4 +113,4 @@ def test_no_module_outside_the_index_names_the_format(module):
         f"{module} ({path}) names the on-disk format: " + "; ".join(found)
         + ". Read an index through uncertain_cep.index.store.reader (IndexReader) and write one "
         "through uncertain_cep.index.store.storage; if a name is the archive's or a plain word, "
-        "not the format's, adjust FormatNames in index/store/storage.py")
+        "not the format's, adjust FormatNames in index/store/layout.py")

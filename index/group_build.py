@@ -1,0 +1,144 @@
+"""Indexing one dependency group: the build settings and :func:`build_group_forest`.
+
+Groups are indexed independently: :func:`build_group_forest` is a pure function of the
+group's rows and the :class:`BuildSettings` (the in-process
+:class:`~uncertain_cep.index.event_index.EventIndex` calls it per group, the Spark pipeline
+per group in executors). It plans the group's OI-tree(s) and instantiates them (Zhou et
+al. 4.1), and turns a group without an order instance, or too large to index, into an
+error that names the group and says what to do.
+
+>>> forest = build_group_forest("g", ["a", "b"], [1, 1], [2, 2], None, BuildSettings())
+>>> forest.n_trees, forest.n_nodes
+(1, 5)
+>>> build_group_forest("g", ["a", "b"], [1, 1], [1, 1], None, BuildSettings())
+Traceback (most recent call last):
+...
+uncertain_cep.errors.InputError: group 'g' has no order instance: events 'a', 'b' all lie ...
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from uncertain_cep.errors import IndexBuildError, InputError
+from uncertain_cep.index.forests.cluster_forest import forest_of_clusters
+from uncertain_cep.index.forests.codes import code_scheme
+from uncertain_cep.index.forests.domains import interval
+from uncertain_cep.index.forests.expansion import GroupInfeasible
+from uncertain_cep.index.forests.forest import GroupForest
+from uncertain_cep.index.forests.forest_builder import build_forest
+from uncertain_cep.index.forests.isolation import hall_violation
+from uncertain_cep.index.forests.oi_tree import plan_group
+from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
+from uncertain_cep.model.values import plain
+
+__all__ = ["BuildSettings", "build_group_forest"]
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """How the index is built; validated when constructed.
+
+    Parameters
+    ----------
+    condition2
+        Condition 2 (``MaxSpeed`` or ``PairPredicate``), or ``None``.
+    multi_tree
+        Multi-tree index (default) or the paper's single tree (a baseline).
+    codes
+        ``"compact"`` (default) or ``"paper"``.
+    node_budget
+        Largest number of OI-tree nodes for one group.
+    """
+
+    condition2: PairConstraint | None = None
+    multi_tree: bool = True
+    codes: str = "compact"
+    node_budget: int | None = 2_000_000
+
+    def __post_init__(self) -> None:
+        code_scheme(self.codes)  # validates the name
+        if self.node_budget is not None and self.node_budget < 1:
+            raise IndexBuildError(f"node_budget must be a positive int, got {self.node_budget}")
+
+
+def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequence[int],
+                       t_hi: Sequence[int], pair_check: GroupPairCheck | None,
+                       settings: BuildSettings) -> GroupForest:
+    """Index one dependency group: plan its OI-tree(s) and instantiate them (Zhou et al. 4.1).
+
+    The node budget is checked first, from an exact count of the nodes that makes none
+    (:func:`~uncertain_cep.index.forests.node_count.count_nodes`), so an oversized group fails
+    before anything is allocated. Without Condition 2, a group of several clusters of
+    overlapping events is assembled from them, its lone events at array speed
+    (:func:`~uncertain_cep.index.forests.cluster_forest.forest_of_clusters`, the same forest).
+
+    Raises
+    ------
+    InputError
+        If the group has no order instance (naming the events that cannot all fit).
+    IndexBuildError
+        If it needs more nodes than the budget (naming the group, a lower bound of its
+        size and what to do), or if memory runs out while it is built.
+    """
+    try:
+        with _recursion_for(len(t_lo)):
+            if pair_check is None and settings.multi_tree:
+                forest = forest_of_clusters(t_lo, t_hi, settings.node_budget)
+                if forest is not None:
+                    return forest
+            plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
+                              settings.node_budget)
+            return build_forest(plan)
+    except GroupInfeasible as e:
+        names = ", ".join(repr(plain(event_ids[i])) for i in e.events)
+        if e.window is None:
+            violation = hall_violation({i: interval(int(t_lo[i]), int(t_hi[i]))
+                                        for i in e.events})
+            window = violation.window if violation else None
+        else:
+            window = e.window
+        where = (f" all lie within instants [{window[0]}, {window[1]}], "
+                 f"{window[1] - window[0] + 1} instants for {len(e.events)} events"
+                 if window else " cannot all be placed at distinct instants"
+                 + (" satisfying Condition 2" if pair_check is not None else ""))
+        raise InputError(f"group {plain(label)!r} has no order instance: events {names}{where}; "
+                         "widen their intervals or use a finer time unit") from None
+    except IndexBuildError as e:
+        raise IndexBuildError(f"{_too_large(label, len(t_lo))}: {e}; {_REMEDY}raise "
+                              f"node_budget= (now {_budget(settings)})") from None
+    except MemoryError as e:
+        # Within the budget, yet more than this process can hold (a large budget, or
+        # little memory): the same advice, never a bare MemoryError.
+        raise IndexBuildError(f"{_too_large(label, len(t_lo))}: memory ran out while building "
+                              f"its OI-trees (node_budget= is {_budget(settings)}); {_REMEDY}"
+                              "give the build more memory") from e
+
+
+# What to do about a group too large to index (the CLI spells keywords as its flags).
+_REMEDY = ("use a coarser time unit (time_unit= with a larger unit) so that intervals span "
+           "fewer instants, split the group into smaller dependency groups, or ")
+
+
+def _too_large(label: object, n_events: int) -> str:
+    return f"group {plain(label)!r} ({n_events} events) is too large to index"
+
+
+def _budget(settings: BuildSettings) -> str:
+    return "unset" if settings.node_budget is None else f"{settings.node_budget:,}"
+
+
+@contextmanager
+def _recursion_for(n_events: int) -> Iterator[None]:
+    """Room for planning and instantiating a group, restored afterwards: both recurse a
+    few frames per event along a root-to-leaf path, and pure-Python recursion does not use
+    the C stack on 3.11+, so a deeper limit is safe while they run."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 1_000 + 8 * n_events))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)

@@ -1,0 +1,27 @@
+"""Which on-disk format this version of uncertain-cep writes and reads: its name and version.
+
+Both are the first fields of ``manifest.json``
+(:class:`~uncertain_cep.index.store.manifest.Manifest`); an index of another format or
+version is refused when opened, with the advice to rebuild it. The comments below say what
+each version changed.
+
+>>> FORMAT, FORMAT_VERSION
+('uncertain-cep index', 8)
+"""
+
+from __future__ import annotations
+
+__all__ = ["FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "uncertain-cep index"
+# 5: the time axis (time unit, and for datetimes one instant's length and the time zone)
+# replaced the time unit's text; a version-4 index cannot say whether its times were
+# datetimes, so it would answer them as integers.
+# 6: the events table's numbers are stored again as memory-mapped columns
+# (event_columns/), which opening maps instead of reading the events table.
+# 7: the tables are in time order and the nodes table has each node's interval
+# (node_lo, node_hi), which time slices filter on; a version-6 slice would read whole
+# top trees.
+# 8: every file's checksum is an xxh3_64 (field "xxh3_64", was "sha256"), fast enough to
+# check the memory-mapped columns on every open; a version-7 index left them unchecked.
+FORMAT_VERSION = 8
