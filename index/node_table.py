@@ -47,8 +47,10 @@ __all__ = ["NodeArrays", "NodeTable", "node_table"]
 class NodeArrays(NamedTuple):
     """A :class:`NodeTable`'s arrays as one record, the form every compiled kernel
     takes them in (:attr:`NodeTable.arrays`; numba passes a NamedTuple as a tuple, so a
-    kernel reads ``nodes.poi`` at no cost). The columns are the table's, plus three
-    derived once per table: ``group_root``, ``root_code`` and ``top_chain``."""
+    kernel reads ``nodes.poi`` at no cost). The columns are the table's, plus each
+    group's root, derived once per table from the per-group and per-tree arrays alone
+    (nothing is derived from the per-node columns here: a memory-mapped table's pages
+    are read only where a query reads them)."""
 
     # per node
     group: np.ndarray
@@ -71,11 +73,8 @@ class NodeArrays(NamedTuple):
     tree_virtual: np.ndarray
     tree_last_code: np.ndarray
     tree_root: np.ndarray
-    root_code: np.ndarray       # the compact code of the tree's root, -1 without one
     # per group
     group_root: np.ndarray      # the root of the group's top tree, -1 without trees
-    top_chain: np.ndarray       # whether its top tree is only a chain of isolated
-    #                             subsequences (each one's tree a unit of its own)
     # per archive row
     row_nodes_start: np.ndarray
     row_nodes: np.ndarray
@@ -129,13 +128,6 @@ class NodeTable:
         top = np.minimum(self.tree_start[:-1], max(len(self.tree_root) - 1, 0))
         group_root = (np.where(has_trees, self.tree_root[top], -1) if len(self.tree_root)
                       else np.full(len(has_trees), -1, dtype=np.int64))
-        roots = np.asarray(self.tree_root)
-        root_code = np.where(roots >= 0, self.code[np.maximum(roots, 0)], -1).astype(np.int64)
-        # A group's top tree is a chain when none of its nodes is an event's.
-        top_chain = np.ones(len(has_trees), dtype=np.bool_)
-        real_top = (self.kind == REAL) & (self.tree_level[self.tree] == 0)
-        top_chain[np.unique(self.group[real_top])] = False
-        top_chain &= has_trees
         return NodeArrays(
             group=self.group, row=self.row, instant=self.instant, tree=self.tree,
             poi=self.poi, code=self.code, code_end=self.code_end, kind=self.kind,
@@ -144,8 +136,7 @@ class NodeTable:
             child_root=self.child_root, tree_parent=self.tree_parent,
             tree_level=self.tree_level, tree_virtual=self.tree_virtual,
             tree_last_code=self.tree_last_code, tree_root=self.tree_root,
-            root_code=root_code, group_root=group_root.astype(np.int64),
-            top_chain=top_chain, row_nodes_start=self.row_nodes_start,
+            group_root=group_root.astype(np.int64), row_nodes_start=self.row_nodes_start,
             row_nodes=self.row_nodes)
 
     def nodes_of_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

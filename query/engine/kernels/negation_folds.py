@@ -55,10 +55,10 @@ class FoldScratch(NamedTuple):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _unit(v: int, node_arrays: NodeArrays) -> int:
+def _unit(v: int, node_arrays: NodeArrays, top_chain: np.ndarray) -> int:
     """The unit node ``v`` lies in: its isolated subsequence's tree where the group's top
     tree is a chain of them, else the group's top tree."""
-    group, tree, top_chain = node_arrays.group, node_arrays.tree, node_arrays.top_chain
+    group, tree = node_arrays.group, node_arrays.tree
     tree_level, tree_parent = node_arrays.tree_level, node_arrays.tree_parent
     tr = tree[v]
     floor = 1 if top_chain[group[v]] else 0
@@ -316,12 +316,14 @@ def fold_outside(n: int, d: int, keys: np.ndarray, vec: np.ndarray, groups: np.n
 @numba.njit(cache=True, nogil=True)
 def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray,
                   n_groups: int, gap_columns: np.ndarray, neg: NegatedArrays,
-                  node_arrays: NodeArrays, rel: np.ndarray, widest: np.ndarray, near: np.ndarray
-                   ) -> tuple[int, np.ndarray, np.ndarray, bool]:
+                  node_arrays: NodeArrays, top_chain: np.ndarray, rel: np.ndarray,
+                  widest: np.ndarray, near: np.ndarray
+                  ) -> tuple[int, np.ndarray, np.ndarray, bool]:
     """For a complete tuple: the columns nearest to some gap in their group (what the
     negation kernel reads of a chain; written to ``near``) that must keep their exact
     node, numbered in
-    ``rel``: where their unit (:func:`_unit`) may hold a weighed node, or holds another
+    ``rel``: where their unit (:func:`_unit`; ``top_chain``: per group whether its top
+    tree is a chain of isolated subsequences) may hold a weighed node, or holds another
     such column of the group. The others may stand for any node of their event (their
     pseudo-entry takes its first). Returns how many are kept, and per gap (``start``
     offsets) the sorted instants of the nodes it may weigh, strictly inside the widest it
@@ -354,7 +356,7 @@ def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray
     units = np.empty(m, dtype=np.int64)
     for j in range(m):
         e = events[cols[j]]
-        units[j] = _unit(row_nodes[row_nodes_start[e]], node_arrays)
+        units[j] = _unit(row_nodes[row_nodes_start[e]], node_arrays, top_chain)
         lo[j], hi[j] = NO_TIME, -NO_TIME
         for q in range(row_nodes_start[e], row_nodes_start[e + 1]):
             lo[j] = min(lo[j], instant[row_nodes[q]])
@@ -409,7 +411,7 @@ def exact_columns(events: np.ndarray, cols: np.ndarray, m: int, slot: np.ndarray
                         if group[row_nodes[row_nodes_start[events[cols[j]]]]] == group[y]:
                             outside = False
                             break
-                u = _unit(y, node_arrays)
+                u = _unit(y, node_arrays, top_chain)
                 for j in range(m):
                     if near[j] and units[j] == u:
                         exact[j] = True

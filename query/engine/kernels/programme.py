@@ -36,8 +36,6 @@ than without negation.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 
@@ -60,6 +58,7 @@ from uncertain_cep.query.engine.kernels.negation_folds import (
     fold_segments,
 )
 from uncertain_cep.query.engine.kernels.tuple_columns import (
+    TupleArrays,
     carve_negation,
     column_nodes,
     matched_columns,
@@ -69,17 +68,6 @@ from uncertain_cep.query.engine.kernels.tuple_columns import (
 # on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
 # change this file too.
 __all__ = ["TupleArrays", "run_programme"]
-
-
-class TupleArrays(NamedTuple):
-    """What the programme reads besides the :class:`NodeArrays`: each archive row's
-    nodes ordered by code (``by_code``, in the row's CSR slots: the nodes that may
-    follow a node are then a few runs of them, its descendant code ranges, found by
-    bisection) and per node the node standing for it where only its future counts
-    (``future``, :func:`~uncertain_cep.query.engine.kernels.futures.future_nodes`)."""
-
-    by_code: np.ndarray
-    future: np.ndarray
 
 
 # A compiled call that passes arrays costs about 90 ns in reference counting unless it is
@@ -160,8 +148,8 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     if gap_columns is not None and n_gaps > 0:
         assert neg is not None
         n_rel, weighed, weighed_start, outside = exact_columns(
-            events, cols, m, slot, n_groups, gap_columns, neg, node_arrays, rel, widest,
-            near)
+            events, cols, m, slot, n_groups, gap_columns, neg, node_arrays,
+            tuple_arrays.top_chain, rel, widest, near)
         n_segs, outside_at = fold_segments(cols, m, slot, n_groups, gap_columns, outside, rel,
                                            seg_group, seg_ends, seg_fold, seg_gaps,
                                            keep_until, bounds_until)
@@ -179,7 +167,7 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     width = base + n_rel + 2 * n_gaps
     at, seen, node_code, bound, sig, n_sigs, first_at, span_at = column_nodes(
         events, cols, m, next_same, rel, side, weighed, weighed_start, widest, node_arrays,
-        by_code)
+        tuple_arrays)
     # Two layers of classes, room for ``cap`` each (the one read, ``cur``, and the one
     # built; each class's row is set when it is made), and one hash table of class keys,
     # whose stamp moves on with every layer instead of being cleared. No array is

@@ -7,6 +7,8 @@ programme: a compiled call counts every array it passes, atomically.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -16,7 +18,23 @@ from uncertain_cep.query.engine.kernels.instants import NO_TIME
 # NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
 # on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
 # change this file too.
-__all__ = ["carve_negation", "column_nodes", "matched_columns"]
+__all__ = ["TupleArrays", "carve_negation", "column_nodes", "matched_columns"]
+
+
+class TupleArrays(NamedTuple):
+    """What the programme reads besides the :class:`NodeArrays`: each archive row's
+    nodes ordered by code (``by_code``, in the row's CSR slots: the nodes that may
+    follow a node are then a few runs of them, its descendant code ranges, found by
+    bisection) and per node the node standing for it where only its future counts
+    (``future``, :func:`~uncertain_cep.query.engine.kernels.futures.future_nodes`); per
+    tree its root's compact code (``root_code``, -1 without one), and per group whether
+    its top tree is only a chain of isolated subsequences (``top_chain``: each one's tree
+    a unit of its own)."""
+
+    by_code: np.ndarray
+    future: np.ndarray
+    root_code: np.ndarray
+    top_chain: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -103,8 +121,8 @@ def carve_negation(pieces: np.ndarray, n_gaps: int, m: int, n_groups: int) -> tu
 @numba.njit(cache=True, nogil=True, inline="always")
 def column_nodes(events: np.ndarray, cols: np.ndarray, m: int, next_same: np.ndarray,
                   rel: np.ndarray, side: np.ndarray, weighed: np.ndarray,
-                  weighed_start: np.ndarray, widest: np.ndarray, node_arrays: NodeArrays,
-                  by_code: np.ndarray) -> tuple:
+                 weighed_start: np.ndarray, widest: np.ndarray, node_arrays: NodeArrays,
+                 tuple_arrays: TupleArrays) -> tuple:
     """Per node of each column's event (flat, ``at[j]`` onwards, in code order): its
     code, what its group's next matched event sees of it (``seen``), the gap bounds it
     sets (``bound``, snapped to the instants of the nodes a gap may weigh), and which
@@ -114,7 +132,8 @@ def column_nodes(events: np.ndarray, cols: np.ndarray, m: int, next_same: np.nda
     row_nodes_start, row_nodes = node_arrays.row_nodes_start, node_arrays.row_nodes
     instant, group, tree, poi = (node_arrays.instant, node_arrays.group, node_arrays.tree,
                                  node_arrays.poi)
-    code, root_code, top_chain = node_arrays.code, node_arrays.root_code, node_arrays.top_chain
+    code, by_code = node_arrays.code, tuple_arrays.by_code
+    root_code, top_chain = tuple_arrays.root_code, tuple_arrays.top_chain
     tree_level, tree_virtual = node_arrays.tree_level, node_arrays.tree_virtual
     tree_last_code = node_arrays.tree_last_code
     at = np.empty(m + 1, dtype=np.int64)

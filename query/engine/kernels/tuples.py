@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from uncertain_cep.index.forests.forest import REAL
 from uncertain_cep.index.node_table import NodeArrays, NodeTable
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.futures import future_nodes
@@ -23,7 +24,8 @@ from uncertain_cep.query.engine.kernels.negation import (
     thread_scratch,
 )
 from uncertain_cep.query.engine.kernels.negation_folds import FoldScratch, key_width
-from uncertain_cep.query.engine.kernels.programme import TupleArrays, run_programme
+from uncertain_cep.query.engine.kernels.programme import run_programme
+from uncertain_cep.query.engine.kernels.tuple_columns import TupleArrays
 
 __all__ = ["NEGATED_ROOM", "ROOM", "TupleArrays", "TupleTable", "negated_probabilities",
            "tuple_probabilities"]
@@ -50,9 +52,17 @@ class TupleTable:
         starts = table.row_nodes_start
         owner = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
         by_code = table.row_nodes[np.lexsort((table.code[table.row_nodes], owner))]
+        roots = np.asarray(table.tree_root)
+        root_code = np.where(roots >= 0, table.code[np.maximum(roots, 0)], -1)
+        # A group's top tree is a chain when none of its nodes is an event's.
+        has_trees = table.tree_start[1:] > table.tree_start[:-1]
+        top_chain = np.ones(len(has_trees), dtype=np.bool_)
+        real_top = (table.kind == REAL) & (table.tree_level[table.tree] == 0)
+        top_chain[np.unique(table.group[real_top])] = False
         self.arrays = TupleArrays(
             np.ascontiguousarray(by_code, dtype=np.int64),
-            future_nodes(table) if classes else np.arange(len(table.group), dtype=np.int64))
+            future_nodes(table) if classes else np.arange(len(table.group), dtype=np.int64),
+            root_code.astype(np.int64), top_chain & has_trees)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
