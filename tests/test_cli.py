@@ -53,15 +53,15 @@ def _temporaries(directory: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
     """An index built by the CLI from a Parquet archive, and the archive: built once per
-    module (a Spark job); the tests only read it."""
+    module; the tests only read it. Built in process (``--engine local``): the same
+    files as a Spark build (tests/pipeline/test_spark_build.py builds with the CLI on
+    Spark and queries on both engines), without a Spark job in every run of these
+    tests (it took 35 s of CI's minutes)."""
     root = tmp_path_factory.mktemp("built")
     df = _events()
     df.to_parquet(root / "events.parquet", index=False)
-    # The master of the tests' session (tests/conftest.py): a session this process
-    # starts with another master would stand in the way of the session the Spark tests
-    # of this worker ask for.
     code = cli.main(["build", str(root / "events.parquet"), "--out", str(root / "ix"),
-                     "--group-by", "person", "--master", "local[2]"])
+                     "--group-by", "person", "--engine", "local"])
     assert code == 0
     return root / "ix", df
 
