@@ -62,9 +62,9 @@ def check_every_source(spark: Any, folder: Path, zones: tuple[str, ...] = ZONES,
             spark.conf.set("spark.sql.session.timeZone", zone)
             df = spark.createDataFrame(frame)
             df.createOrReplaceTempView("uc_zone_archive")
-            sources = {"dataframe": (df, zone), "table": ("uc_zone_archive", zone),
-                       "uri": (path.as_uri(), None), "path": (str(path), None)}
-            for name, (source, answer_zone) in sources.items():
+            inputs = {"dataframe": (df, zone), "table": ("uc_zone_archive", zone),
+                      "uri": (path.as_uri(), None), "path": (str(path), None)}
+            for name, (source, answer_zone) in inputs.items():
                 if name not in sources or (zone != zones[0] and name != "dataframe"):
                     continue
                 out = folder / f"{zone.replace('/', '_')}-{name}"
