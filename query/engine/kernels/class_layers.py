@@ -6,6 +6,8 @@ cells (docs/design.md, Tuples instead of entries). Inlined into the programme.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -14,7 +16,38 @@ from uncertain_cep.query.engine.kernels.instants import NO_TIME
 # NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
 # on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
 # change this file too.
-__all__ = ["final_cells", "find_class", "merge_classes"]
+__all__ = ["ClassLayers", "final_cells", "find_class", "merge_classes", "new_layers"]
+
+
+class ClassLayers(NamedTuple):
+    """Two layers of classes, room for ``cap`` each (layer ``cur`` read, ``1 - cur``
+    built): each class's key (``keys[2, cap, width]``), its mass per instant of the
+    column just matched (``vec``) and earliest true first instant (``fst``); a hash
+    table of keys (``slot_row``, ``slot_stamp``: 4 * cap slots, a slot taken where its
+    stamp is the layer's); and a class's scratch: its cumulative mass and earliest
+    first instant per instant (``cum``, ``earliest``), a key being made (``key``) and
+    per target of a column's nodes the class it reached (``target``)."""
+
+    keys: np.ndarray
+    vec: np.ndarray
+    fst: np.ndarray
+    slot_row: np.ndarray
+    slot_stamp: np.ndarray
+    cum: np.ndarray
+    earliest: np.ndarray
+    key: np.ndarray
+    target: np.ndarray
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def new_layers(cap: int, width: int, d_max: int, targets: int) -> ClassLayers:
+    """Layers with room for ``cap`` classes of keys ``width`` wide and ``d_max``
+    instants, for columns of at most ``targets`` targets."""
+    return ClassLayers(np.empty((2, cap, width), dtype=np.int64), np.empty((2, cap, d_max)),
+                       np.empty((2, cap, d_max), dtype=np.int64),
+                       np.empty(4 * cap, dtype=np.int64), np.full(4 * cap, -1, dtype=np.int64),
+                       np.empty(d_max), np.empty(d_max, dtype=np.int64),
+                       np.empty(width, dtype=np.int64), np.empty(targets, dtype=np.int64))
 
 
 # ---------------------------------------------------------------- small hash of rows

@@ -42,9 +42,11 @@ import numpy as np
 from uncertain_cep.index.node_table import NodeArrays
 from uncertain_cep.query.engine.kernels.chains import chain_extension, first_above
 from uncertain_cep.query.engine.kernels.class_layers import (
+    ClassLayers,
     final_cells,
     find_class,
     merge_classes,
+    new_layers,
 )
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 from uncertain_cep.query.engine.kernels.memo import MemoArrays
@@ -58,7 +60,9 @@ from uncertain_cep.query.engine.kernels.negation_folds import (
     fold_segments,
 )
 from uncertain_cep.query.engine.kernels.tuple_columns import (
+    ColumnNodes,
     TupleArrays,
+    TupleShape,
     carve_negation,
     column_nodes,
     matched_columns,
@@ -78,6 +82,129 @@ _extension_inline = numba.njit(cache=True, nogil=True, inline="always")(
 
 
 # ---------------------------------------------------------------- the programme
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_layer(j: int, cur: int, n: int, stamp: int, events: np.ndarray, shape: TupleShape,
+                columns: ColumnNodes, layers: ClassLayers, node_arrays: NodeArrays,
+                tuple_arrays: TupleArrays) -> tuple[int, int, int, int]:
+    """Column ``j``'s layer: each of the ``n`` classes of layer ``cur`` extended by every
+    node of the column's event an OI may pass after the class's context node, in the
+    window, into the classes of layer ``1 - cur`` (``stamp``: the layer's mark in the
+    hash table of keys). Returns how many classes the new layer holds and the earliest
+    and latest instant the column took; or -1 and, last, how many classes the layer may
+    need, where that is more than the room (the programme runs again with that room).
+    (docs/design.md, Tuples instead of entries.)"""
+    cols, slot, side, rel, base, n_rel, width, span, clip, bounded = shape
+    at, seen, node_code, bound, sig, n_sigs, first_at, span_at = columns
+    keys, vec, fst, slot_row, slot_stamp, cum, earliest, key, target = layers
+    instant, tree, poi = node_arrays.instant, node_arrays.tree, node_arrays.poi
+    tree_level, tree_parent = node_arrays.tree_level, node_arrays.tree_parent
+    code, code_end = node_arrays.code, node_arrays.code_end
+    tree_virtual, tree_last_code = node_arrays.tree_virtual, node_arrays.tree_last_code
+    by_code = tuple_arrays.by_code
+    a0 = node_arrays.row_nodes_start[events[cols[j]]]
+    left, right = side[j, 0], side[j, 1]
+    s = slot[j]
+    d, first_j = span_at[j], first_at[j]
+    n_new = 0
+    nxt = 1 - cur
+    t_lo, t_hi = NO_TIME, -NO_TIME
+    if j > 0:
+        gap = cols[j] - cols[j - 1]
+        d_prev, first_prev = span_at[j - 1], first_at[j - 1]
+    # Each class reaches at most one class per distinct target of the column's nodes.
+    most = n * n_sigs[j] if j > 0 else at[1] - at[0]
+    if most > len(slot_row) // 4:
+        return -1, NO_TIME, -NO_TIME, most
+    for c in range(n if j > 0 else 1):
+        if j > 0:
+            # Per instant of the previous column, the class's mass at or before it.
+            acc, low = 0.0, NO_TIME
+            for x in range(d_prev):
+                acc += vec[cur, c, x]
+                if vec[cur, c, x] > 0.0:
+                    low = min(low, fst[cur, c, x])
+                cum[x] = acc
+                earliest[x] = low
+            if acc <= 0.0:
+                continue
+            tf, a = keys[cur, c, 0], keys[cur, c, 1 + s]
+        for g in range(n_sigs[j]):
+            target[g] = -1
+        # The nodes that may follow the group's context ``a``: those in its
+        # descendant code ranges, one in its tree and one past each tree around it
+        # (:func:`~uncertain_cep.query.engine.kernels.chains.descends`).
+        code_lo, code_hi, around = -NO_TIME, NO_TIME, -1
+        if j > 0 and a >= 0:
+            code_lo, code_hi, around = code[a], code_end[a], tree[a]
+        f_end = at[j + 1]
+        while True:
+            f0 = first_above(node_code, at[j], f_end, code_lo)
+            f1 = first_above(node_code, f0, f_end, code_hi)
+            for f in range(f0, f1):
+                v = by_code[a0 + f - at[j]]
+                tv = instant[v]
+                if j == 0:
+                    p = poi[v]
+                    low = tv
+                else:
+                    x = tv - gap - first_prev
+                    if x < 0:
+                        continue
+                    if x >= d_prev:
+                        x = d_prev - 1
+                    if cum[x] <= 0.0 or tv - tf > span:
+                        continue
+                    if a >= 0:
+                        p = cum[x] * _extension_inline(a, v, poi, tree, tree_parent,
+                                                       tree_level, tree_virtual)
+                    else:
+                        p = cum[x] * poi[v]
+                    low = earliest[x]
+                if p <= 0.0:
+                    continue
+                # (The first column's class holds its own instant, clipped: no sharing.)
+                r = target[sig[f]] if j > 0 else -1
+                if r < 0:
+                    if j == 0:
+                        key[0] = min(tv, clip) if bounded else tv
+                        for col in range(1, width):
+                            key[col] = -1
+                    else:
+                        for col in range(width):
+                            key[col] = keys[cur, c, col]
+                    key[1 + s] = seen[f]
+                    if rel[j] >= 0:
+                        key[base + rel[j]] = v
+                    if left >= 0:
+                        key[base + n_rel + 2 * left] = bound[f, 0]
+                    if right >= 0:
+                        key[base + n_rel + 2 * right + 1] = bound[f, 1]
+                    h = find_class(keys, nxt, slot_row, slot_stamp, stamp, key)
+                    if slot_stamp[h] == stamp:
+                        r = slot_row[h]
+                    else:
+                        r = n_new
+                        for col in range(width):
+                            keys[nxt, r, col] = key[col]
+                        for y in range(d):
+                            vec[nxt, r, y] = 0.0
+                            fst[nxt, r, y] = NO_TIME
+                        slot_row[h], slot_stamp[h] = r, stamp
+                        n_new += 1
+                    if j > 0:
+                        target[sig[f]] = r
+                y = tv - first_j
+                vec[nxt, r, y] += p
+                fst[nxt, r, y] = min(fst[nxt, r, y], low)
+                t_lo = min(t_lo, tv)
+                t_hi = max(t_hi, tv)
+            if around < 0 or tree_virtual[around] < 0:
+                break
+            outer = tree_virtual[around]
+            code_lo, code_hi, around = tree_last_code[around], code_end[outer], tree[outer]
+    return n_new, t_lo, t_hi, 0
+
 
 @numba.njit(cache=True, nogil=True)
 def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
@@ -107,12 +234,8 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
 
     (SEMANTICS A4 conditions 1-2, and 4 with negation; docs/design.md, Tuples instead of
     entries.)"""
-    instant, tree, poi = node_arrays.instant, node_arrays.tree, node_arrays.poi
-    tree_level, tree_parent = node_arrays.tree_level, node_arrays.tree_parent
-    code, code_end = node_arrays.code, node_arrays.code_end
-    tree_virtual, tree_last_code = node_arrays.tree_virtual, node_arrays.tree_last_code
+    instant, future = node_arrays.instant, tuple_arrays.future
     row_nodes_start, row_nodes = node_arrays.row_nodes_start, node_arrays.row_nodes
-    by_code, future = tuple_arrays.by_code, tuple_arrays.future
     cols, m, slot, groups, n_groups, next_same = matched_columns(
         events, k, node_arrays.group, row_nodes_start, row_nodes, lo_out, hi_out)
     span = length - cols[0] - (k - 1 - cols[m - 1]) if bounded else NO_TIME
@@ -165,9 +288,9 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     # the column just matched.
     base = 1 + n_groups
     width = base + n_rel + 2 * n_gaps
-    at, seen, node_code, bound, sig, n_sigs, first_at, span_at = column_nodes(
-        events, cols, m, next_same, rel, side, weighed, weighed_start, widest, node_arrays,
-        tuple_arrays)
+    columns = column_nodes(events, cols, m, next_same, rel, side, weighed, weighed_start,
+                           widest, node_arrays, tuple_arrays)
+    n_sigs, first_at, span_at = columns.n_sigs, columns.first_at, columns.span_at
     # Two layers of classes, room for ``cap`` each (the one read, ``cur``, and the one
     # built; each class's row is set when it is made), and one hash table of class keys,
     # whose stamp moves on with every layer instead of being cleared. No array is
@@ -175,122 +298,21 @@ def _programme(events: np.ndarray, k: int, length: int, bounded: bool,
     # variable reassigned in a loop, atomically, on every pass (measured: two thirds of
     # the programme's time). A layer that may need more room returns instead, and the
     # caller runs the tuple again with room enough (:func:`run_programme`).
-    d_max = span_at[:m].max()
-    keys = np.empty((2, cap, width), dtype=np.int64)
-    vec = np.empty((2, cap, d_max))
-    fst = np.empty((2, cap, d_max), dtype=np.int64)
+    layers = new_layers(cap, width, span_at[:m].max(), max(1, n_sigs.max()))
+    keys, vec, fst, slot_row, slot_stamp, _, _, key, _ = layers
+    shape = TupleShape(cols, slot, side, rel, base, n_rel, width, span, clip, bounded)
     cur = 0
-    slot_row = np.empty(4 * cap, dtype=np.int64)
-    slot_stamp = np.full(4 * cap, -1, dtype=np.int64)
-    cum = np.empty(d_max)
-    earliest = np.empty(d_max, dtype=np.int64)
     stamp = 0
     n = 0
-    key = np.empty(width, dtype=np.int64)
-    target = np.empty(max(1, n_sigs.max()), dtype=np.int64)
     for j in range(m):
-        a0 = row_nodes_start[events[cols[j]]]
-        left, right = side[j, 0], side[j, 1]
         stamp += 1
         s = slot[j]
-        d, first_j = span_at[j], first_at[j]
-        n_new = 0
+        d = span_at[j]
         nxt = 1 - cur
-        t_lo, t_hi = NO_TIME, -NO_TIME
-        if j > 0:
-            gap = cols[j] - cols[j - 1]
-            d_prev, first_prev = span_at[j - 1], first_at[j - 1]
-        # Each class reaches at most one class per distinct target of the column's nodes.
-        most = n * n_sigs[j] if j > 0 else at[1] - at[0]
-        if most > cap:
+        n_new, t_lo, t_hi, most = _next_layer(j, cur, n, stamp, events, shape, columns,
+                                              layers, node_arrays, tuple_arrays)
+        if n_new < 0:
             return -1.0, NO_TIME, -NO_TIME, most
-        for c in range(n if j > 0 else 1):
-            if j > 0:
-                # Per instant of the previous column, the class's mass at or before it.
-                acc, low = 0.0, NO_TIME
-                for x in range(d_prev):
-                    acc += vec[cur, c, x]
-                    if vec[cur, c, x] > 0.0:
-                        low = min(low, fst[cur, c, x])
-                    cum[x] = acc
-                    earliest[x] = low
-                if acc <= 0.0:
-                    continue
-                tf, a = keys[cur, c, 0], keys[cur, c, 1 + s]
-            for g in range(n_sigs[j]):
-                target[g] = -1
-            # The nodes that may follow the group's context ``a``: those in its
-            # descendant code ranges, one in its tree and one past each tree around it
-            # (:func:`~uncertain_cep.query.engine.kernels.chains.descends`).
-            code_lo, code_hi, around = -NO_TIME, NO_TIME, -1
-            if j > 0 and a >= 0:
-                code_lo, code_hi, around = code[a], code_end[a], tree[a]
-            f_end = at[j + 1]
-            while True:
-                f0 = first_above(node_code, at[j], f_end, code_lo)
-                f1 = first_above(node_code, f0, f_end, code_hi)
-                for f in range(f0, f1):
-                    v = by_code[a0 + f - at[j]]
-                    tv = instant[v]
-                    if j == 0:
-                        p = poi[v]
-                        low = tv
-                    else:
-                        x = tv - gap - first_prev
-                        if x < 0:
-                            continue
-                        if x >= d_prev:
-                            x = d_prev - 1
-                        if cum[x] <= 0.0 or tv - tf > span:
-                            continue
-                        if a >= 0:
-                            p = cum[x] * _extension_inline(a, v, poi, tree, tree_parent,
-                                                           tree_level, tree_virtual)
-                        else:
-                            p = cum[x] * poi[v]
-                        low = earliest[x]
-                    if p <= 0.0:
-                        continue
-                    # (The first column's class holds its own instant, clipped: no sharing.)
-                    r = target[sig[f]] if j > 0 else -1
-                    if r < 0:
-                        if j == 0:
-                            key[0] = min(tv, clip) if bounded else tv
-                            for col in range(1, width):
-                                key[col] = -1
-                        else:
-                            for col in range(width):
-                                key[col] = keys[cur, c, col]
-                        key[1 + s] = seen[f]
-                        if rel[j] >= 0:
-                            key[base + rel[j]] = v
-                        if left >= 0:
-                            key[base + n_rel + 2 * left] = bound[f, 0]
-                        if right >= 0:
-                            key[base + n_rel + 2 * right + 1] = bound[f, 1]
-                        h = find_class(keys, nxt, slot_row, slot_stamp, stamp, key)
-                        if slot_stamp[h] == stamp:
-                            r = slot_row[h]
-                        else:
-                            r = n_new
-                            for col in range(width):
-                                keys[nxt, r, col] = key[col]
-                            for y in range(d):
-                                vec[nxt, r, y] = 0.0
-                                fst[nxt, r, y] = NO_TIME
-                            slot_row[h], slot_stamp[h] = r, stamp
-                            n_new += 1
-                        if j > 0:
-                            target[sig[f]] = r
-                    y = tv - first_j
-                    vec[nxt, r, y] += p
-                    fst[nxt, r, y] = min(fst[nxt, r, y], low)
-                    t_lo = min(t_lo, tv)
-                    t_hi = max(t_hi, tv)
-                if around < 0 or tree_virtual[around] < 0:
-                    break
-                outer = tree_virtual[around]
-                code_lo, code_hi, around = tree_last_code[around], code_end[outer], tree[outer]
         cur = nxt
         n = n_new
         lo_out[cols[j]], hi_out[cols[j]] = t_lo, t_hi

@@ -18,7 +18,8 @@ from uncertain_cep.query.engine.kernels.instants import NO_TIME
 # NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
 # on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
 # change this file too.
-__all__ = ["TupleArrays", "carve_negation", "column_nodes", "matched_columns"]
+__all__ = ["ColumnNodes", "TupleArrays", "TupleShape", "carve_negation", "column_nodes",
+           "matched_columns"]
 
 
 class TupleArrays(NamedTuple):
@@ -46,6 +47,42 @@ def _snap(instants: np.ndarray, value: int, up: bool, limit: int) -> int:
         return instants[p] if p < len(instants) else limit
     p = np.searchsorted(instants, value, side="right") - 1
     return instants[p] if p >= 0 else limit
+
+
+class ColumnNodes(NamedTuple):
+    """Per node of each matched column's event (flat, column ``j``'s from ``at[j]``, in
+    code order): its code (``node_code``), what its group's next matched event sees of
+    it (``seen``), the gap bounds it sets (``bound``) and its target class among the
+    column's (``sig``, ``n_sigs[j]`` of them); per column its first instant
+    (``first_at``) and the span of its instants (``span_at``)."""
+
+    at: np.ndarray
+    seen: np.ndarray
+    node_code: np.ndarray
+    bound: np.ndarray
+    sig: np.ndarray
+    n_sigs: np.ndarray
+    first_at: np.ndarray
+    span_at: np.ndarray
+
+
+class TupleShape(NamedTuple):
+    """A tuple's matched columns (``cols``), each one's group slot (``slot``), the gap
+    it starts and ends (``side``) and the place of its kept node (``rel``, -1: none);
+    the layout of a class's key (``base``: where kept nodes start, ``n_rel`` of them,
+    ``width`` in all); the window's ``span`` between the first and last matched column,
+    the instant first instants are ``clip``-ped at, and whether there is a window."""
+
+    cols: np.ndarray
+    slot: np.ndarray
+    side: np.ndarray
+    rel: np.ndarray
+    base: int
+    n_rel: int
+    width: int
+    span: int
+    clip: int
+    bounded: bool
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -122,7 +159,7 @@ def carve_negation(pieces: np.ndarray, n_gaps: int, m: int, n_groups: int) -> tu
 def column_nodes(events: np.ndarray, cols: np.ndarray, m: int, next_same: np.ndarray,
                   rel: np.ndarray, side: np.ndarray, weighed: np.ndarray,
                  weighed_start: np.ndarray, widest: np.ndarray, node_arrays: NodeArrays,
-                 tuple_arrays: TupleArrays) -> tuple:
+                 tuple_arrays: TupleArrays) -> ColumnNodes:
     """Per node of each column's event (flat, ``at[j]`` onwards, in code order): its
     code, what its group's next matched event sees of it (``seen``), the gap bounds it
     sets (``bound``, snapped to the instants of the nodes a gap may weigh), and which
@@ -207,4 +244,4 @@ def column_nodes(events: np.ndarray, cols: np.ndarray, m: int, next_same: np.nda
                 sig[f] = n_sigs[j]
                 n_sigs[j] += 1
         first_at[j], span_at[j] = lo_t, hi_t - lo_t + 1
-    return at, seen, node_code, bound, sig, n_sigs, first_at, span_at
+    return ColumnNodes(at, seen, node_code, bound, sig, n_sigs, first_at, span_at)
