@@ -126,8 +126,10 @@ def test_module_imports_only_layers_below_it_or_its_own_group(module):
 
 
 # The rooms of the index, bottom to top: building forests, the index in memory (the
-# package itself: EventIndex, its node table, statistics, summary), the index on disk.
-INDEX_ROOMS = ["uncertain_cep.index.forests", "uncertain_cep.index", "uncertain_cep.index.store"]
+# package itself: EventIndex, its node table, statistics, summary), shards (the cut, an
+# archive indexed shard by shard, shards read side by side), the index on disk.
+INDEX_ROOMS = ["uncertain_cep.index.forests", "uncertain_cep.index", "uncertain_cep.index.shards",
+               "uncertain_cep.index.store"]
 
 
 @pytest.mark.parametrize("module", sorted(m for m in modules()

@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from uncertain_cep.index.forests.domains import Domain, first, instants, last, without
 from uncertain_cep.model.feasibility import GroupPairCheck
 
-__all__ = ["Infeasible", "State", "hall_violation", "propagate", "split_isolated"]
+__all__ = ["Infeasible", "State", "always_allowed", "hall_violation", "propagate",
+           "split_isolated"]
 
 State = dict[int, Domain]
 
@@ -177,7 +178,7 @@ def _merge_unsafe_cuts(parts: list[list[tuple[int, Domain]]],
     for k in range(1, n):
         before.extend(parts[k - 1])
         after = [x for p in parts[k:] for x in p]
-        safe[k] = all(_always_allowed(a, da, b, db, pair_check)
+        safe[k] = all(always_allowed(a, da, b, db, pair_check)
                       for a, da in before for b, db in after)
     merged = [list(parts[0])]
     for k in range(1, n):
@@ -188,8 +189,10 @@ def _merge_unsafe_cuts(parts: list[list[tuple[int, Domain]]],
     return merged
 
 
-def _always_allowed(a: int, da: Domain, b: int, db: Domain,
-                    pair_check: GroupPairCheck) -> bool:
+def always_allowed(a: int, da: Domain, b: int, db: Domain,
+                   pair_check: GroupPairCheck) -> bool:
+    """Whether Condition 2 allows event ``a`` (domain ``da``) before event ``b`` (domain
+    ``db``, wholly after ``da``) at every pair of their instants."""
     gap = pair_check.min_gap(a, b)
     if gap is not None:
         return first(db) - last(da) >= gap

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -116,6 +116,22 @@ class Archive:
                             self.group_of))
         bounds = np.searchsorted(self.group_of[order], np.arange(self.n_groups + 1))
         return [order[bounds[g]:bounds[g + 1]] for g in range(self.n_groups)]
+
+    def take_rows(self, rows: np.ndarray) -> Archive:
+        """The archive of the given rows (in that order), its groups those the rows hold,
+        coded by rank among them as :func:`read_archive` codes them; the time axis is
+        kept, so instants mean what they meant here."""
+        rows = np.asarray(rows, dtype=np.int64)
+        present, group_of = np.unique(self.group_of[rows], return_inverse=True)
+        numeric = {name: replace(attr, lo=attr.lo[rows], hi=attr.hi[rows],
+                                 mu=None if attr.mu is None else attr.mu[rows],
+                                 sigma=None if attr.sigma is None else attr.sigma[rows])
+                   for name, attr in self.numeric.items()}
+        return replace(self, event_ids=self.event_ids[rows],
+                       group_labels=self.group_labels[present],
+                       group_of=group_of.astype(self.group_of.dtype, copy=False),
+                       t_lo=self.t_lo[rows], t_hi=self.t_hi[rows], numeric=numeric,
+                       categorical={k: v[rows] for k, v in self.categorical.items()})
 
     def describe_event(self, i: int) -> str:
         return f"event {as_written(self.event_ids[i])}"
