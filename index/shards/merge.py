@@ -75,7 +75,7 @@ def merge_archives(archives: Sequence[Archive]) -> Archive:
     first = archives[0]
     group_base = np.cumsum([0] + [a.n_groups for a in archives[:-1]])
     numeric = {}
-    for name, attr in first.numeric.items():
+    for name in first.numeric:
         parts = [a.numeric[name] for a in archives]
         numeric[name] = NumericAttribute(
             name, np.concatenate([p.lo for p in parts]), np.concatenate([p.hi for p in parts]),
