@@ -110,20 +110,23 @@ def _run_measured(cmd: list[str], env: dict[str, str] | None = None
     return time.perf_counter() - started, peak_rss, peak_pss, out
 
 
-def build(n: int, work: Path) -> dict[str, object]:
+def build(n: int, work: Path, shard_events: int | None = None) -> dict[str, object]:
     data = work / f"synthetic-{n}.parquet"
     if not data.exists():
         t = time.perf_counter()
         generate_synthetic(n, groups=max(1, n // 1000), f=(2, 6), seed=n).to_parquet(
             data, index=False)
         print(f"generated {n} events in {time.perf_counter() - t:.1f} s", flush=True)
-    out = work / f"index-{n}"
+    out = _index_path(work, n, shard_events)
     seconds, peak, peak_pss, log = _run_measured(
         [sys.executable, "-c", "import sys, json, uncertain_cep as uc; "
-         "s = uc.build_index_spark(sys.argv[1], sys.argv[2], log=lambda m: None); "
-         "print('SUMMARY', json.dumps(s.__dict__))", str(data), str(out)])
+         "s = uc.build_index_spark(sys.argv[1], sys.argv[2], log=lambda m: None, "
+         "shard_events=json.loads(sys.argv[3])); "
+         "print('SUMMARY', json.dumps(s.__dict__))", str(data), str(out),
+         json.dumps(shard_events)])
     summary = json.loads(log.split("SUMMARY", 1)[1].strip().splitlines()[0])
     row = {"events": n, "groups": summary["groups"], "nodes": summary["nodes"],
+           "shards": summary.get("shards", 1), "shard_events": shard_events,
            "wall_seconds": round(seconds, 1), "job_seconds": round(summary["seconds"], 1),
            "events_per_second": round(n / seconds), "peak_rss_mb": round(peak / 2**20),
            "peak_pss_mb": round(peak_pss / 2**20),
@@ -180,12 +183,17 @@ print("RESULT", json.dumps(out))
 """
 
 
-def compare_engines(n: int, work: Path, row_groups: bool) -> list[dict[str, object]]:
+def _index_path(work: Path, n: int, shard_events: int | None) -> Path:
+    return work / (f"index-{n}" if shard_events is None else f"index-{n}-{shard_events}")
+
+
+def compare_engines(n: int, work: Path, row_groups: bool, shard_events: int | None = None
+                    ) -> list[dict[str, object]]:
     """Each engine in its own process (peak memory of its process tree); ``row_groups``:
     also the Spark engine whose slices read only their row groups. The Spark engine also
     runs with the JVM class archive off (``spark-no-archive``), for its session start
     and first query."""
-    path = work / f"index-{n}"
+    path = _index_path(work, n, shard_events)
     runs = {}
     for engine in ("local", "spark", "spark-no-archive",
                    *(("spark-row-groups",) if row_groups else ())):
@@ -247,15 +255,17 @@ def _round(x: object) -> object:
 
 
 def _table(results: dict[str, list[dict[str, Any]]]) -> str:
-    lines = ["| events | groups | nodes | wall (s) | events/s | peak RSS (MB) | peak PSS (MB) "
-             "| index (MB) | read+dups (s) | index groups (s) | R*-tree+stats (s) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| events | shards | groups | nodes | wall (s) | events/s | peak RSS (MB) "
+             "| peak PSS (MB) | index (MB) | read+dups (s) | count+cut (s) | index groups (s) "
+             "| R*-tree+stats (s) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["build"]:
         ph = r["phases"]
-        lines.append(f"| {r['events']:,} | {r['groups']:,} | {r['nodes']:,} | "
+        lines.append(f"| {r['events']:,} | {r.get('shards', 1)} | {r['groups']:,} | "
+                     f"{r['nodes']:,} | "
                      f"{r['wall_seconds']} | {r['events_per_second']:,} | {r['peak_rss_mb']:,} "
                      f"| {_mb(r.get('peak_pss_mb'))} | {r['index_mb']:,} | "
-                     f"{ph['read_and_check_duplicates']} | "
+                     f"{ph['read_and_check_duplicates']} | {ph.get('count_and_cut', '-')} | "
                      f"{ph['validate_index_write_groups']} | {ph['rtree_stats_manifest']} |")
     lines += ["", "| events | query | matches | local: open (s) | local: query (s) "
               "| local peak RSS / PSS (MB) | Spark engine: query (s) "
@@ -322,6 +332,8 @@ def main() -> None:
     parser.add_argument("--row-groups", type=int, nargs="*", default=[1_000_000],
                         help="index sizes to also query with slices reading only their "
                              "row groups (reads='row-groups')")
+    parser.add_argument("--shard-events", type=int, default=None,
+                        help="events per shard of the builds (default: the build's own)")
     parser.add_argument("--compare-only", action="store_true",
                         help="keep the build rows of the last run; compare engines again")
     args = parser.parse_args()
@@ -331,7 +343,7 @@ def main() -> None:
     if args.compare_only:
         results["build"] = json.loads(RESULTS.read_text())["build"]
     for n in [] if args.compare_only else args.sizes:
-        results["build"].append(build(n, work))
+        results["build"].append(build(n, work, args.shard_events))
         RESULTS.write_text(json.dumps(results, indent=2))
     results["query"] = []
     # Sessions map the JVM class archive, as they do once one was recorded on a machine.
@@ -339,7 +351,7 @@ def main() -> None:
 
     print("JVM class archive:", record_class_archive(), flush=True)
     for n in args.compare or [max(args.sizes)]:
-        results["query"] += compare_engines(n, work, n in args.row_groups)
+        results["query"] += compare_engines(n, work, n in args.row_groups, args.shard_events)
         RESULTS.write_text(json.dumps(results, indent=2))
     RESULTS.write_text(json.dumps(results, indent=2))
     text = DOCS.read_text()

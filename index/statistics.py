@@ -28,7 +28,7 @@ on them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,6 +216,24 @@ class EventStatistics:
                               self.mean_instants / 2)
 
     # ------------------------------------------------------------ storage
+    @classmethod
+    def combined(cls, parts: Sequence[EventStatistics]) -> EventStatistics:
+        """The statistics of several shards counted over one grid, added up."""
+        grid = parts[0].grid
+        if any(p.grid != grid for p in parts):
+            raise ValueError("statistics over different grids cannot be added up")
+        n = sum(p.n_events for p in parts)
+        weight = [p.n_events / max(n, 1) for p in parts]
+        categories: dict[str, dict[str, float]] = {a: {} for a in parts[0].categories}
+        for p in parts:
+            for a, seen in p.categories.items():
+                for v, c in seen.items():
+                    categories[a][v] = categories[a].get(v, 0.0) + c
+        return cls(grid, np.sum([p.counts for p in parts], axis=0),
+                   tuple(sum(w * p.mean_widths[j] for w, p in zip(weight, parts))
+                         for j in range(len(grid.attributes))),
+                   sum(w * p.mean_instants for w, p in zip(weight, parts)), categories, n)
+
     def to_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Sparse cell counts ``(interval, cell, events)`` and category counts."""
         interval, cell = np.nonzero(self.counts)

@@ -241,6 +241,9 @@ class IndexSummary:
         if not p:
             return [("source", "built in this process (not saved)")]
         out = [("source", f"{p.get('path')} (format version {p.get('format_version')})")]
+        if p.get("shards"):
+            out.append(("shards", f"{p['shards']} (groups are counted once per shard "
+                                  "holding their events)"))
         if p.get("time_unit") is not None:
             out.append(("time unit", str(p["time_unit"])))
         if p.get("time_zone") is not None:

@@ -221,16 +221,26 @@ class UncertainIndex:
         return order_instance_fraction(forest, self._index.scheme, options)
 
     # ------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, shard_events: int | None = None) -> None:
         """Write the index to a directory, atomically (see
-        :mod:`uncertain_cep.index.store.storage`)."""
+        :mod:`uncertain_cep.index.store.storage`); with ``shard_events``, an archive of
+        more events as shards of about that many, cut by time between its groups'
+        clusters (an index read side by side, answering as the whole one)."""
+        if shard_events is not None and (isinstance(shard_events, bool)
+                                         or not isinstance(shard_events, int)
+                                         or shard_events < 1):
+            raise InputError(f"shard_events must be a positive int, got {shard_events!r}")
         from uncertain_cep.files import index_path, writing_to
+        from uncertain_cep.index.store.sharded import save_sharded
         from uncertain_cep.index.store.storage import save_index
 
         # The draft beside the target is what fails: name the target.
         target = index_path(path)
         with writing_to(target, "index"):
-            save_index(self._index, target)
+            if shard_events is not None and self._index.archive.n_events > shard_events:
+                save_sharded(self._index, target, shard_events)
+            else:
+                save_index(self._index, target)
 
 
 def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,

@@ -111,7 +111,7 @@ def run_build(args: argparse.Namespace) -> int:
                              coordinates=coordinates, time_unit=args.time_unit,
                              codes=args.codes, node_budget=args.node_budget,
                              columns=columns)
-        idx.save(args.out)
+        idx.save(args.out, shard_events=args.shard_events)
         print(f"{idx} written to {args.out}")
         return 0
     summary = uc.build_index_spark(
@@ -119,7 +119,7 @@ def run_build(args: argparse.Namespace) -> int:
         max_speed=args.max_speed, coordinates=coordinates, codes=args.codes,
         node_budget=args.node_budget, on_bad_rows=args.on_bad_rows,
         on_bad_groups=args.on_bad_groups, master=args.master, partitions=args.partitions,
-        columns=columns)
+        columns=columns, shard_events=args.shard_events)
     print(f"{summary}; index written to {args.out}")
     return 0
 

@@ -13,7 +13,7 @@ independent as two groups are (the cut is exact).
 >>> from uncertain_cep.model.events import read_archive
 >>> archive = read_archive(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 0],
 ...                                      "t_lo": [1, 1, 5], "t_hi": [2, 2, 6]}))
->>> parts = index_shards(archive, BuildSettings(), cuts=np.array([5]))
+>>> parts = [p for _, p in index_shards(archive, BuildSettings(), cuts=np.array([5]))]
 >>> merged = merge_indexes(parts)
 >>> [p.archive.n_events for p in parts], merged.archive.group_labels.tolist()
 ([2, 1], [0, 0])
@@ -32,6 +32,7 @@ from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.index.rtree_boxes import EventLayout
+from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.model.attributes import NumericAttribute
 from uncertain_cep.model.events import Archive
 
@@ -48,10 +49,12 @@ _OFFSETS = {"group_start": "nodes", "tree_start": "trees", "child_start": "child
             "row_nodes_start": "row_nodes"}
 
 
-def merge_indexes(parts: Sequence[EventIndex]) -> EventIndex:
-    """The shards ``parts`` (in time order) as one index, its groups their pieces."""
+def merge_indexes(parts: Sequence[EventIndex],
+                  statistics: EventStatistics | None = None) -> EventIndex:
+    """The shards ``parts`` (in time order) as one index, its groups their pieces;
+    ``statistics``: theirs added up, if known (else counted when first needed)."""
     parts = [p for p in parts if p.archive.n_events] or list(parts[:1])
-    if len(parts) == 1:
+    if len(parts) == 1 and statistics is None:
         return parts[0]
     first = parts[0]
     archive = merge_archives([p.archive for p in parts])
@@ -64,7 +67,7 @@ def merge_indexes(parts: Sequence[EventIndex]) -> EventIndex:
 
     return EventIndex(
         archive, first.settings, forests=forests() if forests_loaded else None,
-        layout=layout, rtree=ShardSearch(parts),
+        layout=layout, rtree=ShardSearch(parts), statistics=statistics,
         load_node_table=lambda: merge_node_tables([p.node_table for p in parts]),
         load_forests=None if forests_loaded else forests,
         built_with_condition2=first.built_with_condition2)
@@ -133,10 +136,10 @@ class ShardSearch:
     shard's own tree, its group axis moved to the shard's group codes, and the rows found
     are moved to the merged rows; per query box, shard by shard."""
 
-    access = "R*-tree per shard"
-
     def __init__(self, parts: Sequence[EventIndex]) -> None:
         self._trees = [p.rtree for p in parts]
+        inner = {getattr(t, "access", "R*-tree search") for t in self._trees}
+        self.access = f"{' / '.join(sorted(inner))}, in each of {len(parts)} shards"
         self._rows = np.cumsum([0] + [p.archive.n_events for p in parts[:-1]])
         self._groups = np.cumsum([0] + [p.archive.n_groups for p in parts[:-1]])
 

@@ -6,7 +6,7 @@ version is refused when opened, with the advice to rebuild it. The comments belo
 each version changed.
 
 >>> FORMAT, FORMAT_VERSION
-('uncertain-cep index', 8)
+('uncertain-cep index', 9)
 """
 
 from __future__ import annotations
@@ -24,4 +24,7 @@ FORMAT = "uncertain-cep index"
 # top trees.
 # 8: every file's checksum is an xxh3_64 (field "xxh3_64", was "sha256"), fast enough to
 # check the memory-mapped columns on every open; a version-7 index left them unchecked.
-FORMAT_VERSION = 8
+# 9: an index may be sharded: its manifest lists shards (directories of this layout, each
+# with its own manifest, holding group pieces), read side by side; a version-8 reader
+# would take a sharded index's manifest for a damaged one.
+FORMAT_VERSION = 9

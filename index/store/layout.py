@@ -35,6 +35,16 @@ Layout of an index directory::
                         are event rows in the order of the events table (files by name)
     rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
 
+A *sharded* index (:mod:`uncertain_cep.index.store.sharded`) holds, instead of the tables,
+columns and R*-tree, one directory per shard, each of the layout above with its own
+manifest (the group pieces whose clusters start in the shard's time range:
+:mod:`uncertain_cep.index.shards`)::
+
+    manifest.json       as above, plus the shards (path, time range, extent, counts); its
+                        checksums are of the files below, shards' manifests included
+    stats/              the shards' statistics added up (one grid for all shards)
+    shards/00000/ ...   one index directory per shard, in time order
+
 A write goes to a temporary sibling directory; every file is flushed to disk and the
 manifest is written last; the directory is then renamed into place. An interrupted write
 therefore never leaves a directory that the reader accepts, and a damaged or foreign one
@@ -48,7 +58,7 @@ files, tables and internal columns; no module outside ``uncertain_cep.index`` na
 
 >>> sorted(FORMAT_NAMES.tables)
 ['columns', 'event_columns', 'events', 'nodes', 'rejected_groups', 'rejected_rows',
- 'stats', 'trees']
+ 'shards', 'stats', 'trees']
 >>> "_uc_t_max" in FORMAT_NAMES.columns and "event_id" not in FORMAT_NAMES.columns
 True
 """
@@ -67,8 +77,8 @@ from uncertain_cep.index.forests.tables import NODE_COLUMNS, TREE_COLUMNS
 __all__ = ["CATEGORY_STATS", "CELL_STATS", "COLUMNS", "EVENTS", "EVENT_ARRAYS", "EVENT_COLUMNS",
            "EVENT_COLUMN_PREFIX", "FORMAT_NAMES", "MANIFEST", "NODES", "PART",
            "REJECTED_GROUPS", "REJECTED_GROUP_SCHEMA", "REJECTED_ROWS", "REJECTED_ROW_COLUMNS",
-           "REJECTED_ROW_SCHEMA", "RTREE", "RTREE_FILES", "STATS", "TIME_STATS",
-           "TIME_STATS_COLUMNS", "TREES", "FormatNames", "group_keys", "table_files"]
+           "REJECTED_ROW_SCHEMA", "RTREE", "RTREE_FILES", "SHARD", "SHARDS", "STATS",
+           "TIME_STATS", "TIME_STATS_COLUMNS", "TREES", "FormatNames", "group_keys", "table_files"]
 
 MANIFEST = "manifest.json"
 EVENTS, NODES, TREES = "events", "nodes", "trees"
@@ -76,6 +86,8 @@ COLUMNS = "columns"                  # the node table, one .npy file per column
 EVENT_ARRAYS = "event_columns"       # the events table's numbers, one .npy file per column
 REJECTED_ROWS, REJECTED_GROUPS = "rejected_rows", "rejected_groups"
 STATS = "stats"
+SHARDS = "shards"                    # a sharded index's shards, one directory each
+SHARD = SHARDS + "/{:05d}"
 TIME_STATS = f"{STATS}/time.parquet"
 CELL_STATS = f"{STATS}/cells.parquet"
 CATEGORY_STATS = f"{STATS}/categories.parquet"
@@ -131,7 +143,7 @@ FORMAT_NAMES = FormatNames(
     files=(MANIFEST, *RTREE_FILES, *(p.rpartition("/")[2] for p in
                                      (TIME_STATS, CELL_STATS, CATEGORY_STATS)),
            PART.partition("{")[0]),
-    tables=(EVENTS, NODES, TREES, COLUMNS, EVENT_ARRAYS, STATS, REJECTED_ROWS,
+    tables=(EVENTS, NODES, TREES, COLUMNS, EVENT_ARRAYS, STATS, SHARDS, REJECTED_ROWS,
             REJECTED_GROUPS),
     columns=tuple(sorted({*EVENT_COLUMNS, *NODE_COLUMNS, *TREE_COLUMNS,
                           *TIME_STATS_COLUMNS, *_STATISTICS_COLUMNS,

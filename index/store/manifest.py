@@ -47,6 +47,7 @@ from uncertain_cep.index.store.manifest_records import (
     IndexCounts,
     RejectedCounts,
     RTreeInfo,
+    ShardRecord,
     StoredSettings,
     StoredStatistics,
     TimeDomain,
@@ -106,6 +107,11 @@ class Manifest:
         (:mod:`uncertain_cep.index.store.checksums`; the JSON field is named by the algorithm).
     build, rejected
         What a Spark build recorded (``None`` for an index saved in process).
+    shards
+        A sharded index's shards (:class:`ShardRecord`), in time order; empty for an
+        index in one directory. The checksums of a sharded index are those of its own
+        files: the shards' manifests and the merged statistics (each shard's manifest
+        holds its files' checksums).
     """
 
     format_version: int
@@ -122,6 +128,11 @@ class Manifest:
     checksums: tuple[tuple[str, str], ...]
     build: BuildRecord | None = None
     rejected: RejectedCounts | None = None
+    shards: tuple[ShardRecord, ...] = ()
+
+    @property
+    def is_sharded(self) -> bool:
+        return bool(self.shards)
 
     @classmethod
     def from_json(cls, data: object) -> Manifest:
@@ -146,6 +157,8 @@ class Manifest:
         # Written only by builds that record them; never as null.
         build = o.child("build") if "build" in o.data else None
         rejected = o.child("rejected") if "rejected" in o.data else None
+        shards = (tuple(ShardRecord.from_fields(c) for c in o.children("shards"))
+                  if "shards" in o.data else ())
         out = cls(
             format_version=FORMAT_VERSION, group_by=o.text("group_by"),
             attributes=AttributeNames.from_fields(o.child("attributes")),
@@ -159,7 +172,8 @@ class Manifest:
             statistics=StoredStatistics.from_fields(o.child("statistics")),
             input_fingerprint=o.text("input_fingerprint"), checksums=o.text_map(CHECKSUM),
             build=None if build is None else BuildRecord.from_fields(build),
-            rejected=None if rejected is None else RejectedCounts.from_fields(rejected))
+            rejected=None if rejected is None else RejectedCounts.from_fields(rejected),
+            shards=shards)
         o.done()
         return out
 
@@ -177,6 +191,8 @@ class Manifest:
             out["build"] = self.build.to_json()
         if self.rejected is not None:
             out["rejected"] = self.rejected.to_json()
+        if self.shards:
+            out["shards"] = [s.to_json() for s in self.shards]
         return out
 
     def provenance(self) -> dict[str, Any]:
@@ -188,6 +204,8 @@ class Manifest:
                                "input_fingerprint": self.input_fingerprint}
         if axis is not None and axis.is_datetime:
             out["time_zone"] = axis.timezone or "naive"
+        if self.shards:
+            out["shards"] = len(self.shards)
         if self.build is not None:
             out["build"] = self.build.to_json()
         if self.rejected is not None:

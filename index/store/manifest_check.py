@@ -34,6 +34,7 @@ from uncertain_cep.index.store.layout import (
     MANIFEST,
     NODES,
     RTREE_FILES,
+    SHARDS,
     STATS,
     TREES,
 )
@@ -84,9 +85,13 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
     checksums = dict(manifest.checksums)
     if not checksums:
         raise IndexFormatError(f"{root}/{MANIFEST} lists no files; rebuild the index")
-    for table in (EVENTS, NODES, TREES):
+    for table in () if manifest.is_sharded else (EVENTS, NODES, TREES):
         if not any(k.startswith(f"{table}/") for k in checksums):
             raise IndexFormatError(f"{root}/{MANIFEST} lists no {table} table")
+    for shard in manifest.shards:
+        if f"{shard.path}/{MANIFEST}" not in checksums:
+            raise IndexFormatError(f"{root}/{MANIFEST} does not check the manifest of "
+                                   f"{shard.path}; rebuild the index")
     for name in checksums:
         if not (root / name).is_file():
             raise IndexFormatError(f"{root} is damaged: {name} is missing; rebuild the index")
@@ -104,4 +109,5 @@ def _used_when_opened(name: str, manifest: Manifest) -> bool:
     (:meth:`~uncertain_cep.index.store.reader.IndexReader.load`)."""
     if name.startswith(f"{EVENTS}/"):
         return bool(text_columns(manifest))
-    return name.startswith((f"{STATS}/", f"{EVENT_ARRAYS}/")) or name in RTREE_FILES
+    return (name.startswith((f"{STATS}/", f"{EVENT_ARRAYS}/", f"{SHARDS}/"))
+            or name in RTREE_FILES)

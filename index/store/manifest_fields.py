@@ -113,6 +113,13 @@ class ManifestFields:
     def child(self, key: str) -> ManifestFields:
         return ManifestFields(self.raw(key), self.name(key))
 
+    def children(self, key: str) -> list[ManifestFields]:
+        """A list of objects, each read field by field (``shards[2].path``)."""
+        v = self.raw(key)
+        if not isinstance(v, list):
+            raise self.fail(key, "a list of objects", v)
+        return [ManifestFields(x, f"{self.name(key)}[{i}]") for i, x in enumerate(v)]
+
     def done(self) -> None:
         """Refuse fields this format version does not have (a round trip would drop them)."""
         extra = sorted(set(self.data) - self.seen)

@@ -21,6 +21,7 @@ uncertain_cep.errors.IndexFormatError: manifest field 'counts.events' must be an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ from uncertain_cep.model.feasibility import MaxSpeed, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = ["AttributeNames", "BuildRecord", "IndexCounts", "RTreeInfo", "RejectedCounts",
-           "StoredCondition2", "StoredSettings", "StoredStatistics", "TimeDomain",
+           "ShardRecord", "StoredCondition2", "StoredSettings", "StoredStatistics", "TimeDomain",
            "time_axis_from_fields", "time_axis_to_json"]
 
 _CONDITION2_KINDS = ("max_speed", "user_predicate")
@@ -160,6 +161,36 @@ class IndexCounts:
     def to_json(self) -> dict[str, Any]:
         return {"events": self.events, "groups": self.groups, "trees": self.trees,
                 "nodes": self.nodes}
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """One shard of a sharded index: its directory (``shards/00000``, a complete index of
+    the group pieces it holds, with its own manifest), the cluster starts it holds
+    (``[start, end)``, ``None`` where unbounded), the instants its events reach (``None``
+    without events) and its counts."""
+
+    path: str
+    start: int | None
+    end: int | None
+    t_min: int | None
+    t_max: int | None
+    counts: IndexCounts
+
+    @classmethod
+    def from_fields(cls, o: ManifestFields) -> ShardRecord:
+        path = o.text("path")
+        if not re.fullmatch(r"shards/[0-9]{5}", path):
+            raise o.fail("path", "a shard directory 'shards/NNNNN'", path)
+        out = cls(path, o.integer_or_none("start"), o.integer_or_none("end"),
+                  o.integer_or_none("t_min"), o.integer_or_none("t_max"),
+                  IndexCounts.from_fields(o.child("counts")))
+        o.done()
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "start": self.start, "end": self.end,
+                "t_min": self.t_min, "t_max": self.t_max, "counts": self.counts.to_json()}
 
 
 @dataclass(frozen=True)

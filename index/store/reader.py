@@ -61,6 +61,7 @@ from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.tables import forests_from_frames
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.index.rtree_boxes import rtree_properties
+from uncertain_cep.index.shards import merge_indexes
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.column_checks import check_node_table
@@ -211,7 +212,12 @@ class IndexReader:
         """The whole index in memory, its R*-tree file opened (a private copy).
 
         ``pair_predicate`` is Condition 2 when the index was built with a user's predicate
-        (code is not stored; only the possible-worlds baseline needs it again)."""
+        (code is not stored; only the possible-worlds baseline needs it again). A sharded
+        index is its shards read side by side
+        (:func:`~uncertain_cep.index.shards.merge.merge_indexes`)."""
+        if self.manifest.is_sharded:
+            return merge_indexes([shard.load(pair_predicate) for shard in self.shards()],
+                                 self.statistics())
         root = self.root
         try:
             settings = self.manifest.settings.build_settings(pair_predicate)
@@ -234,6 +240,14 @@ class IndexReader:
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive.group_labels,
                                                              settings.codes == "paper"))
+
+    def shards(self) -> list[IndexReader]:
+        """A sharded index's shards, each checked as an index of its own (one reader, this
+        one, for an index in one directory)."""
+        if not self.manifest.is_sharded:
+            return [self]
+        return [open_reader(self.root / s.path, verify_all=self.verified_all)
+                for s in self.manifest.shards]
 
     def _node_table(self, opened: Mapping[str, BinaryIO], archive: Archive) -> NodeTable:
         """The node table from its open files: hashed (unless opening hashed every file),
@@ -286,7 +300,9 @@ class IndexReader:
     def empty_archive(self) -> Archive:
         """The archive's columns and types, without rows (to check a query's symbols
         before any work); reads one Parquet footer."""
-        schema = pq.read_schema(self.root / table_files(self.root, EVENTS)[0])
+        root = self.root / self.manifest.shards[0].path if self.manifest.is_sharded \
+            else self.root
+        schema = pq.read_schema(root / table_files(root, EVENTS)[0])
         empty = schema.empty_table().to_pandas().drop(
             columns=[c for c in schema.names if c.startswith(EVENT_COLUMN_PREFIX)])
         archive = read_archive(pd.DataFrame(empty), group_by=self.manifest.group_by)
@@ -312,7 +328,16 @@ class IndexReader:
         """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
         after it, read from their row groups only, and what each scan read
         (:func:`~uncertain_cep.index.store.slice_reads.read_time_slice`). ``halo`` may be
-        infinite."""
+        infinite. A sharded index reads the shards whose events meet the range."""
+        if self.manifest.is_sharded:
+            hi = t_to + halo
+            reads = [shard.scan_slice(t_from, t_to, halo)
+                     for s, shard in zip(self.manifest.shards, self.shards())
+                     if s.t_min is not None and s.t_max is not None
+                     and s.t_max >= t_from and s.t_min <= hi]
+            found = [r.index for r in reads if r.index is not None]
+            return SliceRead(merge_indexes(found) if found else None,
+                             tuple(scan for r in reads for scan in r.scans))
         try:
             return read_time_slice(self.root, self.manifest, self.statistics(), t_from,
                                    t_to, halo)
@@ -321,6 +346,9 @@ class IndexReader:
 
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""
+        if self.manifest.is_sharded:
+            return {k: v for s in self.manifest.shards
+                    for k, v in read_event_times(self.root / s.path, ids).items()}
         return read_event_times(self.root, ids)
 
     def _read_table(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:

@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -43,17 +43,39 @@ from uncertain_cep.index.store.layout import (
 from uncertain_cep.index.store.manifest_records import TimeDomain
 from uncertain_cep.model.time_axis import MAX_SPAN
 
-__all__ = ["write_rtree_and_statistics"]
+__all__ = ["SharedExtents", "check_span", "write_rtree_and_statistics"]
 
 _TIME_BUCKETS = 1024
 
 
+class SharedExtents(NamedTuple):
+    """The instants and attribute extents the statistics' grid and the time buckets are
+    laid over: a sharded index's, the same for each of its shards (so that their counts
+    add up), rather than one shard's own."""
+
+    time: tuple[int, int] | None
+    attributes: dict[str, tuple[float, float]]
+
+
+def check_span(time: tuple[int, int] | None) -> None:
+    """Refuse an archive spanning more instants than a query answers exactly (the
+    in-process reader refuses it when it reads the archive: model/events.py)."""
+    if time is not None and time[1] - time[0] > MAX_SPAN:
+        t0, t1 = time
+        raise InputError(f"the archive spans {t1 - t0} instants, from {t0} to {t1}, more "
+                         f"than the {MAX_SPAN} (2**60) a query can answer exactly; build it "
+                         "with a coarser time_unit (e.g. '1us' instead of '1ns'), or split "
+                         "it in time")
+
+
 def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ...],
-                               categorical: tuple[str, ...]
+                               categorical: tuple[str, ...],
+                               shared: SharedExtents | None = None
                                ) -> tuple[int, TimeDomain, int, EventStatistics]:
     """Write the R*-tree file and the statistics of the draft ``root`` from its events
-    table. Returns the number of events, the time domain, the R*-tree's dimension and the
-    statistics.
+    table. Returns the number of events, the time domain (the events' own instants, the
+    buckets' width over ``shared`` when given), the R*-tree's dimension and the
+    statistics (over ``shared``'s grid when given).
 
     Raises
     ------
@@ -68,23 +90,23 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
     columns = [group_by, *EVENT_COLUMNS[1:], *lo_hi, *categorical]
     keys = group_keys(root) if table_files(root, TREES) else pd.Index([])
     n_rows, t0, t1 = _footer_summary(root)
-    if t0 is not None and t1 is not None and t1 - t0 > MAX_SPAN:
-        # The groups were read one by one (the Spark build): refused here, as the
-        # in-process reader refuses it (model/events.py), before anything is written.
-        raise InputError(f"the archive spans {t1 - t0} instants, from {t0} to {t1}, more "
-                         f"than the {MAX_SPAN} (2**60) a query can answer exactly; build it "
-                         "with a coarser time_unit (e.g. '1us' instead of '1ns'), or split "
-                         "it in time")
-    extents = {a: (_footer_extreme(root, f"{a}_lo", min), _footer_extreme(root, f"{a}_hi", max))
-               for a in numeric}
-    grid = StatisticsGrid.for_domain(
-        (t0, t1) if t0 is not None and t1 is not None else None,
-        {a: (lo if lo is not None else 0.0, hi if hi is not None else 0.0)
-         for a, (lo, hi) in extents.items()})
+    # The groups were read one by one (the Spark build): refused here, as the in-process
+    # reader refuses it (model/events.py), before anything is written.
+    check_span((t0, t1) if t0 is not None and t1 is not None else None)
+    if shared is not None:
+        check_span(shared.time)
+    own = (t0, t1) if t0 is not None and t1 is not None else None
+    if shared is None:
+        extents = {a: (_footer_extreme(root, f"{a}_lo", min),
+                       _footer_extreme(root, f"{a}_hi", max)) for a in numeric}
+        shared = SharedExtents(own, {a: (lo if lo is not None else 0.0,
+                                          hi if hi is not None else 0.0)
+                                     for a, (lo, hi) in extents.items()})
+    grid = StatisticsGrid.for_domain(shared.time, shared.attributes)
     statistics = StatisticsBuilder(grid, categorical)
-    width = (max(1, math.ceil((t1 - t0 + 1) / _TIME_BUCKETS))
-             if t0 is not None and t1 is not None else 1)
-    n_buckets = (t1 - t0) // width + 1 if t0 is not None and t1 is not None else 0
+    b0, b1 = shared.time if shared.time is not None else (0, -1)
+    width = max(1, math.ceil((b1 - b0 + 1) / _TIME_BUCKETS)) if shared.time else 1
+    n_buckets = (b1 - b0) // width + 1 if shared.time else 0
     counts = np.zeros(n_buckets, dtype=np.int64)
     latest = np.full(n_buckets, np.iinfo(np.int64).min, dtype=np.int64)
     max_width = 0
@@ -104,7 +126,7 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
             raise IndexFormatError(f"events of group {cols[0][group < 0][0]!r} have no "
                                    "OI-trees in the trees table")
         t_min, t_max, code_lo, code_hi = cols[1:5]
-        bucket = (t_min - t0) // width
+        bucket = (t_min - b0) // width
         np.add.at(counts, bucket, 1)
         np.maximum.at(latest, bucket, t_max)
         max_width = max(max_width, int((t_max - t_min).max()))
@@ -129,8 +151,7 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
     for name in RTREE_FILES:
         with open(root / name, "rb+") as fh:
             os.fsync(fh.fileno())
-    starts = (t0 + width * np.arange(n_buckets, dtype=np.int64) if t0 is not None
-              else np.zeros(0, dtype=np.int64))
+    starts = b0 + width * np.arange(n_buckets, dtype=np.int64)
     stats = pa.table(dict(zip(TIME_STATS_COLUMNS, (np.arange(n_buckets, dtype=np.int64),
                                                    starts, counts, latest))))
     write_durably(stats, root / TIME_STATS)

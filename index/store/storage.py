@@ -58,17 +58,22 @@ from uncertain_cep.index.store.manifest_records import (
     StoredStatistics,
 )
 from uncertain_cep.index.store.node_columns import write_node_columns
-from uncertain_cep.index.store.rtree_and_statistics import write_rtree_and_statistics
+from uncertain_cep.index.store.rtree_and_statistics import (
+    SharedExtents,
+    write_rtree_and_statistics,
+)
 from uncertain_cep.index.store.time_order import sort_table_by_time
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import plain
 
-__all__ = ["finish_index", "save_index", "sha256_file", "write_index_tables"]
+__all__ = ["finish_directory", "finish_index", "save_index", "sha256_file",
+           "write_index_tables"]
 
 
 def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
     """Write an in-process index to the directory ``path`` atomically (replacing an older
-    index there). The manifest records the archive's time axis, as the Spark build does."""
+    index there). The manifest records the archive's time axis, as the Spark build does.
+    (As shards: :func:`~uncertain_cep.index.store.sharded.save_sharded`.)"""
     draft = IndexDraft(path)
     try:
         archive = index.archive
@@ -120,7 +125,24 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     Manifest
         What was written to ``manifest.json``.
     """
-    root = draft.path
+    manifest = finish_directory(
+        draft.path, group_by=group_by, attributes=attributes, settings=settings,
+        time_axis=time_axis, groups=groups, trees=trees, nodes=nodes,
+        input_fingerprint=input_fingerprint, build=build, rejected=rejected)
+    swap_into_place(draft.path, draft.target)
+    return manifest
+
+
+def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
+                     settings: BuildSettings, time_axis: TimeAxis | None,
+                     groups: int | None, trees: int | None, nodes: int | None,
+                     input_fingerprint: str | None, build: BuildRecord | None = None,
+                     rejected: RejectedCounts | None = None,
+                     shared: SharedExtents | None = None) -> Manifest:
+    """:func:`finish_index` without the move: complete the index directory ``root`` in
+    place, its manifest written last (a shard of a sharded index: ``shared`` are the
+    extents its statistics are counted over; counts left ``None`` are read from the
+    tables' footers)."""
     nodes_files, trees_files, events_files = ([root / f for f in table_files(root, t)]
                                               for t in (NODES, TREES, EVENTS))
     # Events in time order first: the archive's row order, which everything derived
@@ -128,6 +150,9 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
     # derived, and are put in time order after).
     sort_table_by_time(events_files, EVENT_COLUMNS[1])
     keys = group_keys(root) if trees_files else pd.Index([])
+    groups = len(keys) if groups is None else groups
+    trees = _rows(trees_files) if trees is None else trees
+    nodes = _rows(nodes_files) if nodes is None else nodes
     write_node_columns(root / COLUMNS, nodes_files, trees_files, events_files,
                        group_by=group_by, keys=keys)
     fsync_files(root / COLUMNS)
@@ -135,7 +160,7 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
                         numeric=attributes.numeric, layout_columns=EVENT_COLUMNS, keys=keys)
     fsync_files(root / EVENT_ARRAYS)
     n_events, time_domain, dimension, statistics = write_rtree_and_statistics(
-        root, group_by, attributes.numeric, attributes.categorical)
+        root, group_by, attributes.numeric, attributes.categorical, shared)
     sort_table_by_time(nodes_files, "node_lo")
     sort_table_by_time(trees_files, "t_lo")
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
@@ -161,8 +186,11 @@ def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames
         fh.flush()
         os.fsync(fh.fileno())
     fsync_dir(root)
-    swap_into_place(root, draft.target)
     return manifest
+
+
+def _rows(files: list[Path]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
 def sha256_file(path: Path) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from answer_checks import assert_same_answer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from index_checks import assert_node_columns_match_forests
@@ -16,6 +17,7 @@ from random_archives import archives, patterns
 import uncertain_cep as uc
 from uncertain_cep.cli import main
 from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
+from uncertain_cep.index.store.manifest_check import read_manifest
 from uncertain_cep.pipeline.query_job import query_spark_rows
 
 EXAMPLE = Path(__file__).parent.parent / "fixtures" / "paper_example" / "archive.csv"
@@ -331,6 +333,49 @@ def test_the_rejected_rows_of_a_csv_input_carry_their_row_numbers(spark, tmp_pat
     assert rejected["row"].tolist() == [2, 5]
     assert rejected["file"].str.endswith(("b.csv", "a.csv")).all()
     assert "row 2 of" in rejected["reason"].iloc[0]
+
+
+# Shards: cut by the quantiles of the earliest times, each group's pieces written by the
+# group tasks and each shard finished by a task of its own; read side by side.
+@settings(max_examples=6)
+@given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
+       shard_events=st.integers(1, 5), reads=st.sampled_from(["mapped", "row-groups"]))
+def test_a_sharded_spark_index_answers_as_the_in_process_index(spark, tmp_path_factory, df,
+                                                              pattern, shard_events, reads):
+    d = tmp_path_factory.mktemp("sharded")
+    df.to_parquet(d / "in.parquet", index=False)
+    try:
+        local = uc.build_index(df)
+    except InputError:
+        return
+    built = uc.build_index_spark(d / "in.parquet", d / "ix", spark=spark, partitions=2,
+                                 shard_events=shard_events, log=lambda _: None)
+    manifest = read_manifest(d / "ix")
+    assert built.shards == max(len(manifest.shards), 1)
+    assert manifest.counts.events == len(df) == local.archive.n_events
+    for s in manifest.shards:
+        assert_node_columns_match_forests(uc.open_index(d / "ix" / s.path)._index)
+    expected = local.query(pattern, strategy="possible_worlds")
+    assert_same_answer(uc.open_index(d / "ix").query(pattern), expected)
+    rows, _ = query_spark_rows(d / "ix", str(pattern), "selectivity", spark=spark,
+                               slices=3, reads=reads)
+    assert_same_answer(uc.api.answer_frame(rows), expected)
+
+
+def test_a_spark_build_cut_into_shards_names_them_in_its_manifest(spark, tmp_path):
+    df = pd.DataFrame({"event_id": range(40), "group": [i % 3 for i in range(40)],
+                       "t_lo": [3 * i for i in range(40)], "t_hi": [3 * i + 1 for i in range(40)],
+                       "x": [float(i) for i in range(40)]})
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    built = uc.build_index_spark(tmp_path / "in.parquet", tmp_path / "ix", spark=spark,
+                                 shard_events=10, log=lambda _: None)
+    manifest = read_manifest(tmp_path / "ix")
+    assert built.shards == len(manifest.shards) == 4
+    # Cut at the quantiles of the earliest times (Spark's percentile_approx: the first
+    # value reaching each quarter).
+    assert [s.counts.events for s in manifest.shards] == [9, 10, 10, 11]
+    assert [s.path for s in manifest.shards] == [f"shards/0000{k}" for k in range(4)]
+    assert "(4 shards)" in str(built)
 
 
 def test_a_spark_build_spanning_more_than_the_engine_answers_is_refused(spark, tmp_path):

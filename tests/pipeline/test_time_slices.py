@@ -29,15 +29,17 @@ def _assert_same_answers(got, want):
 @pytest.mark.parametrize("reads", ["mapped", "row-groups"])
 @settings(max_examples=20)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
-       n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]))
+       n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]),
+       shard_events=st.none() | st.integers(1, 6))
 def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, reads, df, pattern,
-                                                     n_slices, codes):
+                                                     n_slices, codes, shard_events):
+    # Sharded indexes too: a slice reads the shards whose events meet it.
     try:
         idx = uc.build_index(df, codes=codes)
     except InputError:
         return
     root = tmp_path_factory.mktemp("slices") / "ix"
-    idx.save(root)
+    idx.save(root, shard_events=shard_events)
     reader = open_reader(root)
     window = pattern.within if pattern.within is not None else float("inf")
     plan = plan_slices(reader, window, n_slices)

@@ -8,18 +8,24 @@
    in-process reader on zero rows of it, before any work is distributed
    (:mod:`~uncertain_cep.pipeline.build_input`).
 2. Find duplicate event ids (an aggregation; only the duplicates reach the driver).
-3. Hash-partition the rows by dependency group, sort each partition by group, and let
-   every task validate, index and write its groups
-   (:func:`~uncertain_cep.pipeline.group_builder.build_partition`).
-4. Aggregate the per-group summaries: bad rows and groups that cannot be indexed fail the
+3. Count the rows and, for an archive of more than ``shard_events`` events, choose cut
+   instants from the quantiles of its earliest times
+   (:func:`~uncertain_cep.pipeline.shard_job.plan_cuts_spark`).
+4. Hash-partition the rows by dependency group, sort each partition by group, and let
+   every task validate, index and write its groups, each group's piece per shard into
+   that shard's directory (:func:`~uncertain_cep.pipeline.group_builder.build_partition`).
+5. Aggregate the per-group summaries: bad rows and groups that cannot be indexed fail the
    build with the first reasons, or, when asked to, are kept in ``rejected_rows`` /
    ``rejected_groups`` tables of the index.
-5. Stream the events table once more to load the R*-tree file and the statistics, write
-   the manifest, and rename the draft into place
-   (:func:`uncertain_cep.index.store.storage.finish_index`).
+6. Finish every shard in a task of its own: node and event columns, R*-tree file,
+   statistics, time order, checksums, its manifest
+   (:func:`uncertain_cep.index.store.storage.finish_directory`); then write the index's
+   manifest (for shards, :func:`uncertain_cep.index.store.sharded.finish_sharded`) and
+   rename the draft into place.
 
-The driver never collects rows of the archive: only schemas, counts, duplicate ids and a
-few example reasons.
+The driver never collects rows of the archive and never reads the index's tables: only
+schemas, counts, quantiles, duplicate ids, a few example reasons and the shards'
+manifests.
 """
 
 from __future__ import annotations
@@ -40,15 +46,20 @@ from uncertain_cep.errors import IndexBuildError, InputError, ParamEnum, Uncerta
 from uncertain_cep.files import index_path
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.group_build import BuildSettings
-from uncertain_cep.index.store.drafts import IndexDraft, check_replaceable
+from uncertain_cep.index.store.drafts import IndexDraft, check_replaceable, swap_into_place
+from uncertain_cep.index.store.layout import SHARD
+from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.manifest_records import (
     AttributeNames,
     BuildRecord,
     RejectedCounts,
 )
-from uncertain_cep.index.store.storage import finish_index, write_index_tables
+from uncertain_cep.index.store.rtree_and_statistics import SharedExtents, check_span
+from uncertain_cep.index.store.sharded import finish_sharded
+from uncertain_cep.index.store.storage import finish_directory, write_index_tables
 from uncertain_cep.input_tables import ColumnLabels
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.build_input import (
     check_schema,
     drop_duplicates,
@@ -67,6 +78,14 @@ from uncertain_cep.pipeline.group_builder import (
     build_partition,
 )
 from uncertain_cep.pipeline.session import master_of, task_slots
+from uncertain_cep.pipeline.shard_job import (
+    DEFAULT_SHARD_EVENTS,
+    finish_in_tasks,
+    plan_cuts_spark,
+    shard_records,
+    shared_extents_of,
+    written_shards,
+)
 from uncertain_cep.pipeline.sources import InputSpec, input_files, resolve_input, session_for
 from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
 from uncertain_cep.pipeline.spark_reader import (
@@ -106,13 +125,15 @@ class BuildSummary:
     rejected_groups: int
     seconds: float
     phases: dict[str, float]
+    shards: int = 1
 
     def __str__(self) -> str:
         rejected = (f"; set aside {self.rejected_rows} bad rows and {self.rejected_groups} "
                     "groups (see rejected_rows/, rejected_groups/)"
                     if self.rejected_rows or self.rejected_groups else "")
+        shards = f" ({self.shards} shards)" if self.shards > 1 else ""
         return (f"indexed {self.events} events of {self.groups} groups into {self.trees} "
-                f"OI-trees, {self.nodes} nodes in {self.seconds:.1f} s{rejected}")
+                f"OI-trees, {self.nodes} nodes{shards} in {self.seconds:.1f} s{rejected}")
 
 
 def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike[str],
@@ -126,6 +147,7 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
                       spark: SparkSession | None = None, partitions: int | None = None,
                       input_format: str | None = None,
                       columns: Mapping[str, str] | None = None,
+                      shard_events: int | None = None,
                       log: Callable[[str], None] | None = None) -> BuildSummary:
     """Build the index of an archive with Spark and write it to ``out`` atomically.
 
@@ -162,6 +184,11 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
         ``t_hi``, ``t``), as for :func:`uncertain_cep.build_index`: applied to the Spark
         DataFrame once its schema is read, and checked against that schema before any job
         runs. Messages name the input's columns.
+    shard_events
+        Events per shard (default :data:`~uncertain_cep.pipeline.shard_job.DEFAULT_SHARD_EVENTS`):
+        a larger archive is cut by time into shards of about that many events, each
+        finished by a task of its own and read side by side (exact:
+        :mod:`uncertain_cep.index.shards`).
     log
         Receives progress messages (default: the ``uncertain_cep`` logger).
 
@@ -179,6 +206,9 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
     report_groups = BadInputPolicy.get_value(on_bad_groups) == "report"
     settings = BuildSettings(condition2=_condition2(max_speed, coordinates, pair_predicate),
                              multi_tree=multi_tree, codes=codes, node_budget=node_budget)
+    if shard_events is not None and (isinstance(shard_events, bool)
+                                     or not isinstance(shard_events, int) or shard_events < 1):
+        raise InputError(f"shard_events must be a positive int, got {shard_events!r}")
     spec = resolve_input(source, input_format, columns)
     out = _local_out(out)
     # Before Spark starts: an --out that is not an index (the input itself, say) is
@@ -204,6 +234,7 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
         try:
             return _build(spark, spec, frame, out, group_by=group_by, time_unit=time_unit,
                           settings=settings, reject_rows=reject_rows,
+                          shard_events=shard_events or DEFAULT_SHARD_EVENTS,
                           report_groups=report_groups, partitions=partitions, say=say,
                           warn=log or _log.warning, started=started, phases=phases)
         except UncertainCepError:
@@ -222,7 +253,8 @@ def _local_out(out: str | os.PathLike[str]) -> Path:
 
 def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
            group_by: str, time_unit: float | str | None, settings: BuildSettings,
-           reject_rows: bool, report_groups: bool, partitions: int | None,
+           reject_rows: bool, report_groups: bool, shard_events: int,
+           partitions: int | None,
            say: Callable[[str], None], warn: Callable[[str], None], started: float,
            phases: dict[str, float]) -> BuildSummary:
     mark = time.perf_counter()
@@ -239,12 +271,17 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
                                                 ColumnLabels(spec.columns))
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        say("validating and indexing groups")
         frame, micros = timestamps_as_micros(frame)
+        _, cuts = plan_cuts_spark(frame, shard_events=shard_events, time_unit=time_unit,
+                                  micros=micros, nanos=spec.nanos_columns)
+        phases["count_and_cut"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        say("validating and indexing groups"
+            + (f" into {len(cuts) + 1} shards" if cuts else ""))
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
                        numeric_text=numeric_text,
-                       nanos_columns=spec.nanos_columns, renamed=spec.columns)
+                       nanos_columns=spec.nanos_columns, renamed=spec.columns, cuts=cuts)
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
                    .mapInPandas(_task(job), _summary_schema()))
@@ -264,25 +301,71 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
             write_index_tables(EventIndex(probe, settings), draft.path)
         phases["validate_index_write_groups"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        say("writing the R*-tree file and statistics")
-        finish_index(draft, group_by=group_by,
-                     attributes=AttributeNames(probe.numeric_names, probe.categorical_names),
-                     settings=settings, time_axis=time_axis, groups=totals["groups"],
-                     trees=totals["trees"], nodes=totals["nodes"],
-                     input_fingerprint=(_fingerprint(spec.files) if spec.kind == "path"
-                                        else None),
-                     build=BuildRecord(engine="spark", master=master_of(spark),
-                                       tasks=n_parts, inputs=spec.inputs),
-                     rejected=RejectedCounts(rows=totals["bad_rows"],
-                                             groups=totals["bad_groups"]))
+        say("writing the R*-tree files and statistics")
+        finish = _Finish(
+            job=job, group_by=group_by,
+            attributes=AttributeNames(probe.numeric_names, probe.categorical_names),
+            settings=settings, time_axis=time_axis,
+            input_fingerprint=(_fingerprint(spec.files) if spec.kind == "path" else None),
+            build=BuildRecord(engine="spark", master=master_of(spark), tasks=n_parts,
+                              inputs=spec.inputs),
+            rejected=RejectedCounts(rows=totals["bad_rows"], groups=totals["bad_groups"]))
+        shards = written_shards(summary) if cuts and totals["events"] else []
+        shared = shared_extents_of(summary, probe.numeric_names)
+        check_span(shared.time)
+        if shards:
+            manifests = finish_in_tasks(spark, shards, lambda k: finish.shard(k, shared))
+            finish_sharded(draft, shard_records(shards, manifests, cuts, _shard_path),
+                           group_by=group_by, attributes=finish.attributes,
+                           settings=settings, time_axis=time_axis,
+                           input_fingerprint=finish.input_fingerprint, build=finish.build,
+                           rejected=finish.rejected)
+        else:
+            # One directory, finished in a task all the same (the driver reads no table).
+            counts = (totals["groups"], totals["trees"], totals["nodes"])
+            finish_in_tasks(spark, [0], lambda _: finish.whole(counts))
+            swap_into_place(draft.path, draft.target)
         phases["rtree_stats_manifest"] = time.perf_counter() - mark
     except BaseException:
         draft.discard()
         raise
     return BuildSummary(path=str(out), events=totals["events"], groups=totals["groups"],
-                        trees=totals["trees"], nodes=totals["nodes"],
+                        trees=totals["trees"], nodes=totals["nodes"], shards=len(shards) or 1,
                         rejected_rows=totals["bad_rows"], rejected_groups=totals["bad_groups"],
                         seconds=time.perf_counter() - started, phases=phases)
+
+
+@dataclass(frozen=True)
+class _Finish:
+    """What a task needs to finish one shard, or the one directory, of a build's draft
+    (shipped to executors with the function)."""
+
+    job: GroupJob
+    group_by: str
+    attributes: AttributeNames
+    settings: BuildSettings
+    time_axis: TimeAxis | None
+    input_fingerprint: str | None
+    build: BuildRecord
+    rejected: RejectedCounts
+
+    def shard(self, k: int, shared: SharedExtents) -> Manifest:
+        return finish_directory(Path(self.job.shard_root(k)), group_by=self.group_by,
+                                attributes=self.attributes, settings=self.settings,
+                                time_axis=self.time_axis, groups=None, trees=None,
+                                nodes=None, input_fingerprint=None, shared=shared)
+
+    def whole(self, counts: tuple[int, int, int]) -> Manifest:
+        groups, trees, nodes = counts
+        return finish_directory(Path(self.job.draft), group_by=self.group_by,
+                                attributes=self.attributes, settings=self.settings,
+                                time_axis=self.time_axis, groups=groups, trees=trees,
+                                nodes=nodes, input_fingerprint=self.input_fingerprint,
+                                build=self.build, rejected=self.rejected)
+
+
+def _shard_path(k: int) -> str:
+    return SHARD.format(k)
 
 
 def _condition2(max_speed: float | None, coordinates: Sequence[str],

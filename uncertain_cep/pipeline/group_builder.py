@@ -9,7 +9,11 @@ so a task sees every group whole and one after another. For each group it
 2. builds the group's forest with the in-process builder
    (:func:`~uncertain_cep.index.group_build.build_group_forest`) in canonical event order;
 3. appends the group's events (with their positions, feasible instants and code ranges),
-   nodes and trees to this task's Parquet files in the draft index directory.
+   nodes and trees to this task's Parquet files in the draft index directory. When the
+   build cuts the archive into shards (``GroupJob.cuts``), each shard's piece of the group
+   (the clusters starting in its time range: :mod:`uncertain_cep.index.shards`) is
+   indexed as a group of its own and written to that shard's directory; a group with a
+   piece that cannot be indexed is set aside whole.
 
 The index's own writer (:class:`~uncertain_cep.index.store.partition_writer.PartitionWriter`) writes
 the files under a temporary name and renames them when the task completes, so a retried
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +34,8 @@ import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.group_build import BuildSettings, build_group_forest
+from uncertain_cep.index.shards import shard_of_rows
+from uncertain_cep.index.store.layout import SHARD
 from uncertain_cep.index.store.partition_writer import PartitionWriter
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
 from uncertain_cep.model.number_columns import OTHER_ROWS
@@ -39,7 +46,10 @@ __all__ = ["FILE_COLUMN", "ROW_COLUMN", "SUMMARY_COLUMNS", "GroupJob", "build_pa
 FILE_COLUMN, ROW_COLUMN = "_uc_file", "_uc_row"
 SUMMARY_COLUMNS = {"status": "string", "group": "string", "events": "bigint",
                    "nodes": "bigint", "trees": "bigint", "bad_rows": "bigint",
-                   "reason": "string", "file": "string", "row": "bigint"}
+                   "reason": "string", "file": "string", "row": "bigint",
+                   # What the shards' statistics are laid over, and the shards written.
+                   "t_lo": "bigint", "t_hi": "bigint", "lows": "array<double>",
+                   "highs": "array<double>", "shards": "array<bigint>"}
 
 
 @dataclass(frozen=True)
@@ -63,12 +73,19 @@ class GroupJob:
     # The build's columns= (the archive's names -> the input's), already applied in
     # Spark: messages name the input's columns.
     renamed: dict[str, str] = field(default_factory=dict)
+    # Cut instants of a sharded build (shard k: clusters starting in [cuts[k-1],
+    # cuts[k])); none: one index directory.
+    cuts: tuple[int, ...] = ()
+
+    def shard_root(self, shard: int) -> str:
+        """Where shard ``shard``'s tables go: the draft itself when there are no cuts."""
+        return str(Path(self.draft) / SHARD.format(shard)) if self.cuts else self.draft
 
 
 def build_partition(job: GroupJob, partition: int, attempt: int,
                     batches: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """Index every group of one partition; return one summary row per group."""
-    out = PartitionWriter(job.draft, partition, attempt)
+    out = _Writers(job, partition, attempt)
     summaries: list[dict[str, Any]] = []
     if job.micros_columns:
         batches = (_as_timestamps(b, job.micros_columns) for b in batches)
@@ -133,13 +150,14 @@ def _where(rows: pd.DataFrame, i: int) -> str:
 def _summary(status: str, key: object, **counts: Any) -> dict[str, Any]:
     base = {"status": status, "group": None if _missing(key) else str(key),
             "events": 0, "nodes": 0, "trees": 0, "bad_rows": 0, "reason": None,
-            "file": None, "row": None}
+            "file": None, "row": None, "t_lo": None, "t_hi": None, "lows": None,
+            "highs": None, "shards": None}
     base.update(counts)
     return base
 
 
 def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
-                 out: PartitionWriter) -> dict[str, Any]:
+                 out: _Writers) -> dict[str, Any]:
     data = rows.drop(columns=[FILE_COLUMN, ROW_COLUMN])
     if _missing(key):
         reasons = [f"event {_eid(data['event_id'].iloc[i])} ({_where(rows, i)}): column "
@@ -150,7 +168,7 @@ def _build_group(job: GroupJob, key: object, rows: pd.DataFrame,
     else:
         archive, bad, reasons = _validate(job, rows, data)
     if bad:
-        out.add_rejected_rows(
+        out.top.add_rejected_rows(
             [str(data["event_id"].iloc[i]) for i in bad],
             None if _missing(key) else str(key),
             [str(rows[FILE_COLUMN].iloc[i]) for i in bad],
@@ -193,24 +211,63 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
     return None, bad, reasons
 
 
-def _index_group(job: GroupJob, key: object, archive: Archive, out: PartitionWriter,
+def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
                  bad_rows: int) -> dict[str, Any]:
-    order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
     c2 = job.settings.condition2
-    check = c2.for_group(archive, order) if c2 is not None else None
     label = plain(key)
+    shard = (shard_of_rows(archive, np.asarray(job.cuts, dtype=np.int64), c2) if job.cuts
+             else np.zeros(archive.n_events, dtype=np.int64))
+    pieces = []
     try:
-        forest = build_group_forest(label, archive.event_ids[order], archive.t_lo[order],
-                                    archive.t_hi[order], check, job.settings)
+        for k in np.unique(shard).tolist():
+            piece = archive.take_rows(np.flatnonzero(shard == k)) if job.cuts else archive
+            order = canonical_order(piece.t_lo, piece.t_hi, piece.event_ids)
+            check = c2.for_group(piece, order) if c2 is not None else None
+            pieces.append((k, piece, order, build_group_forest(
+                label, piece.event_ids[order], piece.t_lo[order], piece.t_hi[order], check,
+                job.settings)))
     except (InputError, IndexBuildError) as e:
         status = "infeasible" if isinstance(e, InputError) else "too_large"
-        out.add_rejected_group([str(x) for x in archive.event_ids], str(label), str(e))
+        out.top.add_rejected_group([str(x) for x in archive.event_ids], str(label), str(e))
         return _summary(status, key, events=archive.n_events, bad_rows=bad_rows,
                         reason=str(e))
-    out.add_group(archive.to_frame().iloc[order], forest, label, job.group_by,
-                  job.settings.codes)
-    return _summary("ok", key, events=archive.n_events, nodes=forest.n_nodes,
-                    trees=forest.n_trees, bad_rows=bad_rows)
+    for k, piece, order, forest in pieces:
+        out.shard(k).add_group(piece.to_frame().iloc[order], forest, label, job.group_by,
+                               job.settings.codes)
+    numeric = [archive.numeric[a] for a in archive.numeric_names]
+    return _summary("ok", key, events=archive.n_events, bad_rows=bad_rows,
+                    nodes=sum(f.n_nodes for *_, f in pieces),
+                    trees=sum(f.n_trees for *_, f in pieces),
+                    t_lo=int(archive.t_lo.min()), t_hi=int(archive.t_hi.max()),
+                    lows=[float(a.lo.min()) for a in numeric],
+                    highs=[float(a.hi.max()) for a in numeric],
+                    shards=[k for k, *_ in pieces])
+
+
+class _Writers:
+    """A task's writers: the draft's own (rejected rows and groups, and the tables of an
+    index in one directory) and one per shard it writes groups to."""
+
+    def __init__(self, job: GroupJob, partition: int, attempt: int) -> None:
+        self.job, self.partition, self.attempt = job, partition, attempt
+        self.top = PartitionWriter(job.draft, partition, attempt)
+        self._shards: dict[int, PartitionWriter] = {}
+
+    def shard(self, k: int) -> PartitionWriter:
+        if not self.job.cuts:
+            return self.top
+        if k not in self._shards:
+            self._shards[k] = PartitionWriter(self.job.shard_root(k), self.partition,
+                                              self.attempt)
+        return self._shards[k]
+
+    def commit(self) -> None:
+        for writer in (self.top, *self._shards.values()):
+            writer.commit()
+
+    def abort(self) -> None:
+        for writer in (self.top, *self._shards.values()):
+            writer.abort()
 
 
 

@@ -37,7 +37,8 @@ def _cut_archive(case, data: st.DataObject):
     window = pattern.window if pattern.window is not None else hi - lo
     event(f"window longer than the shortest shard: "
           f"{bool(len(cuts) > 1 and window > int(np.diff(cuts).min()))}")
-    merged = uc.UncertainIndex(merge_indexes(index_shards(archive, index.settings, cuts)))
+    parts = [p for _, p in index_shards(archive, index.settings, cuts)]
+    merged = uc.UncertainIndex(merge_indexes(parts))
     note(f"cuts {cuts.tolist()}, shard per row {shard.tolist()}")
     return whole, merged, pattern
 
@@ -74,8 +75,8 @@ def test_a_cut_condition_2_forbids_keeps_the_clusters_in_one_shard() -> None:
     index = uc.build_index(df, max_speed=1.0, coordinates=("x",)).event_index
     shard = shard_of_rows(index.archive, np.array([5, 40]), index.settings.condition2)
     assert shard.tolist() == [0, 0, 2]
-    merged = uc.UncertainIndex(merge_indexes(index_shards(index.archive, index.settings,
-                                                          np.array([5, 40]))))
+    merged = uc.UncertainIndex(merge_indexes(
+        [p for _, p in index_shards(index.archive, index.settings, np.array([5, 40]))]))
     query = "PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x > 5 WITHIN 50"
     assert_same_answer(merged.query(query), uc.UncertainIndex(index).query(
         query, strategy="possible_worlds"))

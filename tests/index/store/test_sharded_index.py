@@ -1,0 +1,95 @@
+"""A sharded index on disk (format 9): saved as shards of a few events, reopened and
+queried, it answers as the possible-worlds baseline does on the whole archive, and its
+manifest checks every shard."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from answer_checks import assert_same_answer, cases
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+import uncertain_cep as uc
+from uncertain_cep.index.store.manifest_check import read_manifest
+
+
+@given(case=cases(condition2=False), shard_events=st.integers(1, 6),
+       verify=st.booleans())
+def test_a_reopened_sharded_index_answers_as_the_whole_archive(case, shard_events,
+                                                              verify) -> None:
+    df, pattern, _, codes, layout = case
+    whole = uc.build_index(df, codes=codes, multi_tree=layout == "multi")
+    with tempfile.TemporaryDirectory() as tmp:
+        whole.save(Path(tmp) / "ix", shard_events=shard_events)
+        manifest = read_manifest(Path(tmp) / "ix")
+        event(f"shards: {min(len(manifest.shards), 4)}")
+        reopened = uc.open_index(Path(tmp) / "ix", verify=verify)
+        assert reopened.n_nodes == manifest.counts.nodes
+        assert_same_answer(reopened.query(pattern),
+                           whole.query(pattern, strategy="possible_worlds"))
+
+
+def _saved(tmp: Path, shard_events: int = 2) -> tuple[Path, pd.DataFrame]:
+    df = pd.DataFrame({"event_id": range(8), "group": [0, 0, 1, 1, 0, 0, 1, 1],
+                       "t_lo": [0, 1, 0, 2, 10, 11, 12, 12], "t_hi": [2, 3, 1, 3, 11, 12, 13, 14],
+                       "x": np.arange(8.0)})
+    uc.build_index(df).save(tmp / "ix", shard_events=shard_events)
+    return tmp / "ix", df
+
+
+def test_the_manifest_lists_shards_by_time_and_adds_up_their_counts(tmp_path) -> None:
+    path, df = _saved(tmp_path)
+    manifest = read_manifest(path)
+    assert len(manifest.shards) >= 2
+    assert manifest.counts.events == len(df) == sum(s.counts.events for s in manifest.shards)
+    starts = [s.start for s in manifest.shards]
+    assert starts[0] is None and all(a < b for a, b in pairwise(starts[1:]))
+    assert [s.end for s in manifest.shards[:-1]] == starts[1:]
+    assert manifest.statistics.to_json()["events"] == len(df)
+    summary = uc.open_index(path).describe()
+    assert summary.provenance["shards"] == len(manifest.shards)
+    assert ("shards", f"{len(manifest.shards)} (groups are counted once per shard holding "
+                      "their events)") in summary.rows()
+
+
+def test_a_damaged_shard_is_refused_naming_its_file(tmp_path) -> None:
+    path, _ = _saved(tmp_path)
+    victim = path / "shards/00001/columns/poi.npy"
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    with pytest.raises(uc.IndexFormatError, match=r"shards/00001 is damaged: columns/poi\.npy"):
+        uc.open_index(path, verify=True)
+
+
+def test_an_edited_shard_manifest_is_refused_by_the_index_manifest(tmp_path) -> None:
+    path, _ = _saved(tmp_path)
+    shard = path / "shards/00000/manifest.json"
+    data = json.loads(shard.read_text())
+    data["counts"]["events"] += 1
+    shard.write_text(json.dumps(data))
+    with pytest.raises(uc.IndexFormatError, match=r"shards/00000/manifest\.json"):
+        uc.open_index(path)
+
+
+def test_a_missing_shard_is_refused(tmp_path) -> None:
+    path, _ = _saved(tmp_path)
+    shutil.rmtree(path / "shards/00001")
+    with pytest.raises(uc.IndexFormatError, match="00001"):
+        uc.open_index(path)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_shard_events_must_be_a_positive_int(tmp_path, bad) -> None:
+    idx = uc.build_index(pd.DataFrame({"event_id": [1], "group": 0, "t_lo": [0],
+                                       "t_hi": [1]}))
+    with pytest.raises(uc.InputError, match="shard_events"):
+        idx.save(tmp_path / "ix", shard_events=bad)
