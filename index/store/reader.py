@@ -43,7 +43,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -78,6 +78,7 @@ from uncertain_cep.index.store.layout import (
     NODES,
     RTREE,
     RTREE_FILES,
+    SHARDS,
     TIME_STATS,
     TREES,
     table_files,
@@ -208,7 +209,8 @@ class IndexReader:
             return False
         return stored == manifest_digest(self.manifest.to_json())
 
-    def load(self, pair_predicate: PairPredicate | None = None) -> EventIndex:
+    def load(self, pair_predicate: PairPredicate | None = None,
+             shards: Sequence[int] | None = None) -> EventIndex:
         """The whole index in memory, its R*-tree file opened (a private copy).
 
         ``pair_predicate`` is Condition 2 when the index was built with a user's predicate
@@ -216,7 +218,12 @@ class IndexReader:
         index is its shards read side by side
         (:func:`~uncertain_cep.index.shards.merge.merge_indexes`)."""
         if self.manifest.is_sharded:
-            return merge_indexes([shard.load(pair_predicate) for shard in self.shards()],
+            readers = self.shards()
+            if shards is not None:
+                # Some shards (a time slice's): the statistics are the whole index's,
+                # which is what plans use.
+                readers = [readers[k] for k in shards] or readers[:1]
+            return merge_indexes([shard.load(pair_predicate) for shard in readers],
                                  self.statistics())
         root = self.root
         try:
@@ -240,6 +247,15 @@ class IndexReader:
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive.group_labels,
                                                              settings.codes == "paper"))
+
+    def shards_meeting(self, lo: float, hi: float) -> list[int]:
+        """The shards whose events' instants meet ``[lo, hi]`` (all of a one-directory
+        index: ``[0]``)."""
+        if not self.manifest.is_sharded:
+            return [0]
+        return [k for k, s in enumerate(self.manifest.shards)
+                if s.t_min is not None and s.t_max is not None
+                and s.t_max >= lo and s.t_min <= hi]
 
     def shards(self) -> list[IndexReader]:
         """A sharded index's shards, each checked as an index of its own (one reader, this
@@ -330,11 +346,9 @@ class IndexReader:
         (:func:`~uncertain_cep.index.store.slice_reads.read_time_slice`). ``halo`` may be
         infinite. A sharded index reads the shards whose events meet the range."""
         if self.manifest.is_sharded:
-            hi = t_to + halo
-            reads = [shard.scan_slice(t_from, t_to, halo)
-                     for s, shard in zip(self.manifest.shards, self.shards())
-                     if s.t_min is not None and s.t_max is not None
-                     and s.t_max >= t_from and s.t_min <= hi]
+            readers = self.shards()
+            reads = [readers[k].scan_slice(t_from, t_to, halo)
+                     for k in self.shards_meeting(t_from, t_to + halo)]
             found = [r.index for r in reads if r.index is not None]
             return SliceRead(merge_indexes(found) if found else None,
                              tuple(scan for r in reads for scan in r.scans))
@@ -346,9 +360,6 @@ class IndexReader:
 
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""
-        if self.manifest.is_sharded:
-            return {k: v for s in self.manifest.shards
-                    for k, v in read_event_times(self.root / s.path, ids).items()}
         return read_event_times(self.root, ids)
 
     def _read_table(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
@@ -380,6 +391,9 @@ def read_event_times(root: str | os.PathLike[str], ids: Collection[Any]
     rows, say)."""
     if not ids:
         return {}
+    shards = sorted((Path(root) / SHARDS).glob("*/"))
+    if shards:
+        return {k: v for shard in shards for k, v in read_event_times(shard, ids).items()}
     frame = pads.dataset(Path(root) / EVENTS, format="parquet").to_table(
         columns=["event_id", "t_lo", "t_hi"], filter=pads.field("event_id").isin(list(ids))
     ).to_pandas()

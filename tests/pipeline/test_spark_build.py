@@ -360,6 +360,9 @@ def test_a_sharded_spark_index_answers_as_the_in_process_index(spark, tmp_path_f
     rows, _ = query_spark_rows(d / "ix", str(pattern), "selectivity", spark=spark,
                                slices=3, reads=reads)
     assert_same_answer(uc.api.answer_frame(rows), expected)
+    # What notebooks and the command line call (answers with the events' stored times).
+    assert_same_answer(uc.query_index(d / "ix", str(pattern), engine="spark",
+                                      slice_reads=reads), expected)
 
 
 def test_a_spark_build_cut_into_shards_names_them_in_its_manifest(spark, tmp_path):

@@ -110,7 +110,9 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
     scans: list[ScanStats] = []
     if SliceReads.get_value(reads) == "mapped":
-        index = opened_index(reader)
+        # Of a sharded index, the shards the slice's span meets (its tuples and every
+        # event standing in their negation gaps lie in that span).
+        index = opened_index(reader, reader.shards_meeting(piece.lo, piece.need_hi))
     else:
         # All slices of a query answer from one version of the index: a rebuild
         # meanwhile fails, checked before the reads and after them.
@@ -142,22 +144,24 @@ def _check_unchanged(reader: IndexReader) -> None:
                                "query again")
 
 
-def opened_index(reader: IndexReader) -> EventIndex:
-    """The index ``reader`` checked, opened once per process (a Spark executor's Python
-    worker answers its later slices and queries from the same open index).
+def opened_index(reader: IndexReader, shards: list[int] | None = None) -> EventIndex:
+    """The index ``reader`` checked (of a sharded index, the ``shards`` given, side by
+    side), opened once per process (a Spark executor's Python worker answers its later
+    slices and queries from the same open index).
 
     Every call checks that the directory still holds the manifest ``reader`` checked (by
     content, so on any host of a shared filesystem): all slices of a query answer from
     one version of the index, and a rebuild meanwhile is an IndexFormatError."""
-    key = (str(reader.root), reader.manifest)
+    wanted = tuple(shards) if shards is not None and reader.manifest.is_sharded else None
+    key = (str(reader.root), reader.manifest, wanted)
     index = _OPENED.get(key)
     if index is None:
         # One index at a time: a worker that moves on to another index lets the old go.
         _OPENED.clear()
-        index = _OPENED[key] = reader.load()
+        index = _OPENED[key] = reader.load(shards=wanted)
     # Checked after loading too: a rebuild during the load is caught here.
     _check_unchanged(reader)
     return index
 
 
-_OPENED: dict[tuple[str, object], EventIndex] = {}
+_OPENED: dict[tuple[str, object, tuple[int, ...] | None], EventIndex] = {}
