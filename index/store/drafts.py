@@ -40,7 +40,7 @@ from uncertain_cep.files import (
     writing_to,
 )
 from uncertain_cep.index.store.checksums import CHECKSUM
-from uncertain_cep.index.store.layout import MANIFEST, REJECTED_ROWS
+from uncertain_cep.index.store.layout import MANIFEST, REJECTED_ROWS, SHARDS
 
 __all__ = ["IndexDraft", "check_replaceable", "fsync_dir", "fsync_files",
            "remove_abandoned_drafts", "swap_into_place", "write_durably"]
@@ -177,6 +177,8 @@ def check_replaceable(target: Path) -> None:
         raise IndexFormatError(f"{where}: its manifest.json is not an index manifest "
                                f"({e}); refusing to replace it: {advice}") from e
     known = set(listed) | {MANIFEST}
+    for shard in data.get("shards", []) if isinstance(data.get("shards"), list) else []:
+        known |= _shard_files(target, shard, files)
     foreign = sorted(files - known)
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more"
@@ -184,6 +186,23 @@ def check_replaceable(target: Path) -> None:
         raise IndexFormatError(f"{target} is an index but also holds files that are not "
                                f"part of it ({shown}); refusing to replace it and delete "
                                f"them: {advice}")
+
+
+def _shard_files(target: Path, shard: object, files: set[str]) -> set[str]:
+    """The files of one shard a sharded index lists: those its own manifest lists, or,
+    when that manifest cannot be read (a damaged index being rebuilt), every file in the
+    shard's directory, which the index's manifest names as its own."""
+    path = shard.get("path") if isinstance(shard, dict) else None
+    if not isinstance(path, str) or not path.startswith(f"{SHARDS}/") or ".." in path:
+        return set()
+    try:
+        data = json.loads((target / path / MANIFEST).read_text())
+        listed = data[CHECKSUM]
+        if not isinstance(listed, dict):
+            raise ValueError("no file list")
+        return {f"{path}/{name}" for name in (*listed, MANIFEST)}
+    except (ValueError, KeyError, TypeError, OSError):
+        return {f for f in files if f.startswith(f"{path}/")}
 
 
 def swap_into_place(tmp: Path, target: Path) -> None:

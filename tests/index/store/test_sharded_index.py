@@ -93,3 +93,15 @@ def test_shard_events_must_be_a_positive_int(tmp_path, bad) -> None:
                                        "t_hi": [1]}))
     with pytest.raises(uc.InputError, match="shard_events"):
         idx.save(tmp_path / "ix", shard_events=bad)
+
+
+def test_a_sharded_index_is_replaced_by_a_new_save_and_foreign_files_are_kept(tmp_path):
+    path, df = _saved(tmp_path)
+    uc.build_index(df).save(path, shard_events=3)        # over the sharded one
+    assert len(read_manifest(path).shards) >= 2
+    uc.build_index(df).save(path)                        # one directory again
+    assert not read_manifest(path).shards and not (path / "shards").exists()
+    uc.build_index(df).save(path, shard_events=2)
+    (path / "shards" / "00000" / "notes.txt").write_text("mine")
+    with pytest.raises(uc.IndexFormatError, match=r"shards/00000/notes\.txt"):
+        uc.build_index(df).save(path, shard_events=2)
