@@ -72,7 +72,11 @@ from uncertain_cep.index.store.manifest_records import (
     TimeDomain,
 )
 from uncertain_cep.index.store.rtree_and_statistics import SharedExtents
-from uncertain_cep.index.store.storage import finish_directory, write_index_tables
+from uncertain_cep.index.store.storage import (
+    finish_directory,
+    remove_leftovers,
+    write_index_tables,
+)
 from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = ["finish_sharded", "save_sharded", "shared_extents"]
@@ -135,6 +139,7 @@ def finish_sharded(draft: IndexDraft, shards: list[ShardRecord], *, group_by: st
     """Complete a draft whose shards are written (each with its manifest): add up their
     statistics, write the index's manifest last and move the draft into place."""
     root = draft.path
+    remove_leftovers(root)
     manifests = [Manifest.from_json(_without_digest(root / s.path / MANIFEST))
                  for s in shards]
     statistics = _added_statistics(root, shards, manifests)

@@ -66,8 +66,8 @@ from uncertain_cep.index.store.time_order import sort_table_by_time
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import plain
 
-__all__ = ["finish_directory", "finish_index", "save_index", "sha256_file",
-           "write_index_tables"]
+__all__ = ["finish_directory", "finish_index", "remove_leftovers", "save_index",
+           "sha256_file", "write_index_tables"]
 
 
 def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
@@ -143,6 +143,7 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
     place, its manifest written last (a shard of a sharded index: ``shared`` are the
     extents its statistics are counted over; counts left ``None`` are read from the
     tables' footers)."""
+    remove_leftovers(root)
     nodes_files, trees_files, events_files = ([root / f for f in table_files(root, t)]
                                               for t in (NODES, TREES, EVENTS))
     # Events in time order first: the archive's row order, which everything derived
@@ -187,6 +188,15 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
         os.fsync(fh.fileno())
     fsync_dir(root)
     return manifest
+
+
+def remove_leftovers(root: Path) -> None:
+    """Delete what attempts of a task killed midway left (a build task's temporary part
+    files, a sort's temporary copy): a retried task wrote its own, and they must not be
+    listed in the manifest."""
+    for path in root.rglob(".*"):
+        if path.is_file() and (".attempt-" in path.name or path.name.endswith(".sorting")):
+            path.unlink()
 
 
 def _rows(files: list[Path]) -> int:

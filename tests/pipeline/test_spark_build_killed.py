@@ -15,21 +15,26 @@ import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
 
 
-def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path):
+@pytest.mark.parametrize("shard_events", [None, 4000])
+def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path, shard_events):
     from uncertain_cep.datasets.synthetic import generate_synthetic
 
     generate_synthetic(20_000, groups=8, seed=3).to_parquet(tmp_path / "in.parquet")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    shards = ["--shard-events", str(shard_events)] if shard_events else []
     proc = subprocess.Popen([sys.executable, "-m", "uncertain_cep.cli", "build",
                              str(tmp_path / "in.parquet"), "--out", str(tmp_path / "ix"),
-                             "--master", "local[1]"], env=env, start_new_session=True,
+                             "--master", "local[1]", *shards], env=env,
+                            start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
+    # Where tasks write table files into the draft (a sharded build: into its shards).
+    where = ".ix.tmp-*/shards/*/*" if shard_events else ".ix.tmp-*/*"
     try:
         # Kill it once tasks have started writing table files into the draft.
         while time.monotonic() < deadline and proc.poll() is None:
-            if any(tmp_path.glob(".ix.tmp-*/*/*.parquet*")) or any(
-                    tmp_path.glob(".ix.tmp-*/*/.part-*")):
+            if any(tmp_path.glob(f"{where}/*.parquet*")) or any(
+                    tmp_path.glob(f"{where}/.part-*")):
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the build finished before it could be killed"
