@@ -273,7 +273,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         mark = time.perf_counter()
         frame, micros = timestamps_as_micros(frame)
         _, cuts = plan_cuts_spark(frame, shard_events=shard_events, time_unit=time_unit,
-                                  micros=micros, nanos=spec.nanos_columns)
+                                  micros=micros, nanos=spec.nanos_columns,
+                                  slots=task_slots(spark))
         phases["count_and_cut"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups"

@@ -147,7 +147,8 @@ def master_of(spark: SparkSession) -> str | None:
 def task_slots(spark: SparkSession) -> int:
     """How many tasks the session runs at once, from its configuration (what classic
     Spark's ``defaultParallelism`` would say): ``spark.default.parallelism`` if set, the
-    ``N`` of a ``local[N]`` master, the cores of ``local[*]``, else a quarter of
+    ``N`` of a ``local[N]`` master, the cores of ``local[*]``, workers times cores of
+    ``local-cluster[W,C,M]``, else a quarter of
     ``spark.sql.shuffle.partitions`` (the session's own choice of shuffle width)."""
     conf = spark.conf
     explicit = conf.get("spark.default.parallelism", None)
@@ -160,4 +161,8 @@ def task_slots(spark: SparkSession) -> int:
         if n is None:
             return 1                      # "local": one thread
         return max(1, os.cpu_count() or 1) if n == "*" else max(1, int(n))
+    cluster = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]", master)
+    if cluster:
+        # local-cluster[workers, cores per worker, memory]
+        return max(1, int(cluster.group(1)) * int(cluster.group(2)))
     return max(1, int(conf.get("spark.sql.shuffle.partitions", "200") or 200) // 4)
