@@ -75,8 +75,7 @@ def spark():
 _SLOW_FIRST = (
     "test_demo_runs_as_a_quiet_process_and_writes_reports_equal_to_the_api",
     "test_build_query_and_match_run_on_spark_connect",
-    "test_a_task_killed_once_and_retried_gives_the_undisturbed_index",
-    "test_a_sharded_build_and_its_query_run_on_separate_executor_processes",
+    "test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster",
     "test_a_real_session_records_the_archive_and_the_next_one_maps_it",
     "test_a_build_killed_mid_write_leaves_nothing_that_opens",
     "test_spark_index_equals_the_in_process_index",

@@ -43,12 +43,7 @@ from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.shards import find_clusters, index_shards, plan_cuts
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import file_digest
-from uncertain_cep.index.store.drafts import (
-    IndexDraft,
-    fsync_dir,
-    swap_into_place,
-    write_durably,
-)
+from uncertain_cep.index.store.drafts import IndexDraft, swap_into_place, write_durably
 from uncertain_cep.index.store.format_version import FORMAT_VERSION
 from uncertain_cep.index.store.layout import (
     CATEGORY_STATS,
@@ -59,7 +54,7 @@ from uncertain_cep.index.store.layout import (
     TIME_STATS,
     TIME_STATS_COLUMNS,
 )
-from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest
 from uncertain_cep.index.store.manifest_records import (
     AttributeNames,
     BuildRecord,
@@ -76,6 +71,7 @@ from uncertain_cep.index.store.storage import (
     finish_directory,
     remove_leftovers,
     write_index_tables,
+    write_manifest,
 )
 from uncertain_cep.model.time_axis import TimeAxis
 
@@ -163,14 +159,7 @@ def finish_sharded(draft: IndexDraft, shards: list[ShardRecord], *, group_by: st
         statistics=StoredStatistics.of(statistics), input_fingerprint=fingerprint,
         checksums=tuple((name, file_digest(root / name)) for name in files),
         build=build, rejected=rejected, shards=tuple(shards))
-    data = manifest.to_json()
-    Manifest.from_json(data)
-    data[SELF_CHECKSUM] = manifest_digest(data)
-    with open(root / MANIFEST, "w") as fh:
-        json.dump(data, fh, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
-    fsync_dir(root)
+    write_manifest(root, manifest)
     swap_into_place(root, draft.target)
     return manifest
 

@@ -67,7 +67,7 @@ from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import plain
 
 __all__ = ["finish_directory", "finish_index", "remove_leftovers", "save_index",
-           "sha256_file", "write_index_tables"]
+           "sha256_file", "write_index_tables", "write_manifest"]
 
 
 def save_index(index: EventIndex, path: str | os.PathLike[str]) -> None:
@@ -178,6 +178,13 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
         input_fingerprint=input_fingerprint or _fingerprint(root, EVENTS),
         checksums=tuple((name, file_digest(root / name)) for name in files),
         build=build, rejected=rejected)
+    write_manifest(root, manifest)
+    return manifest
+
+
+def write_manifest(root: Path, manifest: Manifest) -> None:
+    """Write ``manifest.json`` with its own checksum, durably (the last file of an index
+    directory)."""
     data = manifest.to_json()
     # Never write a manifest the reader would refuse (a stray numpy scalar, say).
     Manifest.from_json(data)
@@ -187,7 +194,6 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
         fh.flush()
         os.fsync(fh.fileno())
     fsync_dir(root)
-    return manifest
 
 
 def remove_leftovers(root: Path) -> None:
