@@ -1,7 +1,7 @@
 """Shared test setup: versions in the report header and hypothesis profiles.
 
 Profiles: ``dev`` (the default, also in CI, so that CI stays within its time budget) runs
-60 examples per property; ``thorough`` runs 300. Choose one with
+30 examples per property; ``thorough`` runs 300. Choose one with
 ``HYPOTHESIS_PROFILE=thorough``.
 """
 
@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("thorough", max_examples=300, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.filter_too_much])
-# 40 examples per property test (hypothesis' default is 100) keep a fresh CI run within
+# 30 examples per property test (hypothesis' default is 100; 40 until the shard tests, a
+# real cluster with lost workers among them, took CI past 10 minutes) keep a fresh CI run within
 # 10 minutes on 2 cores; HYPOTHESIS_PROFILE=thorough runs 300, derandomised.
-settings.register_profile("dev", max_examples=40, deadline=None,
+settings.register_profile("dev", max_examples=30, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
