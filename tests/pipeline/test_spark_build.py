@@ -382,6 +382,17 @@ def test_a_spark_build_cut_into_shards_names_them_in_its_manifest(spark, tmp_pat
     assert [s.counts.events for s in manifest.shards] == [9, 10, 10, 11]
     assert [s.path for s in manifest.shards] == [f"shards/0000{k}" for k in range(4)]
     assert "(4 shards)" in str(built)
+    # The Spark query gives a sharded index at least a slice per shard (each task opens
+    # about one shard): 8 shards on 2 task slots (4 slices otherwise).
+    uc.build_index_spark(tmp_path / "in.parquet", tmp_path / "ix8", spark=spark,
+                         shard_events=5, log=lambda _: None)
+    assert len(read_manifest(tmp_path / "ix8").shards) == 8
+    rows, stats = query_spark_rows(tmp_path / "ix8", "PATTERN SEQ(A, B) DEFINE A AS x < 10, "
+                                   "B AS x > 30 WITHIN 100", "selectivity", spark=spark)
+    assert stats.slices >= 8
+    want = uc.build_index(df).query("PATTERN SEQ(A, B) DEFINE A AS x < 10, B AS x > 30 "
+                                    "WITHIN 100")
+    assert_same_answer(uc.api.answer_frame(rows), want)
 
 
 def test_a_spark_build_spanning_more_than_the_engine_answers_is_refused(spark, tmp_path):

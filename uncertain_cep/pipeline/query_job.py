@@ -251,8 +251,11 @@ def _default_slices(reader: IndexReader, spark: SparkSession, reads: str) -> int
     """Two slices per task slot (they even out the slots' loads); slices that read their
     own row groups are also kept to about :data:`_NODES_PER_SLICE` nodes each, so that a
     worker's memory does not grow with the index. A mapped slice is answered from the
-    executor process's open index, whatever its size."""
-    n = 2 * task_slots(spark)
+    executor process's open index (of a sharded index, the shards its span meets). A
+    sharded index gets at least one slice per shard: slices of about equal events then
+    follow the shards (cut by equal events too), and each task opens about one shard and
+    the neighbours its halo reaches, not a growing share of the index."""
+    n = max(2 * task_slots(spark), len(reader.manifest.shards))
     if reads == SliceReads.row_groups.value:
         n = max(n, math.ceil(reader.manifest.counts.nodes / _NODES_PER_SLICE))
     return n
