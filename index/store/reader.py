@@ -218,13 +218,13 @@ class IndexReader:
         index is its shards read side by side
         (:func:`~uncertain_cep.index.shards.merge.merge_indexes`)."""
         if self.manifest.is_sharded:
-            readers = self.shards()
-            if shards is not None:
-                # Some shards (a time slice's): the statistics are the whole index's,
-                # which is what plans use.
-                readers = [readers[k] for k in shards] or readers[:1]
-            return merge_indexes([shard.load(pair_predicate) for shard in readers],
-                                 self.statistics())
+            # Some shards (a time slice's), or all; the statistics are the whole index's,
+            # which is what plans use.
+            # A span no shard meets still gets an index (of the first shard) to answer
+            # from: with nothing in its span, it answers nothing.
+            wanted = None if shards is None else (list(shards) or [0])
+            return merge_indexes([shard.load(pair_predicate)
+                                  for shard in self.shards(wanted)], self.statistics())
         root = self.root
         try:
             settings = self.manifest.settings.build_settings(pair_predicate)
@@ -257,13 +257,15 @@ class IndexReader:
                 if s.t_min is not None and s.t_max is not None
                 and s.t_max >= lo and s.t_min <= hi]
 
-    def shards(self) -> list[IndexReader]:
-        """A sharded index's shards, each checked as an index of its own (one reader, this
-        one, for an index in one directory)."""
+    def shards(self, which: Sequence[int] | None = None) -> list[IndexReader]:
+        """A sharded index's shards (all, or those numbered ``which``), each checked as an
+        index of its own when opened (one reader, this one, for an index in one
+        directory)."""
         if not self.manifest.is_sharded:
             return [self]
-        return [open_reader(self.root / s.path, verify_all=self.verified_all)
-                for s in self.manifest.shards]
+        records = self.manifest.shards
+        return [open_reader(self.root / records[k].path, verify_all=self.verified_all)
+                for k in (range(len(records)) if which is None else which)]
 
     def _node_table(self, opened: Mapping[str, BinaryIO], archive: Archive) -> NodeTable:
         """The node table from its open files: hashed (unless opening hashed every file),
@@ -346,9 +348,8 @@ class IndexReader:
         (:func:`~uncertain_cep.index.store.slice_reads.read_time_slice`). ``halo`` may be
         infinite. A sharded index reads the shards whose events meet the range."""
         if self.manifest.is_sharded:
-            readers = self.shards()
-            reads = [readers[k].scan_slice(t_from, t_to, halo)
-                     for k in self.shards_meeting(t_from, t_to + halo)]
+            reads = [shard.scan_slice(t_from, t_to, halo)
+                     for shard in self.shards(self.shards_meeting(t_from, t_to + halo))]
             found = [r.index for r in reads if r.index is not None]
             return SliceRead(merge_indexes(found) if found else None,
                              tuple(scan for r in reads for scan in r.scans))

@@ -28,7 +28,6 @@ checks their manifests, which check their files. Reading it back:
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from pathlib import Path
@@ -54,7 +53,7 @@ from uncertain_cep.index.store.layout import (
     TIME_STATS,
     TIME_STATS_COLUMNS,
 )
-from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest
+from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.manifest_records import (
     AttributeNames,
     BuildRecord,
@@ -90,14 +89,17 @@ def save_sharded(index: EventIndex, path: str | os.PathLike[str], shard_events: 
     draft = IndexDraft(path)
     try:
         records: list[ShardRecord] = []
+        manifests: list[Manifest] = []
         for k, part in index_shards(archive, index.settings, cuts):
             name = SHARD.format(len(records))
             written = finish_directory_of(part, draft.path / name, attributes, shared)
+            manifests.append(written)
             records.append(ShardRecord(
                 name, int(cuts[k - 1]) if k > 0 else None,
                 int(cuts[k]) if k < len(cuts) else None, written.time.t_min,
                 written.time.t_max, written.counts))
-        finish_sharded(draft, records, group_by=archive.group_by, attributes=attributes,
+        finish_sharded(draft, records, manifests, group_by=archive.group_by,
+                       attributes=attributes,
                        settings=index.settings, time_axis=archive.time_axis,
                        input_fingerprint=None)
     except BaseException:
@@ -127,17 +129,17 @@ def shared_extents(index: EventIndex) -> SharedExtents:
                           for a in archive.numeric_names})
 
 
-def finish_sharded(draft: IndexDraft, shards: list[ShardRecord], *, group_by: str,
+def finish_sharded(draft: IndexDraft, shards: list[ShardRecord], manifests: list[Manifest],
+                   *, group_by: str,
                    attributes: AttributeNames, settings: BuildSettings,
                    time_axis: TimeAxis | None, input_fingerprint: str | None,
                    build: BuildRecord | None = None, rejected: RejectedCounts | None = None
                    ) -> Manifest:
-    """Complete a draft whose shards are written (each with its manifest): add up their
-    statistics, write the index's manifest last and move the draft into place."""
+    """Complete a draft whose shards are written (``manifests``: what each shard's
+    manifest says): add up their statistics, write the index's manifest last and move
+    the draft into place."""
     root = draft.path
     remove_leftovers(root)
-    manifests = [Manifest.from_json(_without_digest(root / s.path / MANIFEST))
-                 for s in shards]
     statistics = _added_statistics(root, shards, manifests)
     with_events = [m for m in manifests if m.counts.events]
     times = [m.time for m in with_events]
@@ -167,13 +169,6 @@ def finish_sharded(draft: IndexDraft, shards: list[ShardRecord], *, group_by: st
 def _inside_a_shard(name: Path) -> bool:
     """A file a shard's own manifest checks (all of a shard's but that manifest)."""
     return name.parts[0] == SHARDS and name.name != MANIFEST
-
-
-def _without_digest(path: Path) -> dict:
-    with open(path) as fh:
-        data = json.load(fh)
-    data.pop(SELF_CHECKSUM, None)
-    return data
 
 
 def _added_statistics(root: Path, shards: list[ShardRecord], manifests: list[Manifest]

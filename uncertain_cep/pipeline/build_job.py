@@ -272,9 +272,9 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         frame, micros = timestamps_as_micros(frame)
-        _, cuts = plan_cuts_spark(frame, shard_events=shard_events, time_unit=time_unit,
-                                  micros=micros, nanos=spec.nanos_columns,
-                                  slots=task_slots(spark))
+        cuts = plan_cuts_spark(frame, shard_events=shard_events, time_unit=time_unit,
+                               micros=micros, nanos=spec.nanos_columns,
+                               slots=task_slots(spark))
         phases["count_and_cut"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups"
@@ -317,7 +317,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         if shards:
             manifests = finish_in_tasks(spark, shards, lambda k: finish.shard(k, shared))
             finish_sharded(draft, shard_records(shards, manifests, cuts, _shard_path),
-                           group_by=group_by, attributes=finish.attributes,
+                           manifests, group_by=group_by, attributes=finish.attributes,
                            settings=settings, time_axis=time_axis,
                            input_fingerprint=finish.input_fingerprint, build=finish.build,
                            rejected=finish.rejected)
