@@ -34,7 +34,26 @@ from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, S
 from uncertain_cep.model.events import Archive
 from uncertain_cep.progress import progress_bar
 
-__all__ = ["EventIndex", "archive_statistics"]
+__all__ = ["EventIndex", "archive_statistics", "build_forests"]
+
+
+def build_forests(archive: Archive, settings: BuildSettings,
+                  members: list[np.ndarray] | None = None) -> list[GroupForest]:
+    """Every group's forest of ``archive`` (its events in canonical order, ``members``:
+    :meth:`~uncertain_cep.model.events.Archive.group_members`, so the forests of an archive
+    read back from an index are those it was built with)."""
+    members = archive.group_members() if members is None else members
+    # A bar on a terminal or in a notebook, only when the build takes a while.
+    groups = progress_bar("building OI-trees", " groups", iterable=members)
+    return [_build_group(archive, settings, g, m) for g, m in enumerate(groups)]
+
+
+def _build_group(archive: Archive, settings: BuildSettings, g: int, m: np.ndarray
+                 ) -> GroupForest:
+    c2 = settings.condition2
+    check = c2.for_group(archive, m) if c2 is not None else None
+    return build_group_forest(archive.group_labels[g], archive.event_ids[m],
+                              archive.t_lo[m], archive.t_hi[m], check, settings)
 
 
 class EventIndex:
@@ -77,9 +96,7 @@ class EventIndex:
         members = None
         if forests is None and load_forests is None:
             members = archive.group_members()
-            # A bar on a terminal or in a notebook, only when the build takes a while.
-            groups = progress_bar("building OI-trees", " groups", iterable=members)
-            forests = [self._build_group(g, m) for g, m in enumerate(groups)]
+            forests = build_forests(archive, settings, members)
         if forests is not None:
             self.__dict__["forests"] = list(forests)
         elif layout is None or (node_table is None and load_node_table is None):
@@ -145,13 +162,6 @@ class EventIndex:
         if self._statistics is None:
             self._statistics = archive_statistics(self.archive, self.layout)
         return self._statistics
-
-    def _build_group(self, g: int, m: np.ndarray) -> GroupForest:
-        c2 = self.settings.condition2
-        check = c2.for_group(self.archive, m) if c2 is not None else None
-        return build_group_forest(self.archive.group_labels[g], self.archive.event_ids[m],
-                                  self.archive.t_lo[m], self.archive.t_hi[m], check,
-                                  self.settings)
 
     def _members(self) -> list[np.ndarray]:
         out = []

@@ -1,12 +1,9 @@
 """Node-table columns derived from rows of an index's Parquet ``nodes`` and ``trees``
 tables, with array operations only (no Python object per node).
 
-Two callers share the per-piece code:
 :func:`~uncertain_cep.index.store.node_columns.write_node_columns` fills the whole index's
-columns, piece of whole groups by piece, into memory-mapped files (dense ids: a group's
-nodes are numbered from its first); :func:`node_table_of_rows` builds the table of the rows
-a time slice read, in memory (sparse ids: a node's id is its rank among the held ones). For
-the whole index both give the same columns.
+columns, piece of whole groups by piece, into memory-mapped files (a group's nodes are
+numbered from its first).
 
 Global node ids follow ``(group, stored id)`` order and tree ids ``(group, stored tree
 id)``; children are listed in id order, which is sibling order (ids are breadth-first per
@@ -23,14 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forests.forest import REAL, VIRTUAL
-from uncertain_cep.index.node_table import NodeTable
 
-__all__ = ["NODE_ROW_COLUMNS", "TREE_ROW_COLUMNS", "DenseIds", "DenseRows", "SparseIds",
-           "SparseRows", "TableSizes", "TreeColumns", "add_depth_of_trees_above",
-           "column_dtype", "fill_nodes", "node_column_sizes", "node_table_of_rows",
-           "release_pages", "starts"]
+__all__ = ["NODE_ROW_COLUMNS", "TREE_ROW_COLUMNS", "DenseIds", "DenseRows", "TableSizes",
+           "TreeColumns", "add_depth_of_trees_above", "column_dtype", "fill_nodes",
+           "node_column_sizes", "release_pages", "starts"]
 
 _INT8 = frozenset({"kind"})
 _FLOAT = frozenset({"poi", "cond"})
@@ -44,87 +38,9 @@ NODE_ROW_COLUMNS = ("group", "node", "tree", "parent", "kind", "event", "instant
 TREE_ROW_COLUMNS = ("group", "tree", "parent", "virtual", "root", "compact_hi")
 
 
-def node_table_of_rows(nodes: Mapping[str, np.ndarray], node_group: np.ndarray,
-                       trees: Mapping[str, np.ndarray], tree_group: np.ndarray,
-                       event_group: np.ndarray, event_pos: np.ndarray, n_groups: int
-                       ) -> NodeTable:
-    """The node table of some of an index's rows, in memory: what a time slice reads
-    (:meth:`uncertain_cep.index.store.reader.IndexReader.scan_slice`), derived as
-    :func:`write_node_columns` derives the whole one, without a Python object per node.
-
-    Parameters
-    ----------
-    nodes, node_group
-        Node rows, one array per column of :data:`NODE_ROW_COLUMNS` but the group, and
-        their group codes: the nodes of the trees in ``trees`` whose interval meets the
-        slice (:func:`~uncertain_cep.index.forests.tables.node_intervals`). A node whose parent
-        is absent is a virtual node of a chain; its parent becomes the nearest node of
-        the chain the rows hold (the root always among them).
-    trees, tree_group
-        Tree rows (:data:`TREE_ROW_COLUMNS`) and their group codes, closed under parent
-        trees; a virtual node standing for an absent tree has no child root.
-    event_group, event_pos
-        Per archive row of the slice, its group code and position in its group; a real
-        node of an event outside the slice has row -1.
-    n_groups
-        The slice's groups (codes are positions among its sorted group keys).
-
-    Node ids follow ``(group, stored id)`` order, tree ids ``(group, stored tree id)``,
-    as in the whole table: for the whole index the result equals the stored columns.
-    """
-    order = np.argsort(_pair_keys(node_group, nodes["node"]))
-    nodes = {c: np.asarray(v)[order] for c, v in nodes.items()}
-    g, local = np.asarray(node_group, np.int64)[order], nodes["node"].astype(np.int64)
-    order = np.argsort(_pair_keys(tree_group, trees["tree"]))
-    trees = {c: np.asarray(v)[order] for c, v in trees.items()}
-    tree_group = np.asarray(tree_group, np.int64)[order]
-    tree_local = trees["tree"].astype(np.int64)
-    rows = SparseRows(np.asarray(event_group, np.int64), np.asarray(event_pos, np.int64))
-    ids, tree_ids = SparseIds(g, local), SparseIds(tree_group, tree_local)
-    parent = _linked_parents(nodes, g, local, ids)
-    real = nodes["kind"] == REAL
-    row_of_real = rows(g[real], nodes["event"][real].astype(np.int64))
-    sizes = TableSizes(
-        group_start=starts(np.bincount(g, minlength=n_groups)),
-        tree_start=starts(np.bincount(tree_group, minlength=n_groups)),
-        child_offset=starts(np.bincount(g[parent >= 0], minlength=n_groups)),
-        row_nodes_start=starts(np.bincount(row_of_real[row_of_real >= 0],
-                                            minlength=rows.n_rows)))
-    trees_out = TreeColumns.of([(tree_group, trees)], tree_ids, ids, len(tree_local))
-    out: dict[str, np.ndarray] = {c: np.empty(n, dtype=column_dtype(c))
-                                  for c, n in node_column_sizes(sizes)}
-    fill_nodes(out, nodes, g, np.arange(len(g), dtype=np.int64), parent, tree_ids, rows,
-                sizes, trees_out)
-    out["child_start"][len(g)] = sizes.child_offset[-1]
-    add_depth_of_trees_above(out, trees_out, len(g))
-    return NodeTable(**out, **dict(sizes.arrays()), **dict(trees_out.arrays()))
-
-
-def _linked_parents(nodes: Mapping[str, np.ndarray], g: np.ndarray, local: np.ndarray,
-                    ids: SparseIds) -> np.ndarray:
-    """Each held node's parent among the held nodes (sorted by group and id): its own,
-    or for a virtual node of a chain whose parent was left out, the held node before it
-    in the chain (ids along a chain are consecutive from its root, which is held)."""
-    stored = np.asarray(nodes["parent"], dtype=np.int64)
-    parent = ids(g, stored)
-    cut = np.flatnonzero((stored >= 0) & (parent < 0))
-    if len(cut):
-        before = cut - 1
-        tree = np.asarray(nodes["tree"], dtype=np.int64)
-        kind = np.asarray(nodes["kind"])
-        ok = ((before >= 0) & (kind[cut] == VIRTUAL)).all() and bool(
-            ((g[before] == g[cut]) & (tree[before] == tree[cut])
-             & (local[before] < stored[cut])).all())
-        if not ok:
-            raise IndexFormatError("a time slice holds a node without its parent that is "
-                                   "not a virtual node of a chain; rebuild the index")
-        parent[cut] = before
-    return parent
-
-
 def fill_nodes(out: Mapping[str, np.ndarray], nodes: Mapping[str, Any], g: np.ndarray,
-                at: np.ndarray, parent: np.ndarray, tree_ids: DenseIds | SparseIds,
-                rows: DenseRows | SparseRows, sizes: TableSizes, trees: TreeColumns) -> None:
+                at: np.ndarray, parent: np.ndarray, tree_ids: DenseIds,
+                rows: DenseRows, sizes: TableSizes, trees: TreeColumns) -> None:
     """Write the rows of whole groups (``g`` their group codes, ``at`` and ``parent``
     their and their parents' global ids) into the node columns ``out``."""
     kind = np.asarray(nodes["kind"], dtype=np.int8)
@@ -221,7 +137,7 @@ class TreeColumns:
 
     @classmethod
     def of(cls, pieces: Iterable[tuple[np.ndarray, Mapping[str, Any]]],
-           tree_ids: DenseIds | SparseIds, ids: DenseIds | SparseIds, n_trees: int
+           tree_ids: DenseIds, ids: DenseIds, n_trees: int
            ) -> TreeColumns:
         """The columns from ``(group codes, tree rows)`` pieces."""
         parent, virtual, root = (np.full(n_trees, -1, dtype=np.int64) for _ in range(3))
@@ -262,17 +178,6 @@ class DenseIds:
         return _offset(local, self.group_start[g])
 
 
-class SparseIds:
-    """Global node ids of some of an index's nodes, sorted by ``(group, local id)``:
-    a node's id is its rank; nodes not held are -1."""
-
-    def __init__(self, g: np.ndarray, local: np.ndarray) -> None:
-        self.keys = _pair_keys(g, local)
-
-    def __call__(self, g: np.ndarray, local: object) -> np.ndarray:
-        return _find(self.keys, g, np.asarray(local, dtype=np.int64))
-
-
 class DenseRows:
     """Archive row of ``(group, position)`` for every event of the index."""
 
@@ -285,34 +190,6 @@ class DenseRows:
 
     def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
         return self.row_of_event[self.event_start[g] + pos]
-
-
-class SparseRows:
-    """Archive row of ``(group, position)`` for the events a slice holds, -1 for others."""
-
-    def __init__(self, group_of_row: np.ndarray, pos_of_row: np.ndarray) -> None:
-        self.n_rows = len(group_of_row)
-        keys = _pair_keys(group_of_row, pos_of_row)
-        self.order = np.argsort(keys, kind="stable")
-        self.keys = keys[self.order]
-
-    def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        at = _find(self.keys, g, np.asarray(pos, dtype=np.int64))
-        return np.where(at >= 0, self.order[np.maximum(at, 0)], -1)
-
-
-def _pair_keys(g: np.ndarray, local: np.ndarray) -> np.ndarray:
-    # Group codes and local ids both fit in 31 bits (an index holds far fewer).
-    return (np.asarray(g, dtype=np.int64) << 32) | np.asarray(local, dtype=np.int64)
-
-
-def _find(sorted_keys: np.ndarray, g: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """Position of each ``(g, local)`` in ``sorted_keys``; -1 where absent or local < 0."""
-    wanted = _pair_keys(g, np.maximum(local, 0))
-    at = np.searchsorted(sorted_keys, wanted)
-    found = (local >= 0) & (at < len(sorted_keys))
-    found[found] = sorted_keys[at[found]] == wanted[found]
-    return np.where(found, at, -1).astype(np.int64)
 
 
 def column_dtype(column: str) -> type:

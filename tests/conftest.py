@@ -7,7 +7,10 @@ Profiles: ``dev`` (the default, also in CI, so that CI stays within its time bud
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -27,6 +30,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 # few JVM starts do not win back. tests/pipeline/test_class_archive.py records one in a
 # folder of its own and checks a session maps it.
 os.environ.setdefault("UNCERTAIN_CEP_JVM_CACHE", "off")
+
+# Working copies of the indexes the tests write go to a folder of the test run's own
+# (set before any Spark session starts, so executors inherit it), not the user's cache.
+if "UNCERTAIN_CEP_CACHE" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="uncertain-cep-test-cache-")
+    os.environ["UNCERTAIN_CEP_CACHE"] = _cache
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 
 def pytest_report_header(config: object) -> list[str]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.node_table import node_table
 from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS
+from uncertain_cep.index.store.packed_nodes import read_packed
 
 __all__ = ["assert_node_columns_match_forests"]
 
@@ -20,3 +25,17 @@ def assert_node_columns_match_forests(index: EventIndex) -> None:
         a, b = getattr(stored, column), getattr(built, column)
         assert a.dtype == b.dtype, column
         np.testing.assert_array_equal(a, b, err_msg=column)
+
+
+def stored_tables(root: Path) -> dict[str, pd.DataFrame]:
+    """The tables an index directory stores, comparable between two builds of one archive:
+    the events by id, the packed groups, nodes and trees, each node's archive row as its
+    event's id (two builds may store events of equal times in other orders)."""
+    files = sorted((root / "events").glob("*.parquet"))
+    events = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+    ids = events["event_id"].tolist()
+    nodes = read_packed(root / "packed" / "nodes.parquet")
+    nodes["row"] = [None if r < 0 else ids[r] for r in nodes["row"]]
+    return {"events": events.sort_values("event_id").reset_index(drop=True),
+            "nodes": nodes, "trees": read_packed(root / "packed" / "trees.parquet"),
+            "groups": read_packed(root / "packed" / "groups.parquet")}

@@ -17,7 +17,6 @@ import uncertain_cep as uc
 from uncertain_cep import cli
 from uncertain_cep.answer_files import read_answer
 from uncertain_cep.cli_commands import DEMO_QUERIES
-from uncertain_cep.errors import InvalidOptionError
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x >= 2 WITHIN 5 CONFIDENCE 0.1"
@@ -160,14 +159,6 @@ def test_report_with_another_suffix_is_a_usage_error_leaving_no_file(built, tmp_
     err = capsys.readouterr().err
     assert "error: argument --out:" in err and ".parquet" in err and ".csv" in err
     assert list(out.iterdir()) == []
-
-
-def test_slice_reads_with_the_local_engine_is_a_usage_error(built, capsys):
-    ix, _ = built
-    assert cli.main(["query", str(ix), QUERY, "--slice-reads", "row-groups"]) == 2
-    assert "--slice-reads row-groups is for --engine spark" in capsys.readouterr().err
-    with pytest.raises(InvalidOptionError, match="'mapped', 'row-groups'"):
-        uc.query_index(ix, QUERY, slice_reads="rowgroups")
 
 
 def test_unknown_strategy_error_lists_the_valid_values(built, capsys):

@@ -24,7 +24,6 @@ import pandas as pd
 from uncertain_cep.errors import (
     AnswerTooLargeError,
     InputError,
-    InvalidOptionError,
     ParamEnum,
     QueryError,
 )
@@ -182,6 +181,10 @@ class UncertainIndex:
         name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
         ctx.stats.strategy = name.value
+        if self._provenance and "shards" in self._provenance:
+            # Opened in this process, a sharded index holds all its shards.
+            ctx.stats.shards = int(self._provenance["shards"])
+            ctx.stats.shards_read = list(range(ctx.stats.shards))
         ctx.table_ids = self.archive.event_ids
         try:
             answer = get_strategy(name)(ctx)
@@ -252,7 +255,7 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
 
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
                 engine: str = "local", master: str | None = None,
-                verify: bool = False, slice_reads: str = "mapped") -> QueryResult:
+                verify: bool = False) -> QueryResult:
     """Answer a query over a saved index, in this process or on Spark, as a pandas table.
 
     With ``engine="spark"`` the answer rows and the slices' counters are collected on the
@@ -270,26 +273,16 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     verify
         Hash every file of the index first (:func:`open_index`; default: the files
         opening reads, on either engine).
-    slice_reads
-        With the Spark engine, how each time slice reads the index: ``"mapped"`` (the
-        whole index memory-mapped once per executor process) or ``"row-groups"`` (only
-        the row groups of the slice's time range; ``res.stats.scans`` counts them).
     """
     from uncertain_cep.files import index_path
-    from uncertain_cep.pipeline.time_slices import SliceReads
-
     path = index_path(path)
-    reads = SliceReads.get_value(slice_reads)
     if EngineName.get_value(engine) == "local":
-        if reads != "mapped":
-            raise InvalidOptionError(f"slice_reads={slice_reads!r} is for engine='spark'; the "
-                                     "local engine opens the whole index")
         return open_index(path, verify=verify).query(query, strategy=strategy)
     from uncertain_cep.pipeline.query_job import query_spark_collected
 
     found = query_spark_collected(
         os.fspath(path), query, StrategyName.get_value(strategy), master=master,
-        verify=verify, reads=reads)
+        verify=verify)
     axis = found.archive.time_axis
     frame = answer_frame(found.rows, time_axis=axis)
     return QueryResult.of(frame, query=query, items=_item_symbols(found.pattern),

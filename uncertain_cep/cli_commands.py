@@ -157,13 +157,10 @@ def run_query(args: argparse.Namespace) -> int:
         from uncertain_cep.pipeline.query_job import query_spark, write_answer_directory
 
         answer = query_spark(args.index, text, StrategyName.get_value(args.strategy),
-                             master=args.master, verify=args.verify, reads=args.slice_reads)
+                             master=args.master, verify=args.verify)
         rows = write_answer_directory(answer, args.out)
         print(f"{rows} matches written to {args.out} (Parquet, by the Spark executors)")
         return 0
-    if args.slice_reads != "mapped" and EngineName.get_value(args.engine) == "local":
-        raise UsageError(f"--slice-reads {args.slice_reads} is for --engine spark; the local "
-                         "engine opens the whole index")
     if args.explain and EngineName.get_value(args.engine) == "local":
         explanation = uc.open_index(args.index, verify=args.verify).explain(
             text, strategy=args.strategy)
@@ -171,8 +168,7 @@ def run_query(args: argparse.Namespace) -> int:
         res = explanation.answer
     else:
         res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
-                             master=args.master, verify=args.verify,
-                             slice_reads=args.slice_reads)
+                             master=args.master, verify=args.verify)
         explanation = uc.Explanation(text, len(res), res.stats, res)
     if args.explain:
         print(explanation)

@@ -46,7 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
     from uncertain_cep.index.forests.codes import CodeSchemeName
     from uncertain_cep.interval.api import MatchEngine
     from uncertain_cep.pipeline.build_job import BadInputPolicy
-    from uncertain_cep.pipeline.time_slices import SliceReads
     from uncertain_cep.query.strategies import StrategyName
 
     parser = _Parser(prog="uncertain-cep", description=DESCRIPTION)
@@ -107,10 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--engine", default="local", choices=_choices(EngineName),
                        help="local: load the index here; spark: by time slices")
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
-    query.add_argument("--slice-reads", default="mapped", choices=_choices(SliceReads),
-                       help="with --engine spark, how each time slice reads the index: the "
-                            "whole index memory-mapped per executor process, or only its "
-                            "time range's row groups (counted by --explain)")
     query.add_argument("--out", default=None, type=_answer_path,
                        help="write the answer to .parquet or .csv; with --engine spark, a "
                             "path ending in / is a directory of Parquet files the executors "

@@ -89,7 +89,7 @@ class IndexDraft:
 def write_durably(table: pa.Table, path: Path) -> None:
     """Write ``table`` as the Parquet file ``path`` and flush it to disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
+    pq.write_table(table, path, compression="zstd")
     with open(path, "rb+") as fh:
         os.fsync(fh.fileno())
 

@@ -6,7 +6,7 @@ version is refused when opened, with the advice to rebuild it. The comments belo
 each version changed.
 
 >>> FORMAT, FORMAT_VERSION
-('uncertain-cep index', 9)
+('uncertain-cep index', 10)
 """
 
 from __future__ import annotations
@@ -27,4 +27,8 @@ FORMAT = "uncertain-cep index"
 # 9: an index may be sharded: its manifest lists shards (directories of this layout, each
 # with its own manifest, holding group pieces), read side by side; a version-8 reader
 # would take a sharded index's manifest for a damaged one.
-FORMAT_VERSION = 9
+# 10: compact: the node table and the R*-tree are stored once, packed (packed/), and the
+# columns a query maps are a working copy made on each host (a local cache); the nodes and
+# trees tables and the mapped columns are no longer stored. A version-9 reader would find
+# no node table.
+FORMAT_VERSION = 10

@@ -1,8 +1,8 @@
 """The layout of an index directory: its files, tables and internal columns, by name.
 
-An index on disk is Parquet tables, statistics, the R*-tree file and a manifest, written
-atomically (:mod:`uncertain_cep.index.store.drafts`). The in-process builder and the Spark
-job write the same layout.
+An index on disk is a compact set of files (Parquet compressed with zstd), statistics and
+a manifest, written atomically (:mod:`uncertain_cep.index.store.drafts`): each table once.
+The in-process builder and the Spark job write the same layout.
 
 Layout of an index directory::
 
@@ -10,33 +10,31 @@ Layout of an index directory::
                         domain, input fingerprint, and an xxh3_64 checksum of every other
                         file (:mod:`uncertain_cep.index.store.checksums`)
     events/part-*.parquet   the validated archive (time discretised), one row per event,
-                        plus each event's group code, position in its group, feasible
-                        instants and code range (columns prefixed ``_uc_``)
-    trees/part-*.parquet    one row per OI-tree
-                            (:data:`uncertain_cep.index.forests.tables.TREE_COLUMNS`)
-    nodes/part-*.parquet    one row per node
-                            (:data:`uncertain_cep.index.forests.tables.NODE_COLUMNS`)
-                        (these three tables: each file in time order, in small row
-                        groups, so a time slice's scan skips the others:
-                        :mod:`uncertain_cep.index.store.time_order`)
+                        in time order, plus each event's group code, position in its
+                        group, feasible instants and code range (columns prefixed ``_uc_``)
+    packed/groups.parquet, packed/nodes.parquet, packed/trees.parquet
+                        the node table, packed: what cannot be derived, in narrow
+                        integers (:mod:`uncertain_cep.index.store.packed_nodes`)
+    packed/rtree.dat.zst, packed/rtree.idx.zst
+                        libspatialindex's R*-tree over every event's box, compressed;
+                        entry ids are event rows in the order of the events table
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
                         instant of those events: what the time-sliced query engine
                         sizes its work by
     stats/cells.parquet, stats/categories.parquet   the selectivity statistics
                         (:mod:`uncertain_cep.index.statistics`; the grid is in the manifest)
-    columns/*.npy       the node table (:mod:`uncertain_cep.index.store.node_columns`): the
-                        trees again, with global ids, one flat array per column, which
-                        the query engine memory-maps
-    event_columns/      the events table's numbers again, one ``.npy`` file per column,
-                        and the sorted group labels
-                        (:mod:`uncertain_cep.index.store.event_columns`),
-                        which opening an index memory-maps
-    rtree.dat, rtree.idx    libspatialindex's R*-tree over every event's box; entry ids
-                        are event rows in the order of the events table (files by name)
     rejected_rows/, rejected_groups/   what a build set aside when asked to, with reasons
 
-A *sharded* index (:mod:`uncertain_cep.index.store.sharded`) holds, instead of the tables,
-columns and R*-tree, one directory per shard, each of the layout above with its own
+What a query maps is the index's *working copy* on the host
+(:mod:`uncertain_cep.index.store.working_copy`, in a local cache): ``columns/*.npy`` (the
+node table, :mod:`uncertain_cep.index.store.node_columns`), ``event_columns/`` (the events
+table's numbers, :mod:`uncertain_cep.index.store.event_columns`) and ``rtree.dat``,
+``rtree.idx``. A build makes it on the way (in ``_work/``, never listed) and leaves it in
+the cache; the builders' ``nodes/`` and ``trees/`` part files are read by the build's last
+step and deleted once the manifest is written.
+
+A *sharded* index (:mod:`uncertain_cep.index.store.sharded`) holds, instead of the tables
+and the packed files, one directory per shard, each of the layout above with its own
 manifest (the group pieces whose clusters start in the shard's time range:
 :mod:`uncertain_cep.index.shards`)::
 
@@ -57,8 +55,8 @@ files, tables and internal columns; no module outside ``uncertain_cep.index`` na
 :data:`FORMAT_NAMES` lists them, and ``tests/index/store/test_storage_boundary.py`` checks.
 
 >>> sorted(FORMAT_NAMES.tables)
-['columns', 'event_columns', 'events', 'nodes', 'rejected_groups', 'rejected_rows',
- 'shards', 'stats', 'trees']
+['_work', 'columns', 'event_columns', 'events', 'nodes', 'packed', 'rejected_groups',
+ 'rejected_rows', 'shards', 'stats', 'trees']
 >>> "_uc_t_max" in FORMAT_NAMES.columns and "event_id" not in FORMAT_NAMES.columns
 True
 """
@@ -75,15 +73,18 @@ import pyarrow.parquet as pq
 from uncertain_cep.index.forests.tables import NODE_COLUMNS, TREE_COLUMNS
 
 __all__ = ["CATEGORY_STATS", "CELL_STATS", "COLUMNS", "EVENTS", "EVENT_ARRAYS", "EVENT_COLUMNS",
-           "EVENT_COLUMN_PREFIX", "FORMAT_NAMES", "MANIFEST", "NODES", "PART",
+           "EVENT_COLUMN_PREFIX", "FORMAT_NAMES", "MANIFEST", "NODES", "PACKED", "PART",
            "REJECTED_GROUPS", "REJECTED_GROUP_SCHEMA", "REJECTED_ROWS", "REJECTED_ROW_COLUMNS",
            "REJECTED_ROW_SCHEMA", "RTREE", "RTREE_FILES", "SHARD", "SHARDS", "STATS",
-           "TIME_STATS", "TIME_STATS_COLUMNS", "TREES", "FormatNames", "group_keys", "table_files"]
+           "TIME_STATS", "TIME_STATS_COLUMNS", "TREES", "WORK", "FormatNames", "group_keys",
+           "table_files"]
 
 MANIFEST = "manifest.json"
 EVENTS, NODES, TREES = "events", "nodes", "trees"
 COLUMNS = "columns"                  # the node table, one .npy file per column
 EVENT_ARRAYS = "event_columns"       # the events table's numbers, one .npy file per column
+PACKED = "packed"                    # the node table and the R*-tree file, stored compact
+WORK = "_work"                       # a build's working files (never listed, never kept)
 REJECTED_ROWS, REJECTED_GROUPS = "rejected_rows", "rejected_groups"
 STATS = "stats"
 SHARDS = "shards"                    # a sharded index's shards, one directory each
@@ -143,8 +144,8 @@ FORMAT_NAMES = FormatNames(
     files=(MANIFEST, *RTREE_FILES, *(p.rpartition("/")[2] for p in
                                      (TIME_STATS, CELL_STATS, CATEGORY_STATS)),
            PART.partition("{")[0]),
-    tables=(EVENTS, NODES, TREES, COLUMNS, EVENT_ARRAYS, STATS, SHARDS, REJECTED_ROWS,
-            REJECTED_GROUPS),
+    tables=(EVENTS, NODES, TREES, COLUMNS, EVENT_ARRAYS, PACKED, WORK, STATS, SHARDS,
+            REJECTED_ROWS, REJECTED_GROUPS),
     columns=tuple(sorted({*EVENT_COLUMNS, *NODE_COLUMNS, *TREE_COLUMNS,
                           *TIME_STATS_COLUMNS, *_STATISTICS_COLUMNS,
                           *REJECTED_ROW_SCHEMA.names, *REJECTED_GROUP_SCHEMA.names}

@@ -28,16 +28,7 @@ from pathlib import Path
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.event_columns import text_columns
-from uncertain_cep.index.store.layout import (
-    EVENT_ARRAYS,
-    EVENTS,
-    MANIFEST,
-    NODES,
-    RTREE_FILES,
-    SHARDS,
-    STATS,
-    TREES,
-)
+from uncertain_cep.index.store.layout import EVENTS, MANIFEST, PACKED, SHARDS, STATS
 from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
 
 __all__ = ["read_manifest"]
@@ -48,10 +39,10 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
     checksum, that every file it lists is there, and the files' checksums
     (:mod:`uncertain_cep.index.store.checksums`).
 
-    With ``verify_all=False`` the files opening an index reads or maps are hashed (the
-    node and event columns, the statistics, the R*-tree file, and the events table when
-    it has text columns: :func:`_used_when_opened`); the rest (the nodes and trees
-    tables, which only the baselines and a save read) is hashed before it is first read.
+    With ``verify_all=False`` the files opening an index reads are hashed (the
+    statistics, the shards' manifests, and the events table when it has text columns:
+    :func:`_used_when_opened`); the rest (what the working copy is made of:
+    :mod:`uncertain_cep.index.store.working_copy`) is hashed before it is first read.
 
     Raises
     ------
@@ -85,9 +76,10 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
     checksums = dict(manifest.checksums)
     if not checksums:
         raise IndexFormatError(f"{root}/{MANIFEST} lists no files; rebuild the index")
-    for table in () if manifest.is_sharded else (EVENTS, NODES, TREES):
+    for table in () if manifest.is_sharded else (EVENTS, PACKED):
         if not any(k.startswith(f"{table}/") for k in checksums):
-            raise IndexFormatError(f"{root}/{MANIFEST} lists no {table} table")
+            raise IndexFormatError(f"{root}/{MANIFEST} lists no {table} files; rebuild the "
+                                   "index")
     for shard in manifest.shards:
         if f"{shard.path}/{MANIFEST}" not in checksums:
             raise IndexFormatError(f"{root}/{MANIFEST} does not check the manifest of "
@@ -101,13 +93,11 @@ def read_manifest(root: str | os.PathLike[str], *, verify_all: bool = True) -> M
 
 
 def _used_when_opened(name: str, manifest: Manifest) -> bool:
-    """Whether opening an index reads or maps the file ``name`` (relative to the index):
-    the event columns (mapped: the kernels index with their numbers), the statistics,
-    the R*-tree file, and the events table when the archive has text columns (string
-    ids, categorical attributes), which are not mapped. The node table's columns are
-    hashed when a query first maps them
-    (:meth:`~uncertain_cep.index.store.reader.IndexReader.load`)."""
+    """Whether opening an index reads the file ``name`` (relative to the index): the
+    statistics, the shards' manifests, and the events table when the archive has text
+    columns (string ids, categorical attributes), which are not mapped. What the working
+    copy is made of is hashed when it is made, and the working copy's files when they are
+    mapped (:meth:`~uncertain_cep.index.store.reader.IndexReader.load`)."""
     if name.startswith(f"{EVENTS}/"):
         return bool(text_columns(manifest))
-    return (name.startswith((f"{STATS}/", f"{EVENT_ARRAYS}/", f"{SHARDS}/"))
-            or name in RTREE_FILES)
+    return name.startswith((f"{STATS}/", f"{SHARDS}/"))

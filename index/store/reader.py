@@ -8,9 +8,11 @@ and returns an :class:`IndexReader`: the typed
 needs, each with its filter pushed into the Parquet scan, so only the rows asked for are
 read:
 
-* :meth:`IndexReader.load`: the whole index, in memory (:func:`load_index`);
-* :meth:`IndexReader.read_slice`: the rows of one time range with its halo, as an
-  in-memory index (what a Spark executor answers a time slice from);
+* :meth:`IndexReader.load`: the whole index (of a sharded one, the shards asked for), its
+  columns mapped from the index's working copy on this host
+  (:mod:`uncertain_cep.index.store.working_copy`, made on first use);
+* :meth:`IndexReader.shards_meeting`: the shards a time span meets (what a Spark
+  executor's time slice opens);
 * :meth:`IndexReader.time_buckets`: events per bucket of earliest instants (what time
   slices are cut by);
 * :meth:`IndexReader.event_times`: ``(t_lo, t_hi)`` of given events;
@@ -27,12 +29,11 @@ query engine checks the index once on the driver and ships the reader to executo
 ...         "t_lo": [1, 1, 7], "t_hi": [2, 2, 8]})).save(tmp + "/ix")
 ...     reader = open_reader(tmp + "/ix")
 ...     times = reader.event_times({"a", "c"})
-...     piece = reader.read_slice(5, 8)
-...     nothing = reader.read_slice(20, 30)
+...     ids = reader.load().archive.event_ids.tolist()
 >>> reader.manifest.counts.events, sorted(times.items())
 (3, [('a', (1, 2)), ('c', (7, 8))])
->>> piece.archive.event_ids.tolist(), nothing is None
-(['c'], True)
+>>> ids
+['a', 'b', 'c']
 """
 
 from __future__ import annotations
@@ -56,11 +57,11 @@ import pyarrow.parquet as pq
 from rtree import index as rtree_index
 
 from uncertain_cep.errors import IndexFormatError
-from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.event_index import EventIndex, build_forests
 from uncertain_cep.index.forests.forest import GroupForest
-from uncertain_cep.index.forests.tables import forests_from_frames
+from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.index.rtree_boxes import rtree_properties
+from uncertain_cep.index.rtree_boxes import EventLayout, rtree_properties
 from uncertain_cep.index.shards import merge_indexes
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
@@ -75,12 +76,10 @@ from uncertain_cep.index.store.layout import (
     EVENT_COLUMNS,
     EVENTS,
     MANIFEST,
-    NODES,
     RTREE,
     RTREE_FILES,
     SHARDS,
     TIME_STATS,
-    TREES,
     table_files,
 )
 from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
@@ -92,7 +91,12 @@ from uncertain_cep.index.store.rebuilds import (
     being_replaced,
     directory_identity,
 )
-from uncertain_cep.index.store.slice_reads import SliceRead, read_time_slice
+from uncertain_cep.index.store.working_copy import (
+    discard,
+    sealed_checksums,
+    verified_copy,
+    working_copy,
+)
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import PairPredicate
 from uncertain_cep.model.values import plain
@@ -228,25 +232,34 @@ class IndexReader:
         root = self.root
         try:
             settings = self.manifest.settings.build_settings(pair_predicate)
-            archive, layout = open_event_columns(root / EVENT_ARRAYS, self.manifest,
-                                                 self._read_columns, EVENT_COLUMNS)
-            # The node table's files are opened now and hashed, mapped and checked when
-            # a query first needs them (the index's largest part: opening stays cheap),
-            # from these very files even if the directory is rebuilt meanwhile.
-            opened = {name: open(root / name, "rb")  # noqa: SIM115 -- closed once mapped
-                      for name in node_column_files(root / COLUMNS)}
-            rtree = (_open_rtree(root, len(archive.numeric_names)) if archive.n_events
-                     else None)
+            copy, (archive, layout, rtree) = verified_copy(
+                root, self.manifest, verified=self.verified_all, check=self._open_copy)
+            # The node table's files are opened now and hashed, mapped and checked when a
+            # query first needs them (the index's largest part: opening stays cheap),
+            # from these very files even if the copy is evicted meanwhile.
+            opened = {name: open(copy / name, "rb")  # noqa: SIM115 -- closed once mapped
+                      for name in node_column_files(copy / COLUMNS)}
             statistics = self.statistics()
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
             raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
                           statistics=statistics,
-                          load_node_table=lambda: self._node_table(opened, archive),
+                          load_node_table=lambda: self._node_table(copy, opened, archive),
                           built_with_condition2=self.manifest.settings.condition2 is not None,
-                          load_forests=lambda: self._forests(archive.group_labels,
-                                                             settings.codes == "paper"))
+                          load_forests=lambda: self._forests(archive, settings))
+
+    def _open_copy(self, copy: Path) -> tuple[Archive, EventLayout, rtree_index.Index | None]:
+        """The archive, layout and R*-tree of a working copy, their files checked first
+        (they are mapped now)."""
+        sealed = sealed_checksums(copy)
+        verify_files(copy, {name: digest for name, digest in sealed.items()
+                            if name.startswith(f"{EVENT_ARRAYS}/") or name in RTREE_FILES})
+        archive, layout = open_event_columns(copy / EVENT_ARRAYS, self.manifest,
+                                             self._read_columns, EVENT_COLUMNS)
+        rtree = (_open_rtree(copy, len(archive.numeric_names)) if archive.n_events
+                 else None)
+        return archive, layout, rtree
 
     def shards_meeting(self, lo: float, hi: float) -> list[int]:
         """The shards whose events' instants meet ``[lo, hi]`` (all of a one-directory
@@ -267,45 +280,50 @@ class IndexReader:
         return [open_reader(self.root / records[k].path, verify_all=self.verified_all)
                 for k in (range(len(records)) if which is None else which)]
 
-    def _node_table(self, opened: Mapping[str, BinaryIO], archive: Archive) -> NodeTable:
-        """The node table from its open files: hashed (unless opening hashed every file),
-        mapped, and its numbers checked once, since the kernels index with them
-        unchecked."""
-        root = self.root
+    def _node_table(self, copy: Path, opened: Mapping[str, BinaryIO], archive: Archive
+                    ) -> NodeTable:
+        """The node table from the working copy's open files: hashed, mapped, and its
+        numbers checked once, since the kernels index with them unchecked. A damaged copy
+        is made again from the stored files, once."""
         try:
-            if not self.verified_all:
-                listed = dict(self.manifest.checksums)
-                verify_files(root, {name: listed[name] for name in opened}, opened)
-            table = open_node_columns(root / COLUMNS, opened)
+            return self._mapped_node_table(copy, opened, archive)
+        except IndexFormatError:
+            discard(copy)
+        copy = working_copy(self.root, self.manifest, verified=self.verified_all)
+        again = {name: open(copy / name, "rb")  # noqa: SIM115 -- closed once mapped
+                 for name in node_column_files(copy / COLUMNS)}
+        return self._mapped_node_table(copy, again, archive)
+
+    def _mapped_node_table(self, copy: Path, opened: Mapping[str, BinaryIO],
+                           archive: Archive) -> NodeTable:
+        try:
+            sealed = sealed_checksums(copy)
+            verify_files(copy, {name: sealed.get(name, "") for name in opened}, opened)
+            table = open_node_columns(copy / COLUMNS, opened)
         finally:
             for fh in opened.values():
                 fh.close()      # the maps keep what they need
         if table.n_nodes != self.manifest.counts.nodes:
-            raise IndexFormatError(f"{root} is damaged: its node table does not match its "
-                                   "manifest; rebuild the index")
-        check_node_table(table, root / COLUMNS, n_rows=archive.n_events,
+            raise IndexFormatError(f"{self.root} is damaged: its node table does not match "
+                                   "its manifest; rebuild the index")
+        check_node_table(table, copy / COLUMNS, n_rows=archive.n_events,
                          n_groups=len(archive.group_labels))
         return table
 
-    def _forests(self, labels: np.ndarray, paper_codes: bool) -> list[GroupForest]:
-        """Every group's forest from the Parquet tables (what the baselines walk)."""
-        rebuilt = IndexFormatError(f"{self.root} was rebuilt since this index was opened "
-                                   "(its trees are read on first use); open it again")
-        if self.was_replaced():
-            raise rebuilt
-        if not self.verified_all:
-            # Opened without hashing these tables: check them now, before they are read.
-            verify_files(self.root, {name: digest for name, digest in self.manifest.checksums
-                                     if name.startswith((f"{TREES}/", f"{NODES}/"))})
-        try:
-            forests = forests_from_frames(self._read_table(TREES), self._read_table(NODES),
-                                          labels, paper_codes)
-        except (OSError, KeyError, ValueError, pa.ArrowException) as e:
-            if self.was_replaced():
-                raise rebuilt from e
-            raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
-        if self.was_replaced():
-            raise rebuilt
+    def _forests(self, archive: Archive, settings: BuildSettings) -> list[GroupForest]:
+        """Every group's forest (what the baselines walk), built again from the archive:
+        the same trees, since a group's events are in canonical order
+        (:func:`~uncertain_cep.index.event_index.build_forests`)."""
+        if self.manifest.settings.condition2 is not None and settings.condition2 is None:
+            raise IndexFormatError(
+                f"{self.root} was built with Condition 2 by a pair predicate, which is not "
+                "stored: walking its OI-trees (a baseline, a forest) builds them again and "
+                "needs it; open the index with pair_predicate= the predicate it was built "
+                "with")
+        forests = build_forests(archive, settings)
+        if sum(f.n_nodes for f in forests) != self.manifest.counts.nodes:
+            raise IndexFormatError(f"{self.root} is damaged: its archive gives other OI-trees "
+                                   "than its manifest counts; rebuild the index")
         return forests
 
     def statistics(self) -> EventStatistics:
@@ -335,29 +353,6 @@ class IndexReader:
                            starts=stats["t_lo"].to_numpy(dtype=np.int64),
                            events=stats["events"].to_numpy(dtype=np.int64),
                            latest=stats["latest"].to_numpy(dtype=np.int64))
-
-    def read_slice(self, t_from: int, t_to: float, halo: float = 0.0) -> EventIndex | None:
-        """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
-        after it, as an in-memory index, or ``None`` when no event meets it
-        (:meth:`scan_slice` without its scan counts)."""
-        return self.scan_slice(t_from, t_to, halo).index
-
-    def scan_slice(self, t_from: int, t_to: float, halo: float = 0.0) -> SliceRead:
-        """The rows of the time range ``[t_from, t_to]`` with a halo of ``halo`` instants
-        after it, read from their row groups only, and what each scan read
-        (:func:`~uncertain_cep.index.store.slice_reads.read_time_slice`). ``halo`` may be
-        infinite. A sharded index reads the shards whose events meet the range."""
-        if self.manifest.is_sharded:
-            reads = [shard.scan_slice(t_from, t_to, halo)
-                     for shard in self.shards(self.shards_meeting(t_from, t_to + halo))]
-            found = [r.index for r in reads if r.index is not None]
-            return SliceRead(merge_indexes(found) if found else None,
-                             tuple(scan for r in reads for scan in r.scans))
-        try:
-            return read_time_slice(self.root, self.manifest, self.statistics(), t_from,
-                                   t_to, halo)
-        except (OSError, KeyError, ValueError, pa.ArrowException) as e:
-            raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
 
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""

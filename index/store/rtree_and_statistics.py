@@ -70,11 +70,13 @@ def check_span(time: tuple[int, int] | None) -> None:
 
 def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ...],
                                categorical: tuple[str, ...],
-                               shared: SharedExtents | None = None
+                               shared: SharedExtents | None = None,
+                               rtree_dir: Path | None = None
                                ) -> tuple[int, TimeDomain, int, EventStatistics]:
-    """Write the R*-tree file and the statistics of the draft ``root`` from its events
-    table. Returns the number of events, the time domain (the events' own instants, the
-    buckets' width over ``shared`` when given), the R*-tree's dimension and the
+    """Write the R*-tree file (into ``rtree_dir``, default ``root``) and the statistics
+    of the draft ``root`` from its events table. Returns the number of events, the time
+    domain (the events' own instants, the buckets' width over ``shared`` when given), the
+    R*-tree's dimension and the
     statistics (over ``shared``'s grid when given).
 
     Raises
@@ -114,7 +116,9 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
 
     dimension = 3 + len(numeric)
     # Before reading the events: the bulk load at the end needs its disk space.
-    _check_room_for_rtree(root, n_rows, dimension)
+    rtree_dir = root if rtree_dir is None else rtree_dir
+    rtree_dir.mkdir(parents=True, exist_ok=True)
+    _check_room_for_rtree(rtree_dir, n_rows, dimension)
     # Every box in two arrays, filled batch by batch, then one bulk load through rtree's
     # array interface (a Python tuple per event took most of a large build's last phase).
     mins = np.empty((n_rows, dimension))
@@ -146,10 +150,11 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
     props.overwrite = True
     # A bulk load needs at least one entry.
     source = ((np.arange(n_rows, dtype=np.int64), mins, maxs),) if n_rows else ()
-    tree = rtree_index.Index(str(root / RTREE), *source, properties=props, interleaved=False)
+    tree = rtree_index.Index(str(rtree_dir / RTREE), *source, properties=props,
+                             interleaved=False)
     tree.close()
     for name in RTREE_FILES:
-        with open(root / name, "rb+") as fh:
+        with open(rtree_dir / name, "rb+") as fh:
             os.fsync(fh.fileno())
     starts = b0 + width * np.arange(n_buckets, dtype=np.int64)
     stats = pa.table(dict(zip(TIME_STATS_COLUMNS, (np.arange(n_buckets, dtype=np.int64),

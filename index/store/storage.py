@@ -1,12 +1,15 @@
 """Writing an index to disk: :func:`save_index` (an index built in this process) and
 :func:`finish_index` (a draft whose tables are written, by either builder).
 
-Finishing a draft puts its tables in time order
+Finishing a draft puts its events table in time order
 (:mod:`uncertain_cep.index.store.time_order`), derives the node and event columns
 (:mod:`uncertain_cep.index.store.node_columns`,
 :mod:`uncertain_cep.index.store.event_columns`), the R*-tree file and the statistics
-(:mod:`uncertain_cep.index.store.rtree_and_statistics`), writes the manifest last with a
-checksum of every other file, and swaps the draft into place
+(:mod:`uncertain_cep.index.store.rtree_and_statistics`) into working files, stores the
+node table and the R*-tree compact (:mod:`uncertain_cep.index.store.packed_nodes`) in
+place of the builders' nodes and trees tables, writes the manifest last with a checksum
+of every other file, keeps the working files as the index's working copy on this host
+(:mod:`uncertain_cep.index.store.working_copy`), and swaps the draft into place
 (:mod:`uncertain_cep.index.store.drafts`). The files and their names are
 :mod:`uncertain_cep.index.store.layout`; :mod:`uncertain_cep.index.store.reader` reads them.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -42,8 +46,11 @@ from uncertain_cep.index.store.layout import (
     EVENTS,
     MANIFEST,
     NODES,
+    PACKED,
     PART,
+    RTREE_FILES,
     TREES,
+    WORK,
     group_keys,
     table_files,
 )
@@ -58,11 +65,13 @@ from uncertain_cep.index.store.manifest_records import (
     StoredStatistics,
 )
 from uncertain_cep.index.store.node_columns import write_node_columns
+from uncertain_cep.index.store.packed_nodes import pack_node_columns
 from uncertain_cep.index.store.rtree_and_statistics import (
     SharedExtents,
     write_rtree_and_statistics,
 )
 from uncertain_cep.index.store.time_order import sort_table_by_time
+from uncertain_cep.index.store.working_copy import adopt, compress_file, compressed_name
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import plain
 
@@ -147,24 +156,34 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
     nodes_files, trees_files, events_files = ([root / f for f in table_files(root, t)]
                                               for t in (NODES, TREES, EVENTS))
     # Events in time order first: the archive's row order, which everything derived
-    # below follows (the nodes must keep whole groups together until their columns are
-    # derived, and are put in time order after).
+    # below follows.
     sort_table_by_time(events_files, EVENT_COLUMNS[1])
     keys = group_keys(root) if trees_files else pd.Index([])
     groups = len(keys) if groups is None else groups
     trees = _rows(trees_files) if trees is None else trees
     nodes = _rows(nodes_files) if nodes is None else nodes
-    write_node_columns(root / COLUMNS, nodes_files, trees_files, events_files,
+    # The working files (what a query maps) first, then their compact form, which is
+    # what the index stores.
+    work = root / WORK
+    shutil.rmtree(work, ignore_errors=True)
+    write_node_columns(work / COLUMNS, nodes_files, trees_files, events_files,
                        group_by=group_by, keys=keys)
-    fsync_files(root / COLUMNS)
-    write_event_columns(root / EVENT_ARRAYS, events_files, group_by=group_by,
+    write_event_columns(work / EVENT_ARRAYS, events_files, group_by=group_by,
                         numeric=attributes.numeric, layout_columns=EVENT_COLUMNS, keys=keys)
-    fsync_files(root / EVENT_ARRAYS)
     n_events, time_domain, dimension, statistics = write_rtree_and_statistics(
-        root, group_by, attributes.numeric, attributes.categorical, shared)
-    sort_table_by_time(nodes_files, "node_lo")
-    sort_table_by_time(trees_files, "t_lo")
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+        root, group_by, attributes.numeric, attributes.categorical, shared, rtree_dir=work)
+    group_type = (pq.read_schema(events_files[0]).field(group_by).type if events_files
+                  else None)
+    pack_node_columns(work / COLUMNS, root / PACKED,
+                      pa.array(keys.to_numpy(), type=group_type) if len(keys) else None)
+    for name in RTREE_FILES:
+        compress_file(work / name, root / compressed_name(name))
+    fsync_files(root / PACKED)
+    # The builders' nodes and trees tables are deleted once the manifest is written (a
+    # task killed before that and retried finds them again), and never listed.
+    transient = tuple(f"{name}/" for name in (WORK, NODES, TREES))
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                   if p.is_file() and not p.relative_to(root).as_posix().startswith(transient))
     manifest = Manifest(
         format_version=FORMAT_VERSION, group_by=group_by, attributes=attributes,
         schema=tuple((f.name, str(f.type)) for f in pq.read_schema(
@@ -179,6 +198,9 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
         checksums=tuple((name, file_digest(root / name)) for name in files),
         build=build, rejected=rejected)
     write_manifest(root, manifest)
+    for table in (NODES, TREES):
+        shutil.rmtree(root / table, ignore_errors=True)
+    adopt(work, manifest)
     return manifest
 
 

@@ -73,7 +73,7 @@ def _sort_file(path: Path, time: str, row_group_rows: int, piece_rows: int) -> N
     tmp = path.with_name(f".{path.name}.sorting")
     scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.pieces-", dir=path.parent))
     try:
-        with pq.ParquetWriter(tmp, schema) as out:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as out:
             for piece in _pieces(source, time, n_rows, piece_rows, scratch):
                 out.write_table(piece.sort_by(order), row_group_size=row_group_rows)
         with open(tmp, "rb+") as fh:

@@ -69,8 +69,8 @@ class StepCounter:
         coded = self._code_entries[depth] = self._code_entries.get(depth, 0) + by_code
         tupled = self._tuple_entries[depth] = (self._tuple_entries.get(depth, 0)
                                                + as_tuples)
-        # An index searches its R*-tree; a time slice read from its row groups scans its
-        # event boxes instead (index/store/slice_reads.py).
+        # An index searches its R*-tree; a sharded one opened side by side, each shard's
+        # (index/shards/merge.py).
         search = getattr(ctx.index.rtree, "access", "R*-tree search")
         step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
         if coded:

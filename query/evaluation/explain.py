@@ -83,26 +83,22 @@ class Explanation:
             parts.insert(1, f"{t.slices} time slices on {t.engine}")
         return ", ".join(parts[:3]) + ",\n" + ", ".join(parts[3:])
 
-    def scans(self) -> str:
-        """What a time-sliced evaluation read of the index's Parquet tables: per table,
-        the row groups its scans read of those stored (each slice's filter skips the
-        row groups outside its time range), and the rows kept. Empty in this process.
+    def shards(self) -> str:
+        """The shards of a sharded index the evaluation read (each time slice opens those
+        its span meets). Empty for an index in one directory.
 
-        >>> from uncertain_cep.query.evaluation.stats import ScanStats
-        >>> s = QueryStats("selectivity", slices=2, scans=[ScanStats("events", 3, 8, 70, 2)])
-        >>> print(Explanation("q", 0, s).scans())
-        Parquet scans: events 3 of 8 row groups (2 scans), 70 rows
+        >>> s = QueryStats("selectivity", slices=2, shards_read=[2, 3], shards=4)
+        >>> print(Explanation("q", 0, s).shards())
+        Shards read: 2, 3 (2 of 4)
         """
-        if not self.stats.scans:
+        if self.stats.shards is None:
             return ""
-        return "Parquet scans: " + "; ".join(
-            f"{s.table} {s.row_groups_read} of {s.row_groups} row groups ({s.scans} scans), "
-            f"{s.rows} rows" for s in self.stats.scans)
+        return f"Shards read: {self.stats.shards_text()}"
 
     def __str__(self) -> str:
         text = self.summary()
-        if self.stats.scans:
-            text += "\n" + self.scans()
+        if self.stats.shards is not None:
+            text += "\n" + self.shards()
         if self.steps:
             text += "\n" + self.steps_frame().to_string(index=False)
         return text
@@ -113,6 +109,7 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         table = self.steps_frame().to_html(index=False) if self.steps else ""
-        scans = f"<p>{html.escape(self.scans())}</p>" if self.stats.scans else ""
+        shards = (f"<p>{html.escape(self.shards())}</p>" if self.stats.shards is not None
+                  else "")
         return (f"<div><pre>{html.escape(self.query)}</pre>"
-                f"<p>{html.escape(self.summary())}</p>{scans}{table}</div>")
+                f"<p>{html.escape(self.summary())}</p>{shards}{table}</div>")

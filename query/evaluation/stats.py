@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["QueryStats", "ScanStats", "StepStats"]
+__all__ = ["QueryStats", "StepStats"]
 
 
 @dataclass
@@ -41,22 +41,11 @@ class StepStats:
 
 
 @dataclass
-class ScanStats:
-    """A table's Parquet scans by a time-sliced evaluation: row groups read and row groups
-    stored, summed over the ``scans`` (one per slice), and the rows they kept."""
-
-    table: str
-    row_groups_read: int
-    row_groups: int
-    rows: int
-    scans: int = 1
-
-
-@dataclass
 class QueryStats:
     """Counters of one evaluation. ``entries_created`` is the paper's xi; ``candidates``
     the events R*-tree searches returned; ``slices`` the time slices of a Spark
-    evaluation (None in this process)."""
+    evaluation (None in this process); ``shards_read`` the shards of a sharded index
+    the evaluation opened, of its ``shards``."""
 
     strategy: str = ""
     entries_created: int = 0
@@ -67,7 +56,8 @@ class QueryStats:
     seconds: float = 0.0
     engine: str = "local"
     slices: int | None = None
-    scans: list[ScanStats] = field(default_factory=list)
+    shards_read: list[int] = field(default_factory=list)
+    shards: int | None = None
 
     @classmethod
     def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
@@ -84,15 +74,8 @@ class QueryStats:
             out.candidates += p.candidates
             out.tuples_pruned += p.tuples_pruned
             out.seconds += p.seconds
-            for scan in p.scans:
-                total = next((t for t in out.scans if t.table == scan.table), None)
-                if total is None:
-                    out.scans.append(ScanStats(scan.table, 0, 0, 0, 0))
-                    total = out.scans[-1]
-                total.row_groups_read += scan.row_groups_read
-                total.row_groups += scan.row_groups
-                total.rows += scan.rows
-                total.scans += scan.scans
+            out.shards = p.shards if p.shards is not None else out.shards
+        out.shards_read = sorted({k for p in parts for k in p.shards_read})
         if seconds is not None:
             out.seconds = seconds
         return out
@@ -108,10 +91,18 @@ class QueryStats:
                 ("tuples pruned", f"{self.tuples_pruned:,}")]
         if self.steps:
             rows.append(("steps", f"{len(self.steps)} (idx.explain(query) shows them)"))
-        for scan in self.scans:
-            rows.append((f"{scan.table} row groups read",
-                         f"{scan.row_groups_read:,} of {scan.row_groups:,}"))
+        if self.shards is not None:
+            rows.append(("shards read", self.shards_text()))
         return rows
+
+    def shards_text(self) -> str:
+        """The shards read, by number, and how many the index has.
+
+        >>> QueryStats(shards_read=[0, 1, 3], shards=8).shards_text()
+        '0, 1, 3 (3 of 8)'
+        """
+        return (f"{', '.join(map(str, self.shards_read)) or 'none'} "
+                f"({len(self.shards_read)} of {self.shards})")
 
     def __repr__(self) -> str:
         """A few aligned lines instead of the dataclass's one long line.

@@ -100,7 +100,7 @@ def test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster(tmp_pat
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     # A group task's pieces are in temporary files until it ends; a shard task writes
     # its columns before its manifest.
-    moments = [".ix.tmp-*/shards/*/*/.part-*", ".ix.tmp-*/shards/*/columns/*.npy"]
+    moments = [".ix.tmp-*/shards/*/*/.part-*", ".ix.tmp-*/shards/*/_work/columns/*.npy"]
     killed = []
     deadline = time.monotonic() + 420
     try:

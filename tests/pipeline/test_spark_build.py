@@ -11,7 +11,7 @@ import pytest
 from answer_checks import assert_same_answer
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from index_checks import assert_node_columns_match_forests
+from index_checks import assert_node_columns_match_forests, stored_tables
 from random_archives import archives, patterns
 
 import uncertain_cep as uc
@@ -35,10 +35,9 @@ def _table(root: Path, name: str, keys: list[str]) -> pd.DataFrame:
 @settings(max_examples=7)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        codes=st.sampled_from(["compact", "paper"]), tasks=st.integers(1, 4),
-       strategy=st.sampled_from(["selectivity", "sequential"]),
-       reads=st.sampled_from(["mapped", "row-groups"]))
+       strategy=st.sampled_from(["selectivity", "sequential"]))
 def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pattern, codes,
-                                                 tasks, strategy, reads):
+                                                 tasks, strategy):
     d = tmp_path_factory.mktemp("spark")
     df.to_parquet(d / "in.parquet", index=False)
     try:
@@ -52,17 +51,16 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     uc.build_index_spark(d / "in.parquet", d / "ix", codes=codes, spark=spark,
                          partitions=tasks, log=lambda _: None)
     local.save(d / "local")
-    for name, keys in (("nodes", ["group", "node"]), ("trees", ["group", "tree"]),
-                       ("events", ["event_id"])):
-        pd.testing.assert_frame_equal(_table(d / "ix", name, keys),
-                                      _table(d / "local", name, keys), check_like=True)
+    # The same events and node table, packed the same way; the same statistics.
+    ours, theirs = stored_tables(d / "ix"), stored_tables(d / "local")
+    for name in ours:
+        pd.testing.assert_frame_equal(ours[name], theirs[name], check_like=True)
     for name in ("stats/cells.parquet", "stats/categories.parquet"):
         pd.testing.assert_frame_equal(pq.read_table(d / "ix" / name).to_pandas(),
                                       pq.read_table(d / "local" / name).to_pandas())
-    # A task writes its groups together: one row group per table (not one per group).
-    for name in ("events", "nodes", "trees"):
-        assert all(pq.ParquetFile(f).metadata.num_row_groups == 1
-                   for f in (d / "ix" / name).glob("*.parquet")), name
+    # A task writes its groups together: one row group per part file (not one per group).
+    assert all(pq.ParquetFile(f).metadata.num_row_groups == 1
+               for f in (d / "ix" / "events").glob("*.parquet"))
     manifests = [json.loads((d / x / "manifest.json").read_text()) for x in ("ix", "local")]
     assert manifests[0]["statistics"] == manifests[1]["statistics"]
     assert manifests[0]["time_axis"] == manifests[1]["time_axis"] is None
@@ -70,15 +68,11 @@ def test_spark_index_equals_the_in_process_index(spark, tmp_path_factory, df, pa
     opened = uc.open_index(d / "ix")
     assert_node_columns_match_forests(opened._index)   # several part files per table
     pd.testing.assert_frame_equal(opened.query(pattern), expected)
-    rows, stats = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3,
-                                   reads=reads)
+    rows, stats = query_spark_rows(d / "ix", str(pattern), strategy, spark=spark, slices=3)
     pd.testing.assert_frame_equal(uc.api.answer_frame(rows), pd.DataFrame(expected))
-    if stats.slices:
-        # The slices' Parquet scans, summed, reach EXPLAIN (only when they read row groups).
-        assert [s.table for s in stats.scans] == (["events", "trees", "nodes"]
-                                                  if reads == "row-groups" else [])
-        assert ("Parquet scans: events" in str(uc.Explanation(str(pattern), len(rows), stats))
-                ) == (reads == "row-groups")
+    # An index in one directory has no shards to name.
+    assert stats.shards is None and "Shards read" not in str(
+        uc.Explanation(str(pattern), len(rows), stats))
 
 
 def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):
@@ -98,12 +92,6 @@ def test_cli_build_then_query_equals_the_api(spark, tmp_path, capsys):
         assert got["confidence"].tolist() == pytest.approx(want["confidence"].tolist(),
                                                             abs=1e-12)
     assert "indexed 7 events of 1 groups" in capsys.readouterr().out
-    # Slices reading only their row groups: the same answer, the scans in EXPLAIN.
-    out = tmp_path / "row-groups.csv"
-    assert main(["query", str(tmp_path / "ix"), query, "--engine", "spark", "--slice-reads",
-                 "row-groups", "--explain", "--out", str(out)]) == 0
-    assert "Parquet scans: events" in capsys.readouterr().out
-    assert uc.read_answer(out)["events"].tolist() == want["events"].tolist()
 
 
 def _write(tmp_path: Path, rows: list[dict]) -> Path:
@@ -196,13 +184,14 @@ def test_an_oversized_group_names_the_group_and_suggests_a_coarser_time_unit(spa
 def test_a_damaged_or_foreign_spark_index_is_refused(spark, tmp_path):
     path = _write(tmp_path, GOOD)
     uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
-    part = sorted((tmp_path / "ix" / "nodes").glob("*.parquet"))[0]
+    part = tmp_path / "ix" / "packed" / "nodes.parquet"
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0xFF
     part.write_bytes(bytes(data))
     with pytest.raises(IndexFormatError, match="does not match its xxh3_64 checksum"):
         uc.open_index(tmp_path / "ix", verify=True)
-    # Queries read the node columns, not this table: verify=True hashes it anyway.
+    # Queries read the working copy the build left, not this file: verify=True hashes it
+    # anyway.
     with pytest.raises(IndexFormatError, match="does not match its xxh3_64 checksum"):
         query_spark_rows(tmp_path / "ix", "PATTERN SEQ(A, B) DEFINE A AS x > 0, B AS x > 0",
                          spark=spark, verify=True)
@@ -342,9 +331,9 @@ def test_the_rejected_rows_of_a_csv_input_carry_their_row_numbers(spark, tmp_pat
 # (tests/index/shards/, tests/index/store/test_sharded_index.py).
 @settings(max_examples=4)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
-       shard_events=st.integers(1, 5), reads=st.sampled_from(["mapped", "row-groups"]))
+       shard_events=st.integers(1, 5))
 def test_a_sharded_spark_index_answers_as_the_in_process_index(spark, tmp_path_factory, df,
-                                                              pattern, shard_events, reads):
+                                                              pattern, shard_events):
     d = tmp_path_factory.mktemp("sharded")
     df.to_parquet(d / "in.parquet", index=False)
     try:
@@ -360,12 +349,16 @@ def test_a_sharded_spark_index_answers_as_the_in_process_index(spark, tmp_path_f
         assert_node_columns_match_forests(uc.open_index(d / "ix" / s.path)._index)
     expected = local.query(pattern, strategy="possible_worlds")
     assert_same_answer(uc.open_index(d / "ix").query(pattern), expected)
-    rows, _ = query_spark_rows(d / "ix", str(pattern), "selectivity", spark=spark,
-                               slices=3, reads=reads)
+    rows, stats = query_spark_rows(d / "ix", str(pattern), "selectivity", spark=spark,
+                                   slices=3)
     assert_same_answer(uc.api.answer_frame(rows), expected)
+    if manifest.is_sharded and stats.slices:
+        # EXPLAIN names the shards the slices opened.
+        assert stats.shards == len(manifest.shards)
+        assert set(stats.shards_read) <= set(range(len(manifest.shards)))
+        assert "Shards read: " in str(uc.Explanation(str(pattern), len(rows), stats))
     # What notebooks and the command line call (answers with the events' stored times).
-    assert_same_answer(uc.query_index(d / "ix", str(pattern), engine="spark",
-                                      slice_reads=reads), expected)
+    assert_same_answer(uc.query_index(d / "ix", str(pattern), engine="spark"), expected)
 
 
 def test_a_spark_build_cut_into_shards_names_them_in_its_manifest(spark, tmp_path):

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
+from index_checks import stored_tables
 
 import uncertain_cep as uc
 from uncertain_cep.errors import InputError
@@ -20,18 +20,8 @@ MATCH = ("PARTITION BY car DEFINE A AS accel > 8, B AS speed > 70 "
          "PATTERN A overlaps B")
 
 
-def _tables(root: Path) -> dict[str, pd.DataFrame]:
-    out = {}
-    for name, keys in (("nodes", ["group", "node"]), ("trees", ["group", "tree"]),
-                       ("events", ["event_id"])):
-        files = sorted((root / name).glob("*.parquet"))
-        frame = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-        out[name] = frame.sort_values(keys).reset_index(drop=True)
-    return out
-
-
 def _assert_same_index(a: Path, b: Path) -> None:
-    ta, tb = _tables(a), _tables(b)
+    ta, tb = stored_tables(a), stored_tables(b)
     for name in ta:
         pd.testing.assert_frame_equal(ta[name], tb[name], check_like=True)
 

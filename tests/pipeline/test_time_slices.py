@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from itertools import pairwise
 
 import pandas as pd
@@ -26,12 +25,11 @@ def _assert_same_answers(got, want):
     assert all(abs(a[3] - b[3]) <= 1e-12 for a, b in zip(got, want))
 
 
-@pytest.mark.parametrize("reads", ["mapped", "row-groups"])
-@settings(max_examples=20)
+@settings(max_examples=30)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]),
        shard_events=st.none() | st.integers(1, 6))
-def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, reads, df, pattern,
+def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, pattern,
                                                      n_slices, codes, shard_events):
     # Sharded indexes too: a slice reads the shards whose events meet it.
     try:
@@ -47,9 +45,13 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, reads, df
     assert all(a.hi <= b.lo for a, b in pairwise(plan))
     rows = []
     for piece in plan:
-        got, stats = evaluate_slice(reader, piece, pattern, reads=reads)
+        got, stats = evaluate_slice(reader, piece, pattern)
         rows += got
-        assert bool(stats.scans) == (reads == "row-groups")
+        # Each slice opens the shards its span meets, and says which.
+        assert stats.shards == (len(reader.manifest.shards) if reader.manifest.is_sharded
+                                else None)
+        assert stats.shards_read == (reader.shards_meeting(piece.lo, piece.need_hi)
+                                     if reader.manifest.is_sharded else [])
     full = idx.query(pattern)
     expected = list(zip(full["events"], full["confidence"], full["t_first"], full["t_last"]))
     _assert_same_answers(rows, expected)
@@ -77,9 +79,6 @@ def test_strategies_that_need_whole_groups_are_refused_per_slice(tmp_path):
     with pytest.raises(PlanningError, match="needs the whole index"):
         evaluate_slice(reader, piece, uc.parse_query("PATTERN SEQ(A, B) DEFINE A AS a0 > 0, "
                                                      "B AS a0 > 0"), strategy="tree_traversal")
-    with pytest.raises(ValueError, match="'mapped', 'row-groups'"):
-        evaluate_slice(reader, piece, uc.parse_query("PATTERN SEQ(A, B) DEFINE A AS a0 > 0, "
-                                                     "B AS a0 > 0"), reads="rowgroups")
 
 
 def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path):
@@ -95,12 +94,10 @@ def test_a_negation_weighing_a_group_whose_early_trees_a_slice_left_out(tmp_path
     idx = uc.build_index(df)
     idx.save(tmp_path / "ix")
     reader = open_reader(tmp_path / "ix")
-    for strategy, reads in itertools.product(("selectivity", "sequential"),
-                                             ("mapped", "row-groups")):
+    for strategy in ("selectivity", "sequential"):
         rows_got = []
         for piece in plan_slices(reader, float("inf"), 2):
-            rows_got += evaluate_slice(reader, piece, uc.parse_query(query), strategy,
-                                       reads)[0]
+            rows_got += evaluate_slice(reader, piece, uc.parse_query(query), strategy)[0]
         full = idx.query(query, strategy=strategy)
         assert ((7, 4), 0.05) in [(tuple(e), round(c, 9)) for e, c, _, _ in rows_got]
         _assert_same_answers(rows_got, zip(full["events"], full["confidence"],
@@ -128,11 +125,10 @@ def test_a_reader_from_another_host_answers_and_a_rebuild_is_refused(tmp_path):
             evaluate_slice(stale, piece, query)
 
 
-@pytest.mark.parametrize("reads", ["mapped", "row-groups"])
 @pytest.mark.parametrize(("base", "window"), [(2**62, " WITHIN 3"),
                                               (2**63 - 40, f" WITHIN {2**63 - 1}"),
                                               (-(2**63), f" WITHIN {2**63 - 2}")])
-def test_slices_answer_instants_and_windows_near_int64s_ends(tmp_path, reads, base, window):
+def test_slices_answer_instants_and_windows_near_int64s_ends(tmp_path, base, window):
     # Issue 44 items 2-3 through the Spark engine's slices (evaluated in-process here).
     df = pd.DataFrame({"event_id": range(6), "group": ["g", "g", "g", "h", "h", "h"],
                        "t_lo": [0, 1, 5, 0, 3, 8], "t_hi": [2, 3, 7, 1, 4, 9],
@@ -145,7 +141,7 @@ def test_slices_answer_instants_and_windows_near_int64s_ends(tmp_path, reads, ba
     pattern = uc.parse_query(query)
     rows = []
     for piece in plan_slices(reader, pattern.window, 3):
-        rows += evaluate_slice(reader, piece, pattern, reads=reads)[0]
+        rows += evaluate_slice(reader, piece, pattern)[0]
     full = idx.query(query, strategy="possible_worlds")
     assert len(full) > 0
     _assert_same_answers(rows, list(zip(full["events"], full["confidence"], full["t_first"],

@@ -20,7 +20,6 @@ rows, and collects everything in one job.
 
 from __future__ import annotations
 
-import math
 import pickle
 import shutil
 import tempfile
@@ -49,7 +48,6 @@ from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
 from uncertain_cep.pipeline.spark_types import as_utc
 from uncertain_cep.pipeline.sql_functions import register_if_configured
 from uncertain_cep.pipeline.time_slices import (
-    SliceReads,
     TimeSlice,
     evaluate_slice,
     plan_slices,
@@ -78,8 +76,7 @@ class CollectedAnswer(NamedTuple):
 
 def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
                 spark: SparkSession | None = None, master: str | None = None,
-                slices: int | None = None, verify: bool = False,
-                reads: str = "mapped") -> DataFrame:
+                slices: int | None = None, verify: bool = False) -> DataFrame:
     """The answer of ``query`` over the index at ``index``, as a lazy Spark DataFrame.
 
     Parameters
@@ -95,17 +92,12 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     spark, master
         A running session (classic or Spark Connect) or a master URL for one made here.
     slices
-        Number of time slices (default: two per task slot, and with ``reads="row-groups"``
-        at least one per four million nodes). With mapped reads each executor process
-        opens the index once and answers its slices from it.
+        Number of time slices (default: two per task slot, and at least one per shard).
+        Each executor process opens what its slices' spans meet (of a sharded index, those
+        shards) once and answers its slices from it.
     verify
         Hash every file of the index first, as ``uc.open_index(path, verify=True)``
         (default: the files opening reads, as ``uc.open_index``).
-    reads
-        How each slice reads the index (:class:`~uncertain_cep.pipeline.time_slices.SliceReads`):
-        ``"mapped"`` (default: the whole index memory-mapped once per executor process)
-        or ``"row-groups"`` (only the row groups of the slice's time range, counted in
-        the slices' stats).
 
     Returns
     -------
@@ -121,12 +113,12 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     """
     from pyspark.sql import functions as F
 
-    job = _prepare(index, query, strategy, spark, master, slices, verify, reads)
+    job = _prepare(index, query, strategy, spark, master, slices, verify)
     schema = answer_schema(job.archive)
     if not job.plan:
         return job.spark.createDataFrame([], schema)
     answer = _slices(job.spark, job.plan).mapInPandas(
-        _task(job, strategy, reads, axis=datetime_axis(job.archive)), schema)
+        _task(job, strategy, axis=datetime_axis(job.archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
     return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
@@ -134,32 +126,32 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
 
 def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity", *,
                      master: str | None = None, spark: SparkSession | None = None,
-                     slices: int | None = None, verify: bool = False, reads: str = "mapped"
+                     slices: int | None = None, verify: bool = False
                      ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows and counters of ``query`` over the index, computed on Spark and
     collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
     line; :func:`query_spark` keeps them in Spark)."""
     collected = query_spark_collected(index, query, strategy, master=master, spark=spark,
-                                      slices=slices, verify=verify, reads=reads)
+                                      slices=slices, verify=verify)
     return collected.rows, collected.stats
 
 
 def query_spark_collected(index: str | Path, query: str, strategy: str = "selectivity", *,
                           master: str | None = None, spark: SparkSession | None = None,
-                          slices: int | None = None, verify: bool = False,
-                          reads: str = "mapped") -> CollectedAnswer:
+                          slices: int | None = None, verify: bool = False
+                          ) -> CollectedAnswer:
     """:func:`query_spark_rows`, with the archive's columns (no rows) the index was
     checked by (its id type and time axis, for the driver's answer table) and the bound
     pattern."""
     started = time.perf_counter()
-    job = _prepare(index, query, strategy, spark, master, slices, verify, reads)
+    job = _prepare(index, query, strategy, spark, master, slices, verify)
     if not job.plan:
         return CollectedAnswer([], QueryStats(strategy=strategy, engine="spark", slices=0),
                                job.archive, job.pattern)
     schema = _detailed_schema(answer_schema(job.archive, datetimes=False))
     try:
         out = _slices(job.spark, job.plan).mapInPandas(
-            _task(job, strategy, reads, detailed=True), schema).toPandas()
+            _task(job, strategy, detailed=True), schema).toPandas()
     except Exception as e:
         if not is_spark_error(e):
             raise
@@ -226,10 +218,9 @@ class _Job(NamedTuple):
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
-             master: str | None, slices: int | None, verify: bool, reads: str) -> _Job:
+             master: str | None, slices: int | None, verify: bool) -> _Job:
     """The session, the checked index, its archive's columns (no rows), the bound
     pattern and the slices."""
-    SliceReads.get_value(reads)
     # Checked and parsed once here; executors get the reader and the bound pattern.
     reader, archive, pattern = checked_query(index, query, strategy, verify)
     if spark is None:
@@ -238,27 +229,16 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
         spark = spark_session(master)
     else:
         register_if_configured(spark)
-    plan = plan_slices(reader, pattern.window, slices or _default_slices(reader, spark, reads))
+    plan = plan_slices(reader, pattern.window, slices or _default_slices(reader, spark))
     return _Job(spark, reader, archive, pattern, plan)
 
 
-# Node rows a slice reading its row groups holds at most by default: about 1 GB of
-# Python worker memory for its rows and node table.
-_NODES_PER_SLICE = 4_000_000
-
-
-def _default_slices(reader: IndexReader, spark: SparkSession, reads: str) -> int:
-    """Two slices per task slot (they even out the slots' loads); slices that read their
-    own row groups are also kept to about :data:`_NODES_PER_SLICE` nodes each, so that a
-    worker's memory does not grow with the index. A mapped slice is answered from the
-    executor process's open index (of a sharded index, the shards its span meets). A
-    sharded index gets at least one slice per shard: slices of about equal events then
-    follow the shards (cut by equal events too), and each task opens about one shard and
-    the neighbours its halo reaches, not a growing share of the index."""
-    n = max(2 * task_slots(spark), len(reader.manifest.shards))
-    if reads == SliceReads.row_groups.value:
-        n = max(n, math.ceil(reader.manifest.counts.nodes / _NODES_PER_SLICE))
-    return n
+def _default_slices(reader: IndexReader, spark: SparkSession) -> int:
+    """Two slices per task slot (they even out the slots' loads), and at least one slice
+    per shard of a sharded index: slices of about equal events then follow the shards
+    (cut by equal events too), and each task opens about one shard and the neighbours its
+    halo reaches, not a growing share of the index."""
+    return max(2 * task_slots(spark), len(reader.manifest.shards))
 
 
 def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
@@ -275,7 +255,7 @@ def _detailed_schema(answer: StructType) -> StructType:
                        StructField(_ERROR, StringType(), True)])
 
 
-def _task(job: _Job, strategy: str, reads: str, *,
+def _task(job: _Job, strategy: str, *,
           detailed: bool = False, axis: TimeAxis | None = None
           ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """What a task does with its slice numbers: answer rows (``detailed``: also one row
@@ -289,7 +269,7 @@ def _task(job: _Job, strategy: str, reads: str, *,
         for batch in batches:
             for i in batch["id"].tolist():
                 try:
-                    rows, stats = evaluate_slice(reader, plan[i], pattern, strategy, reads)
+                    rows, stats = evaluate_slice(reader, plan[i], pattern, strategy)
                 except UncertainCepError as e:
                     if not detailed:
                         raise PlanningError(f"time slice {i} failed: {type(e).__name__}: "

@@ -6,22 +6,14 @@ A tuple belongs to the slice holding the earliest feasible instant of its first 
 Each slice needs only the events with ``t_max >= lo`` and ``t_min <= max(t_max of its
 anchors) + L`` (SEMANTICS A4: every event a tuple anchored in ``[lo, hi)`` involves
 happens at most ``L`` instants after its first event); :class:`TimeSlice` records that
-span. A slice reads the index one of two ways (:class:`SliceReads`):
+span. A slice answers from the index opened once per process (:func:`opened_index`: of a
+sharded index, the shards the span meets; event and node columns memory-mapped from the
+host's working copy, so a slice's evaluation touches only the pages its tuples meet), the
+R*-tree's searches bounded by the span.
 
-* ``"mapped"`` (the default): the whole index opened once per process
-  (:func:`opened_index`: event and node columns memory-mapped, so a slice's evaluation
-  touches only the pages its tuples meet), the R*-tree's searches bounded by the span;
-* ``"row-groups"``: the span's events, and the trees and nodes meeting it, read from
-  their row groups only (:meth:`~uncertain_cep.index.store.reader.IndexReader.scan_slice`:
-  the tables are in time order and each scan's filter skips the row groups outside the
-  span) into a columnar index of the slice. Its scans are counted in the slice's stats
-  (EXPLAIN shows them). Each slice derives its node table afresh, so on one machine,
-  where the mapped index is opened once per process, the mapped reads are faster
-  (docs/benchmarks.md).
-
-Either way only the first item's candidates are limited to the slice's anchors, and the
-answers are exactly those of the whole index; this module has no Spark in it, so the
-equality is tested in-process as well as through the Spark engine.
+Only the first item's candidates are limited to the slice's anchors, and the answers are
+exactly those of the whole index; this module has no Spark in it, so the equality is
+tested in-process as well as through the Spark engine.
 """
 
 from __future__ import annotations
@@ -30,16 +22,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from uncertain_cep.errors import IndexFormatError, ParamEnum, PlanningError
+from uncertain_cep.errors import IndexFormatError, PlanningError
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.store.reader import IndexReader
 from uncertain_cep.query.evaluation.context import QueryContext
-from uncertain_cep.query.evaluation.stats import QueryStats, ScanStats
+from uncertain_cep.query.evaluation.stats import QueryStats
 from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import get_strategy
 
-__all__ = ["SLICE_STRATEGIES", "SliceReads", "TimeSlice", "evaluate_slice", "opened_index",
-           "plan_slices"]
+__all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "opened_index", "plan_slices"]
 
 # Strategies that only look at the events and trees a slice holds. Tree traversal walks
 # whole groups and possible worlds enumerates whole groups, so they need the local engine.
@@ -90,43 +81,25 @@ def plan_slices(reader: IndexReader, window: float, n_slices: int) -> list[TimeS
     return slices
 
 
-class SliceReads(ParamEnum):
-    """How a time slice reads the index (see the module docstring)."""
-
-    mapped = "mapped"
-    row_groups = "row-groups"
-
-
 def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePattern,
-                   strategy: str = "selectivity", reads: str = "mapped"
+                   strategy: str = "selectivity"
                    ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows ``(event ids, confidence, t_first, t_last)`` of the tuples anchored in
-    the slice, and the evaluation counters (with the slice's Parquet scans when it
-    ``reads`` row groups). ``pattern`` is bound to the index's time axis
-    (:func:`~uncertain_cep.query.language.parse.bind_query`, on the driver: the query
-    is parsed once)."""
+    the slice, and the evaluation counters (with the shards it opened). ``pattern`` is
+    bound to the index's time axis (:func:`~uncertain_cep.query.language.parse.bind_query`,
+    on the driver: the query is parsed once)."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
-    scans: list[ScanStats] = []
-    if SliceReads.get_value(reads) == "mapped":
-        # Of a sharded index, the shards the slice's span meets (its tuples and every
-        # event standing in their negation gaps lie in that span).
-        index = opened_index(reader, reader.shards_meeting(piece.lo, piece.need_hi))
-    else:
-        # All slices of a query answer from one version of the index: a rebuild
-        # meanwhile fails, checked before the reads and after them.
-        _check_unchanged(reader)
-        read = reader.scan_slice(piece.lo, piece.latest, piece.halo)
-        _check_unchanged(reader)
-        scans = [ScanStats(s.table, s.row_groups_read, s.row_groups, s.rows)
-                 for s in read.scans]
-        if read.index is None:
-            return [], QueryStats(strategy=strategy, scans=scans)
-        index = read.index
+    # Of a sharded index, the shards the slice's span meets (its tuples and every event
+    # standing in their negation gaps lie in that span).
+    shards = reader.shards_meeting(piece.lo, piece.need_hi)
+    index = opened_index(reader, shards)
     ctx = QueryContext(index, pattern)
     ctx.stats.strategy = strategy
-    ctx.stats.scans = scans
+    if reader.manifest.is_sharded:
+        ctx.stats.shards_read = list(shards)
+        ctx.stats.shards = len(reader.manifest.shards)
     # Every tuple's first event anchored in this slice; every event it meets is at most
     # a window after that one's latest instant, so searches stop at the halo.
     ctx.anchors = (piece.lo, piece.hi)

@@ -1,5 +1,6 @@
-"""The archive stored with an index as memory-mapped columns: equal to the archive the
-events table holds, read without reading the events table when it has no text."""
+"""The archive of an index as memory-mapped columns (of its working copy): equal to the
+archive the events table holds, read without reading the events table when it has no text
+and the working copy is there."""
 
 from __future__ import annotations
 
@@ -15,10 +16,25 @@ from random_archives import archives
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.rtree_boxes import EventLayout
-from uncertain_cep.index.store.layout import EVENT_ARRAYS, EVENTS
+from uncertain_cep.index.store.layout import EVENT_ARRAYS, EVENT_COLUMNS, EVENTS
+from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.reader import open_reader
-from uncertain_cep.index.store.slice_reads import archive_from_events
-from uncertain_cep.model.events import Archive
+from uncertain_cep.index.store.working_copy import working_copy
+from uncertain_cep.model.events import Archive, read_archive
+
+
+def archive_from_events(events: pd.DataFrame, manifest: Manifest
+                        ) -> tuple[Archive, EventLayout]:
+    """The archive and layout the events table holds (what the mapped columns are made
+    from), read as an archive file is."""
+    archive = read_archive(events.drop(columns=list(EVENT_COLUMNS)),
+                           group_by=manifest.group_by, check_unique_ids=False)
+    archive = dataclasses.replace(archive, time_axis=manifest.time_axis)
+    pos, t_min, t_max, code_lo, code_hi = (events[c].to_numpy() for c in EVENT_COLUMNS)
+    return archive, EventLayout(positions=pos.astype(np.int64), t_min=t_min.astype(np.int64),
+                                t_max=t_max.astype(np.int64),
+                                code_lo=code_lo.astype(np.float64),
+                                code_hi=code_hi.astype(np.float64))
 
 
 def _assert_same_archive(mapped: Archive, stored: Archive) -> None:
@@ -102,7 +118,8 @@ def test_datetime_archives_keep_their_instants_and_time_axis(tmp_path):
     pd.testing.assert_frame_equal(pd.DataFrame(answer), pd.DataFrame(idx.query(query)))
 
 
-def test_an_archive_without_text_opens_without_reading_its_events_table(tmp_path):
+def test_an_archive_without_text_opens_its_working_copy_without_reading_its_events_table(
+        tmp_path):
     df = pd.DataFrame({"event_id": [1, 2, 3, 4], "group": [0, 0, 1, 1],
                        "t_lo": [1, 2, 1, 5], "t_hi": [2, 3, 4, 6], "x": [1.0, 2.0, 3.0, 4.0]})
     uc.build_index(df).save(tmp_path / "ix")
@@ -127,13 +144,14 @@ def test_an_archive_with_text_hashes_its_events_table_when_opened(tmp_path):
         uc.open_index(tmp_path / "ix")
 
 
-def test_a_truncated_event_column_is_refused(tmp_path):
+def test_a_truncated_event_column_of_the_working_copy_is_made_again(tmp_path):
     df = pd.DataFrame({"event_id": [1, 2], "group": [0, 0], "t_lo": [1, 2], "t_hi": [2, 3]})
     uc.build_index(df).save(tmp_path / "ix")
-    column = tmp_path / "ix" / EVENT_ARRAYS / "t_hi.npy"
+    reader = open_reader(tmp_path / "ix")
+    column = working_copy(reader.root, reader.manifest, verified=True) / EVENT_ARRAYS / "t_hi.npy"
     column.write_bytes(column.read_bytes()[:-8])
-    with pytest.raises(IndexFormatError, match="rebuild the index"):
-        uc.open_index(tmp_path / "ix")
+    assert uc.open_index(tmp_path / "ix").archive.t_hi.tolist() == [2, 3]
+    assert len(np.load(column)) == 2
 
 
 def test_a_write_to_an_opened_archive_never_reaches_its_files(tmp_path):

@@ -1,5 +1,6 @@
-"""The node table stored with an index: derived from the Parquet tables, memory-mapped
-when opened, equal to the one built from the forests."""
+"""The node table of an index: stored packed, memory-mapped from the working copy when
+opened (the one the build left, or one expanded from the packed files), equal to the one
+built from the forests."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from random_archives import archives, single_groups
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.store.packed_nodes import NODE_TABLE_COLUMNS
 from uncertain_cep.index.store.reader import open_reader
+from uncertain_cep.index.store.working_copy import SEAL, discard, working_copy
 
 
 @st.composite
@@ -38,7 +41,13 @@ def test_stored_node_table_equals_the_one_built_from_the_forests(tmp_path_factor
     idx = uc.build_index(df[[c for c in df.columns if not c.startswith(("x", "y", "tag"))]],
                          codes=codes)
     idx.save(path)
-    opened = open_reader(path).load()
+    reader = open_reader(path)
+    left = reader.load().node_table       # the working copy the save left
+    discard(working_copy(reader.root, reader.manifest, verified=True))
+    opened = open_reader(path).load()     # expanded from the packed files
+    for column in NODE_TABLE_COLUMNS:
+        a, b = getattr(opened.node_table, column), getattr(left, column)
+        assert a.dtype == b.dtype and np.array_equal(a, b), column
     assert isinstance(opened.node_table.poi, np.memmap)
     assert "forests" not in opened.__dict__      # opening read no tree
     assert_node_columns_match_forests(opened)
@@ -73,10 +82,25 @@ def test_a_write_to_an_opened_node_table_never_reaches_the_file(tmp_path):
     assert float(open_reader(tmp_path / "ix").load().node_table.poi[0]) == before
 
 
-def test_a_node_column_of_the_wrong_type_is_refused(tmp_path):
+def test_a_damaged_node_column_of_the_working_copy_is_made_again(tmp_path):
     uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
                                  "t_hi": [2, 2]})).save(tmp_path / "ix")
     reader = open_reader(tmp_path / "ix")
-    np.save(tmp_path / "ix" / "columns" / "poi.npy", np.zeros(5, dtype=np.int32))
+    copy = working_copy(reader.root, reader.manifest, verified=True)
+    poi = np.load(copy / "columns" / "poi.npy").tolist()
+    np.save(copy / "columns" / "poi.npy", np.zeros(5, dtype=np.int32))
+    index = reader.load()
+    assert index.node_table.poi.tolist() == poi     # mapped (and checked) when first needed
+    assert (copy / SEAL).is_file()
+
+
+def test_a_node_column_of_the_wrong_type_is_refused_when_mapped(tmp_path):
+    from uncertain_cep.index.store.node_columns import open_node_columns
+
+    uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
+                                 "t_hi": [2, 2]})).save(tmp_path / "ix")
+    reader = open_reader(tmp_path / "ix")
+    copy = working_copy(reader.root, reader.manifest, verified=True)
+    np.save(copy / "columns" / "poi.npy", np.zeros(5, dtype=np.int32))
     with pytest.raises(IndexFormatError, match=r"poi\.npy holds int32"):
-        _ = reader.load().node_table     # mapped (and checked) when first needed
+        open_node_columns(copy / "columns")

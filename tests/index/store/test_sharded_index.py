@@ -65,11 +65,12 @@ def test_the_manifest_lists_shards_by_time_and_adds_up_their_counts(tmp_path) ->
 
 def test_a_damaged_shard_is_refused_naming_its_file(tmp_path) -> None:
     path, _ = _saved(tmp_path)
-    victim = path / "shards/00001/columns/poi.npy"
+    victim = path / "shards/00001/packed/nodes.parquet"
     data = bytearray(victim.read_bytes())
     data[-1] ^= 0xFF
     victim.write_bytes(bytes(data))
-    with pytest.raises(uc.IndexFormatError, match=r"shards/00001 is damaged: columns/poi\.npy"):
+    with pytest.raises(uc.IndexFormatError,
+                       match=r"shards/00001 is damaged: packed/nodes\.parquet"):
         uc.open_index(path, verify=True)
 
 

@@ -1,0 +1,262 @@
+"""The node table stored compact: what cannot be derived, in narrow integers, compressed.
+
+The batch engine reads the node table (:class:`~uncertain_cep.index.node_table.NodeTable`)
+as 23 flat 8-byte columns, memory-mapped from a working copy
+(:mod:`uncertain_cep.index.store.working_copy`). An index stores far less
+(:func:`pack_node_columns`), three Parquet files compressed with zstd:
+
+* ``groups.parquet``: per group (in code order), its label, nodes and trees
+  (``group_start`` and ``tree_start`` are their running sums);
+* ``nodes.parquet``: per node, its parent as a distance back from it (a parent precedes
+  its child), its tree counted from its group's first tree, its archive row, instant,
+  compact code and the length of its subtree's code range, kind, depth, ``poi`` and
+  ``cond`` (the probabilities stay 8-byte floats: answers are exact to 1e-9);
+* ``trees.parquet``: per tree, its parent tree as a distance back, its virtual node and
+  root counted from its group's first node, and its last compact code.
+
+Each integer column is stored as its distance from its least value in the narrowest
+integer type holding the rest (int8 to int64; the least value is kept in the file's
+metadata). The rest is derived when a working copy is made (:func:`expand_node_columns`):
+each node's group, the trees' nesting levels, the children lists (children in id order,
+which is sibling order), the real nodes of each archive row (in id order), and the root of
+the tree each virtual node stands for. About 50 bytes per event are stored where the
+working copy has about 700 (docs/benchmarks.md).
+
+>>> import tempfile
+>>> from pathlib import Path
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> from uncertain_cep.index.node_rows import column_dtype
+>>> idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
+...                                    "t_lo": [1, 1, 3], "t_hi": [2, 2, 3]}))
+>>> table = idx._index.node_table
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     for c in NODE_TABLE_COLUMNS:
+...         np.save(f"{tmp}/{c}.npy", getattr(table, c).astype(column_dtype(c)))
+...     pack_node_columns(Path(tmp), Path(tmp) / "packed")
+...     expand_node_columns(Path(tmp) / "packed", Path(tmp) / "again", n_rows=3)
+...     same = all(np.array_equal(np.load(f"{tmp}/again/{c}.npy"), getattr(table, c))
+...                for c in NODE_TABLE_COLUMNS)
+>>> same
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.forests.forest import REAL, VIRTUAL
+from uncertain_cep.index.node_rows import column_dtype
+from uncertain_cep.index.node_table import NodeTable
+
+__all__ = ["NODE_TABLE_COLUMNS", "PACKED_NODE_FILES", "expand_node_columns", "group_labels",
+           "narrow_integers", "pack_node_columns", "read_packed", "widen_integers"]
+
+NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
+_GROUPS, _NODES, _TREES = "groups.parquet", "nodes.parquet", "trees.parquet"
+PACKED_NODE_FILES = (_GROUPS, _NODES, _TREES)
+# Where a file keeps each narrowed column's least value.
+_BASES = b"uncertain_cep.bases"
+_COMPRESSION = "zstd"
+
+
+def narrow_integers(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``values`` as distances from their least value, in the narrowest signed integer
+    type that holds them, and that least value.
+
+    >>> narrow_integers(np.array([1000, 1003, 1255]))
+    (array([  0,   3, 255], dtype=int16), 1000)
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if not len(values):
+        return values.astype(np.int8), 0
+    base = int(values.min())
+    span = int(values.max()) - base
+    for dtype in (np.int8, np.int16, np.int32):
+        if span <= np.iinfo(dtype).max:
+            return (values - base).astype(dtype), base
+    return values - base, base
+
+
+def widen_integers(values: np.ndarray, base: int) -> np.ndarray:
+    """The int64 values :func:`narrow_integers` narrowed."""
+    out = np.asarray(values).astype(np.int64)
+    out += base
+    return out
+
+
+def _write(path: Path, columns: dict[str, np.ndarray | pa.Array]) -> None:
+    """Write ``columns`` as one Parquet file, integer columns narrowed."""
+    arrays: dict[str, np.ndarray | pa.Array] = {}
+    bases = {}
+    for name, values in columns.items():
+        if isinstance(values, pa.Array):
+            arrays[name] = values
+        elif np.issubdtype(values.dtype, np.integer):
+            arrays[name], bases[name] = narrow_integers(values)
+        else:
+            arrays[name] = np.asarray(values)
+    table = pa.table(arrays).replace_schema_metadata({_BASES: json.dumps(bases)})
+    pq.write_table(table, path, compression=_COMPRESSION)
+
+
+def _read(path: Path, column: str) -> np.ndarray:
+    """One column of a file :func:`_write` wrote, widened back to its full type."""
+    try:
+        f = pq.ParquetFile(path)
+        bases = json.loads((f.schema_arrow.metadata or {}).get(_BASES, b"{}"))
+        values = f.read(columns=[column]).column(0).to_numpy()
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
+    return widen_integers(values, int(bases[column])) if column in bases else values
+
+
+def read_packed(path: Path) -> pd.DataFrame:
+    """A packed file's columns, integers widened back to int64 (for inspection and tests;
+    the expansion reads one column at a time)."""
+    names = pq.read_schema(path).names
+    return pd.DataFrame({name: _read(path, name) for name in names})
+
+
+def _local(ids: np.ndarray, owner_start: np.ndarray) -> np.ndarray:
+    """Ids counted from their owner's first id; -1 stays -1."""
+    return np.where(ids >= 0, ids - owner_start, -1)
+
+
+def _back(ids: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """How far back from each position ``of`` its id in ``ids`` is (0 for none: -1)."""
+    return np.where(ids >= 0, of - ids, 0)
+
+
+def group_labels(packed: Path) -> pd.Index:
+    """Every group's label, in code order (what ``groups.parquet`` holds first)."""
+    try:
+        labels = pq.read_table(packed / _GROUPS, columns=["group"]).column(0)
+    except (OSError, KeyError, pa.ArrowException) as e:
+        raise IndexFormatError(f"{packed / _GROUPS} is damaged: {e}; rebuild the "
+                               "index") from e
+    return pd.Index(labels.to_pandas())
+
+
+def pack_node_columns(columns: Path, packed: Path, labels: pa.Array | None = None) -> None:
+    """Store the node table held as ``.npy`` files (one per column of
+    :data:`NODE_TABLE_COLUMNS`) in ``columns`` into ``packed`` (see the module docstring),
+    with the groups' ``labels`` in code order (default: their codes). One column is in
+    memory at a time, besides each node's group and tree starts."""
+    packed.mkdir(parents=True, exist_ok=True)
+
+    def load(name: str) -> np.ndarray:
+        return np.load(columns / f"{name}.npy", mmap_mode="r")
+
+    group_start, tree_start = load("group_start"), load("tree_start")
+    if labels is None:
+        labels = pa.array(np.arange(len(group_start) - 1))
+    _write(packed / _GROUPS, {"group": labels, "nodes": np.diff(group_start),
+                              "trees": np.diff(tree_start)})
+    n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
+    node_group = np.repeat(np.arange(len(group_start) - 1), np.diff(group_start))
+    tree_group = np.repeat(np.arange(len(tree_start) - 1), np.diff(tree_start))
+    nodes = np.arange(n_nodes, dtype=np.int64)
+    trees = np.arange(n_trees, dtype=np.int64)
+    node_columns = {
+        "parent_back": _back(load("parent"), nodes),
+        "tree": load("tree") - tree_start[node_group],
+        "row": load("row"), "instant": load("instant"), "code": load("code"),
+        "code_span": load("code_end") - load("code"), "kind": load("kind"),
+        "depth": load("depth"), "poi": load("poi"), "cond": load("cond")}
+    _write(packed / _NODES, node_columns)
+    del node_columns
+    _write(packed / _TREES, {
+        "parent_back": _back(load("tree_parent"), trees),
+        "virtual": _local(load("tree_virtual"), group_start[tree_group]),
+        "root": _local(load("tree_root"), group_start[tree_group]),
+        "last_code": load("tree_last_code")})
+
+
+def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
+    """Write the node table stored in ``packed`` (:func:`pack_node_columns`) into
+    ``columns``, one ``.npy`` file per column of :data:`NODE_TABLE_COLUMNS`, deriving
+    what is not stored; ``n_rows``: the archive's events. A column is written as soon as
+    it is made, so memory holds a few columns, not the table."""
+    columns.mkdir(parents=True, exist_ok=True)
+
+    def save(name: str, values: np.ndarray) -> None:
+        np.save(columns / f"{name}.npy", np.ascontiguousarray(values,
+                                                              dtype=column_dtype(name)))
+
+    node_counts, tree_counts = _read(packed / _GROUPS, "nodes"), _read(packed / _GROUPS, "trees")
+    group_start = np.concatenate([[0], np.cumsum(node_counts)]).astype(np.int64)
+    tree_start = np.concatenate([[0], np.cumsum(tree_counts)]).astype(np.int64)
+    save("group_start", group_start)
+    save("tree_start", tree_start)
+    n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
+    group = np.repeat(np.arange(len(node_counts), dtype=np.int64), node_counts)
+    tree_group = np.repeat(np.arange(len(tree_counts), dtype=np.int64), tree_counts)
+    if len(_read(packed / _NODES, "kind")) != n_nodes or \
+            len(_read(packed / _TREES, "last_code")) != n_trees:
+        raise IndexFormatError(f"{packed} is damaged: its node and tree tables do not "
+                               "match its group sizes; rebuild the index")
+    save("group", group)
+    nodes = np.arange(n_nodes, dtype=np.int64)
+    back = _read(packed / _NODES, "parent_back")
+    parent = np.where(back != 0, nodes - back, -1)
+    del back
+    save("parent", parent)
+    # Children in id order: the nodes with a parent, stably sorted by it.
+    has_parent = np.flatnonzero(parent >= 0)
+    save("child_list", has_parent[np.argsort(parent[has_parent], kind="stable")])
+    save("child_start", np.concatenate([[0], np.cumsum(
+        np.bincount(parent[has_parent], minlength=n_nodes))]))
+    del parent, has_parent
+    save("tree", _read(packed / _NODES, "tree") + tree_start[group])
+    row = _read(packed / _NODES, "row")
+    save("row", row)
+    kind = _read(packed / _NODES, "kind")
+    save("kind", kind)
+    # Each row's real nodes in id order.
+    real = np.flatnonzero((kind == REAL) & (row >= 0))
+    save("row_nodes", real[np.argsort(row[real], kind="stable")])
+    save("row_nodes_start", np.concatenate([[0], np.cumsum(
+        np.bincount(row[real], minlength=n_rows))]))
+    del row, real
+    code = _read(packed / _NODES, "code")
+    save("code", code)
+    save("code_end", code + _read(packed / _NODES, "code_span"))
+    del code
+    for name in ("instant", "depth", "poi", "cond"):
+        save(name, _read(packed / _NODES, name))
+    first_node = group_start[tree_group]
+    del group
+    trees = np.arange(n_trees, dtype=np.int64)
+    back = _read(packed / _TREES, "parent_back")
+    tree_parent = np.where(back != 0, trees - back, -1)
+    save("tree_parent", tree_parent)
+    level = np.zeros(n_trees, dtype=np.int64)
+    up = tree_parent.copy()
+    while (inner := up >= 0).any():
+        level[inner] += 1
+        up[inner] = tree_parent[up[inner]]
+    save("tree_level", level)
+    local_virtual = _read(packed / _TREES, "virtual")
+    local_root = _read(packed / _TREES, "root")
+    virtual = np.where(local_virtual >= 0, local_virtual + first_node, -1)
+    root = np.where(local_root >= 0, local_root + first_node, -1)
+    save("tree_virtual", virtual)
+    save("tree_root", root)
+    save("tree_last_code", _read(packed / _TREES, "last_code"))
+    # The root of the tree each virtual node stands for.
+    child_root = np.full(n_nodes, -1, dtype=np.int64)
+    stands = virtual >= 0
+    child_root[virtual[stands]] = root[stands]
+    if (kind[virtual[stands]] != VIRTUAL).any():
+        raise IndexFormatError(f"{packed} is damaged: a tree's virtual node is not "
+                               "virtual; rebuild the index")
+    save("child_root", child_root)

@@ -1,0 +1,260 @@
+"""An index's working copy: its compact stored files expanded into the flat columns and the
+R*-tree file the query engine maps, kept in a local cache with a size limit.
+
+An index stores each table once, compact (:mod:`uncertain_cep.index.store.packed_nodes`;
+the events table, compressed; the R*-tree file, compressed): what travels to and sits on
+storage. The batch engine gathers from flat 8-byte columns, memory-mapped so that every
+process of a host shares their pages. The first open of an index on a host expands it
+(:func:`working_copy`) into the cache directory (:func:`cache_directory`), under a name
+that is the digest of the index's manifest: a rebuilt index never meets the copy of its
+predecessor, and an unchanged one is expanded once per host, whoever opens it. A copy is
+written beside its final name and renamed into place; two processes expanding the same
+index at once each write their own and the first rename wins. Its files' checksums are
+sealed in :data:`SEAL` and checked when they are mapped, as the stored files are; a copy
+found damaged is deleted and made again (:func:`verified_copy`).
+
+A build leaves the copy it made on the way (:func:`adopt`): opening an index just written
+on the same host expands nothing.
+
+The cache holds at most :func:`cache_limit` bytes: after a copy is added, the copies used
+longest ago are deleted (a process still mapping one keeps its pages: the files are only
+unlinked).
+
+>>> import os, tempfile
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> from uncertain_cep.index.store.reader import open_reader
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     os.environ[CACHE_ENV] = tmp + "/cache"
+...     uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
+...                                  "t_hi": [2, 2]})).save(tmp + "/ix")
+...     reader = open_reader(tmp + "/ix")
+...     copy = working_copy(reader.root, reader.manifest, verified=True)
+...     sealed = (copy / SEAL).is_file() and copy.parent == cache_directory()
+...     del os.environ[CACHE_ENV]
+>>> sealed
+True
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pyarrow as pa
+
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.store.checksums import file_digest, verify_files
+from uncertain_cep.index.store.event_columns import write_event_columns
+from uncertain_cep.index.store.layout import (
+    COLUMNS,
+    EVENT_ARRAYS,
+    EVENT_COLUMNS,
+    EVENTS,
+    PACKED,
+    RTREE_FILES,
+    table_files,
+)
+from uncertain_cep.index.store.manifest import Manifest, manifest_digest
+from uncertain_cep.index.store.packed_nodes import expand_node_columns, group_labels
+
+__all__ = ["CACHE_ENV", "DEFAULT_CACHE_LIMIT", "LIMIT_ENV", "SEAL", "adopt", "cache_directory",
+           "cache_limit", "compress_file", "compressed_name", "discard", "expand_stored", "seal",
+           "sealed_checksums", "verified_copy", "working_copy"]
+
+_T = TypeVar("_T")
+CACHE_ENV = "UNCERTAIN_CEP_CACHE"
+LIMIT_ENV = "UNCERTAIN_CEP_CACHE_LIMIT"
+DEFAULT_CACHE_LIMIT = 20 * 2**30
+# A working copy's own checksums and size, written last.
+SEAL = "working.json"
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_COMPRESSION = "zstd"
+
+
+def cache_directory() -> Path:
+    """Where working copies are kept: ``$UNCERTAIN_CEP_CACHE``, else
+    ``~/.cache/uncertain-cep/working-copies`` (``$XDG_CACHE_HOME`` respected)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "uncertain-cep" / "working-copies"
+
+
+def cache_limit() -> int:
+    """The cache's size limit in bytes: ``$UNCERTAIN_CEP_CACHE_LIMIT`` (a number of bytes,
+    or with a unit: ``500M``, ``20G``), else :data:`DEFAULT_CACHE_LIMIT` (20 GiB).
+
+    >>> os.environ[LIMIT_ENV] = "1.5G"; cache_limit() == 3 * 2**29
+    True
+    >>> del os.environ[LIMIT_ENV]
+    """
+    text = os.environ.get(LIMIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_CACHE_LIMIT
+    match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)i?[bB]?", text)
+    if match is None:
+        raise IndexFormatError(f"${LIMIT_ENV} is {text!r}: give a number of bytes, or one "
+                               "with a unit (500M, 20G)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def compressed_name(name: str) -> str:
+    """The stored name of a file kept compressed (the R*-tree's)."""
+    return f"{PACKED}/{name}.zst"
+
+
+def compress_file(source: Path, target: Path) -> None:
+    """Write ``source`` compressed (zstd) to ``target``, its size first."""
+    data = source.read_bytes()
+    with open(target, "wb") as fh:
+        fh.write(len(data).to_bytes(8, "little"))
+        fh.write(pa.compress(data, codec=_COMPRESSION, asbytes=True))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _decompress_file(source: Path, target: Path) -> None:
+    raw = source.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    try:
+        data = pa.decompress(raw[8:], decompressed_size=size, codec=_COMPRESSION,
+                             asbytes=True)
+    except (pa.ArrowException, ValueError) as e:
+        raise IndexFormatError(f"{source} is damaged: {e}; rebuild the index") from e
+    target.write_bytes(data)
+
+
+def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
+    """Write the working files of the index directory ``root`` into ``into``: the node
+    table's and the events table's columns and the R*-tree file."""
+    packed = root / PACKED
+    expand_node_columns(packed, into / COLUMNS, n_rows=manifest.counts.events)
+    write_event_columns(into / EVENT_ARRAYS, [root / f for f in table_files(root, EVENTS)],
+                        group_by=manifest.group_by, numeric=manifest.attributes.numeric,
+                        layout_columns=EVENT_COLUMNS, keys=group_labels(packed))
+    for name in RTREE_FILES:
+        if (root / compressed_name(name)).is_file():
+            _decompress_file(root / compressed_name(name), into / name)
+
+
+def seal(directory: Path) -> None:
+    """Record the checksums and size of a working copy's files (its last file)."""
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and p.name != SEAL)
+    record = {"files": {p.relative_to(directory).as_posix(): file_digest(p) for p in files},
+              "bytes": sum(p.stat().st_size for p in files)}
+    (directory / SEAL).write_text(json.dumps(record))
+
+
+def sealed_checksums(directory: Path) -> dict[str, str]:
+    """The checksums :func:`seal` recorded."""
+    try:
+        return dict(json.loads((directory / SEAL).read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise IndexFormatError(f"the working copy {directory} is damaged ({e}); delete it "
+                               "and open the index again") from e
+
+
+def _key(manifest: Manifest) -> str:
+    return manifest_digest(manifest.to_json())
+
+
+def working_copy(root: Path, manifest: Manifest, *, verified: bool) -> Path:
+    """The working copy of the index directory ``root`` (its checked ``manifest``), made
+    now if the cache does not hold it; ``verified``: whether the stored files were hashed
+    when the index was opened (else they are hashed before they are expanded)."""
+    cache = cache_directory()
+    final = cache / _key(manifest)
+    if (final / SEAL).is_file():
+        os.utime(final / SEAL)
+        return final
+    if not verified:
+        listed = dict(manifest.checksums)
+        verify_files(root, {name: digest for name, digest in listed.items()
+                            if name.startswith((f"{PACKED}/", f"{EVENTS}/"))})
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        expand_stored(root, manifest, tmp)
+        seal(tmp)
+        _rename_into(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    evict(keep=final)
+    return final
+
+
+def discard(copy: Path) -> None:
+    """Delete a working copy (its seal first: a half-deleted copy is never taken for a
+    whole one)."""
+    (copy / SEAL).unlink(missing_ok=True)
+    shutil.rmtree(copy, ignore_errors=True)
+
+
+def verified_copy(root: Path, manifest: Manifest, *, verified: bool,
+                  check: Callable[[Path], _T]) -> tuple[Path, _T]:
+    """The working copy of ``root`` and what ``check(copy)`` returns; a copy ``check``
+    finds damaged (an :class:`~uncertain_cep.errors.IndexFormatError`) is deleted and made
+    again from the stored files, once."""
+    copy = working_copy(root, manifest, verified=verified)
+    try:
+        return copy, check(copy)
+    except IndexFormatError:
+        discard(copy)
+    copy = working_copy(root, manifest, verified=verified)
+    return copy, check(copy)
+
+
+def adopt(work: Path, manifest: Manifest) -> None:
+    """Keep ``work``, the working files a build made for the index ``manifest`` describes,
+    as its working copy when the cache is on the same filesystem (a rename); else delete
+    it."""
+    cache = cache_directory()
+    final = cache / _key(manifest)
+    try:
+        seal(work)
+        cache.mkdir(parents=True, exist_ok=True)
+        _rename_into(work, final)
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if final.is_dir():
+        evict(keep=final)
+
+
+def _rename_into(tmp: Path, final: Path) -> None:
+    """Rename ``tmp`` to ``final`` unless another process got there first."""
+    try:
+        os.rename(tmp, final)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (final / SEAL).is_file():
+            raise
+
+
+def evict(keep: Path) -> None:
+    """Delete the copies used longest ago until the cache is within its limit (never
+    ``keep``, the copy just made or used)."""
+    cache = keep.parent
+    copies = []
+    for seal_file in cache.glob(f"*/{SEAL}"):
+        try:
+            size = int(json.loads(seal_file.read_text())["bytes"])
+            copies.append((seal_file.stat().st_mtime, size, seal_file.parent))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    total, limit = sum(size for _, size, _ in copies), cache_limit()
+    for _, size, directory in sorted(copies):
+        if total <= limit:
+            break
+        if directory == keep:
+            continue
+        discard(directory)
+        total -= size
