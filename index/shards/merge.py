@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,8 @@ from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.model.attributes import NumericAttribute
 from uncertain_cep.model.events import Archive
 
-__all__ = ["ShardSearch", "merge_archives", "merge_indexes", "merge_node_tables"]
+__all__ = ["ShardSearch", "merge_archives", "merge_indexes", "merge_node_tables",
+           "moved_column", "node_table_sizes"]
 
 # How each node-table column moves when shards are put side by side: by the nodes, trees,
 # rows or groups before it (-1 stays -1), as a CSR offset column (its last entry dropped
@@ -47,6 +49,8 @@ _ROW_IDS = ("row",)
 _GROUP_IDS = ("group",)
 _OFFSETS = {"group_start": "nodes", "tree_start": "trees", "child_start": "children",
             "row_nodes_start": "row_nodes"}
+_MOVES = {**dict.fromkeys(_NODE_IDS, "nodes"), **dict.fromkeys(_TREE_IDS, "trees"),
+          **dict.fromkeys(_ROW_IDS, "rows"), **dict.fromkeys(_GROUP_IDS, "groups")}
 
 
 def merge_indexes(parts: Sequence[EventIndex],
@@ -67,7 +71,7 @@ def merge_indexes(parts: Sequence[EventIndex],
 
     return EventIndex(
         archive, first.settings, forests=forests() if forests_loaded else None,
-        layout=layout, rtree=ShardSearch(parts), statistics=statistics,
+        layout=layout, rtree=ShardSearch.of(parts), statistics=statistics,
         load_node_table=lambda: merge_node_tables([p.node_table for p in parts]),
         load_forests=None if forests_loaded else forests,
         built_with_condition2=first.built_with_condition2)
@@ -103,32 +107,38 @@ def _optional(columns: list[np.ndarray | None], lengths: list[int]) -> np.ndarra
                            for c, n in zip(columns, lengths)])
 
 
+def node_table_sizes(tables: Sequence[NodeTable]) -> dict[str, list[int]]:
+    """Per shard, what each kind of id counts (nodes, trees, rows, groups, child-list
+    and row-node slots): what the ids of the shards after it are offset by."""
+    return {"nodes": [len(t.group) for t in tables],
+            "trees": [len(t.tree_parent) for t in tables],
+            "rows": [len(t.row_nodes_start) - 1 for t in tables],
+            "groups": [len(t.group_start) - 1 for t in tables],
+            "children": [len(t.child_list) for t in tables],
+            "row_nodes": [len(t.row_nodes) for t in tables]}
+
+
+def moved_column(name: str, values: np.ndarray, base: dict[str, int], last: bool
+                 ) -> np.ndarray:
+    """One shard's node-table column ``name`` as it stands side by side: ids moved by
+    ``base`` (what the shards before it count, by kind: :func:`node_table_sizes`), -1
+    kept; a CSR offset column loses its last entry but in the ``last`` shard."""
+    values = np.asarray(values)
+    if name in _OFFSETS:
+        kept = values if last else values[:-1]
+        return (kept + base[_OFFSETS[name]]).astype(np.int64)
+    if name in _MOVES:
+        return np.where(values >= 0, values + base[_MOVES[name]], values)
+    return values
+
+
 def merge_node_tables(tables: Sequence[NodeTable]) -> NodeTable:
     """Node tables side by side (see the module docstring); ids offset shard by shard."""
-    sizes = {"nodes": [t.n_nodes for t in tables],
-             "trees": [len(t.tree_parent) for t in tables],
-             "rows": [len(t.row_nodes_start) - 1 for t in tables],
-             "groups": [len(t.group_start) - 1 for t in tables],
-             "children": [len(t.child_list) for t in tables],
-             "row_nodes": [len(t.row_nodes) for t in tables]}
-    base = {k: np.cumsum([0] + v[:-1]) for k, v in sizes.items()}
-    moves = {**dict.fromkeys(_NODE_IDS, "nodes"), **dict.fromkeys(_TREE_IDS, "trees"),
-             **dict.fromkeys(_ROW_IDS, "rows"), **dict.fromkeys(_GROUP_IDS, "groups")}
-    out = {}
-    for f in fields(NodeTable):
-        columns = [np.asarray(getattr(t, f.name)) for t in tables]
-        if f.name in _OFFSETS:
-            by = base[_OFFSETS[f.name]]
-            out[f.name] = np.concatenate(
-                [c[:-1] + b for c, b in zip(columns, by)]
-                + [columns[-1][-1:] + by[-1]]).astype(np.int64)
-        elif f.name in moves:
-            by = base[moves[f.name]]
-            out[f.name] = np.concatenate([np.where(c >= 0, c + b, c)
-                                          for c, b in zip(columns, by)])
-        else:
-            out[f.name] = np.concatenate(columns)
-    return NodeTable(**out)
+    sizes = node_table_sizes(tables)
+    bases = [{k: int(sum(v[:i])) for k, v in sizes.items()} for i in range(len(tables))]
+    return NodeTable(**{f.name: np.concatenate(
+        [moved_column(f.name, getattr(t, f.name), b, i == len(tables) - 1)
+         for i, (t, b) in enumerate(zip(tables, bases))]) for f in fields(NodeTable)})
 
 
 class ShardSearch:
@@ -136,12 +146,21 @@ class ShardSearch:
     shard's own tree, its group axis moved to the shard's group codes, and the rows found
     are moved to the merged rows; per query box, shard by shard."""
 
-    def __init__(self, parts: Sequence[EventIndex]) -> None:
-        self._trees = [p.rtree for p in parts]
+    def __init__(self, trees: Sequence[Any], events: Sequence[int], groups: Sequence[int]
+                 ) -> None:
+        """``trees``: each shard's R*-tree (or box search), ``events`` and ``groups``: how
+        many each shard holds."""
+        self._trees = list(trees)
         inner = {getattr(t, "access", "R*-tree search") for t in self._trees}
-        self.access = f"{' / '.join(sorted(inner))}, in each of {len(parts)} shards"
-        self._rows = np.cumsum([0] + [p.archive.n_events for p in parts[:-1]])
-        self._groups = np.cumsum([0] + [p.archive.n_groups for p in parts[:-1]])
+        self.access = f"{' / '.join(sorted(inner))}, in each of {len(self._trees)} shards"
+        self._rows = np.cumsum([0, *events[:-1]])
+        self._groups = np.cumsum([0, *groups[:-1]])
+
+    @classmethod
+    def of(cls, parts: Sequence[EventIndex]) -> ShardSearch:
+        """The searches of indexes side by side."""
+        return cls([p.rtree for p in parts], [p.archive.n_events for p in parts],
+                   [p.archive.n_groups for p in parts])
 
     def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:

@@ -48,7 +48,8 @@ from uncertain_cep.index.store.node_columns import group_codes
 from uncertain_cep.model.attributes import NumericAttribute, text_values
 from uncertain_cep.model.events import Archive
 
-__all__ = ["open_event_columns", "text_columns", "write_event_columns"]
+__all__ = ["concatenate_event_columns", "open_event_columns", "text_columns",
+           "write_event_columns"]
 
 # Files of the directory (besides the layout's columns, named as in the events table).
 _IDS, _GROUP_CODES, _LABELS = "event_id.npy", "group_code.npy", "group_labels.parquet"
@@ -128,6 +129,26 @@ def write_event_columns(directory: Path, event_files: list[Path], *, group_by: s
     group_type = schema.field(group_by).type if schema is not None else None
     pq.write_table(pa.table({group_by: pa.array(keys.to_numpy(), type=group_type)}),
                    directory / _LABELS)
+
+
+def concatenate_event_columns(parts: list[Path], into: Path) -> None:
+    """Write the event columns of several indexes (``parts``: their ``event_columns``
+    directories, alike) side by side into ``into``: rows after rows, group codes moved
+    past the groups before, the group labels one after another (they may repeat)."""
+    into.mkdir(parents=True, exist_ok=True)
+    labels = [pq.read_table(p / _LABELS) for p in parts]
+    group_base = np.cumsum([0] + [t.num_rows for t in labels[:-1]])
+    for file in sorted(f.name for f in parts[0].glob("*.npy")):
+        columns = [np.load(p / file, mmap_mode="r") for p in parts]
+        out = np.lib.format.open_memmap(into / file, mode="w+", dtype=columns[0].dtype,
+                                        shape=(sum(len(c) for c in columns),))
+        at = 0
+        for column, base in zip(columns, group_base):
+            out[at:at + len(column)] = column + base if file == _GROUP_CODES else column
+            at += len(column)
+        out.flush()
+        del out
+    pq.write_table(pa.concat_tables(labels), into / _LABELS)
 
 
 def _batches(files: list[Path], columns: list[str]) -> Iterator[pa.RecordBatch]:

@@ -44,7 +44,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -62,7 +62,7 @@ from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.node_table import NodeTable
 from uncertain_cep.index.rtree_boxes import EventLayout, rtree_properties
-from uncertain_cep.index.shards import merge_indexes
+from uncertain_cep.index.shards import ShardSearch
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.column_checks import check_node_table
@@ -84,6 +84,7 @@ from uncertain_cep.index.store.layout import (
 )
 from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
 from uncertain_cep.index.store.manifest_check import read_manifest
+from uncertain_cep.index.store.manifest_records import IndexCounts
 from uncertain_cep.index.store.node_columns import node_column_files, open_node_columns
 from uncertain_cep.index.store.rebuilds import (
     OPEN_ATTEMPTS,
@@ -91,6 +92,7 @@ from uncertain_cep.index.store.rebuilds import (
     being_replaced,
     directory_identity,
 )
+from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     discard,
     sealed_checksums,
@@ -214,40 +216,57 @@ class IndexReader:
         return stored == manifest_digest(self.manifest.to_json())
 
     def load(self, pair_predicate: PairPredicate | None = None,
-             shards: Sequence[int] | None = None) -> EventIndex:
-        """The whole index in memory, its R*-tree file opened (a private copy).
+             shards: Sequence[int] | None = None,
+             statistics: EventStatistics | None = None) -> EventIndex:
+        """The index, its columns memory-mapped from its working copy on this host
+        (:mod:`~uncertain_cep.index.store.working_copy`), its R*-tree file opened (a
+        private copy).
 
         ``pair_predicate`` is Condition 2 when the index was built with a user's predicate
-        (code is not stored; only the possible-worlds baseline needs it again). A sharded
-        index is its shards read side by side
-        (:func:`~uncertain_cep.index.shards.merge.merge_indexes`)."""
+        (code is not stored; only walking the trees needs it again). A sharded index is
+        its shards (all, or those numbered ``shards``) side by side, from one working copy
+        of them (:mod:`~uncertain_cep.index.store.side_by_side`); its statistics are the
+        whole index's, which is what plans use (``statistics``: given by the index a
+        shard belongs to)."""
         if self.manifest.is_sharded:
-            # Some shards (a time slice's), or all; the statistics are the whole index's,
-            # which is what plans use.
             # A span no shard meets still gets an index (of the first shard) to answer
             # from: with nothing in its span, it answers nothing.
-            wanted = None if shards is None else (list(shards) or [0])
-            return merge_indexes([shard.load(pair_predicate)
-                                  for shard in self.shards(wanted)], self.statistics())
-        root = self.root
+            wanted = (list(range(len(self.manifest.shards))) if shards is None
+                      else sorted(set(shards)) or [0])
+            readers = [r for r in self.shards(wanted) if r.manifest.counts.events] or \
+                self.shards(wanted[:1])
+            if len(readers) == 1:
+                return readers[0].load(pair_predicate, statistics=self.statistics())
+            return self._side_by_side(readers, wanted, pair_predicate)
+        return self._open(lambda: working_copy(self.root, self.manifest,
+                                               verified=self.verified_all),
+                          self.manifest, self._open_copy, pair_predicate, statistics)
+
+    def _open(self, get: Callable[[], Path], manifest: Manifest,
+              check: Callable[[Path], tuple[Archive, EventLayout, Any]],
+              pair_predicate: PairPredicate | None,
+              statistics: EventStatistics | None) -> EventIndex:
+        """The index in the working copy ``get()`` gives, ``manifest`` its counts;
+        ``check(copy)`` opens its archive, layout and R*-tree."""
         try:
             settings = self.manifest.settings.build_settings(pair_predicate)
-            copy, (archive, layout, rtree) = verified_copy(
-                root, self.manifest, verified=self.verified_all, check=self._open_copy)
+            copy, (archive, layout, rtree) = verified_copy(get, check)
             # The node table's files are opened now and hashed, mapped and checked when a
             # query first needs them (the index's largest part: opening stays cheap),
             # from these very files even if the copy is evicted meanwhile.
             opened = {name: open(copy / name, "rb")  # noqa: SIM115 -- closed once mapped
                       for name in node_column_files(copy / COLUMNS)}
-            statistics = self.statistics()
+            statistics = self.statistics() if statistics is None else statistics
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
-            raise IndexFormatError(f"{root} is damaged: {e}; rebuild the index") from e
+            raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
+        nodes = manifest.counts.nodes
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
                           statistics=statistics,
-                          load_node_table=lambda: self._node_table(copy, opened, archive),
+                          load_node_table=lambda: self._node_table(copy, opened, archive,
+                                                                   get, nodes),
                           built_with_condition2=self.manifest.settings.condition2 is not None,
-                          load_forests=lambda: self._forests(archive, settings))
+                          load_forests=lambda: self._forests(archive, settings, nodes))
 
     def _open_copy(self, copy: Path) -> tuple[Archive, EventLayout, rtree_index.Index | None]:
         """The archive, layout and R*-tree of a working copy, their files checked first
@@ -260,6 +279,38 @@ class IndexReader:
         rtree = (_open_rtree(copy, len(archive.numeric_names)) if archive.n_events
                  else None)
         return archive, layout, rtree
+
+    def _side_by_side(self, readers: list[IndexReader], wanted: list[int],
+                      pair_predicate: PairPredicate | None) -> EventIndex:
+        """The shards ``readers`` (numbered ``wanted``) side by side."""
+        counts = IndexCounts(*(sum(getattr(r.manifest.counts, k) for r in readers)
+                               for k in ("events", "groups", "trees", "nodes")))
+        view = dataclasses.replace(self.manifest, counts=counts)
+
+        def get() -> Path:
+            return side_by_side_copy(
+                manifest_digest(self.manifest.to_json()), wanted,
+                lambda: [working_copy(r.root, r.manifest, verified=r.verified_all)
+                         for r in readers])
+
+        def read_text(columns: list[str]) -> pd.DataFrame:
+            if not columns:
+                return pd.DataFrame()
+            return pd.concat([r._read_columns(columns) for r in readers], ignore_index=True)
+
+        def check(copy: Path) -> tuple[Archive, EventLayout, ShardSearch]:
+            sealed = sealed_checksums(copy)
+            verify_files(copy, {name: digest for name, digest in sealed.items()
+                                if name.startswith((f"{EVENT_ARRAYS}/", f"{RTREES}/"))})
+            archive, layout = open_event_columns(copy / EVENT_ARRAYS, view, read_text,
+                                                 EVENT_COLUMNS)
+            trees = [_open_rtree(copy / RTREES / f"{k:05d}", len(archive.numeric_names))
+                     for k in range(len(readers))]
+            return archive, layout, ShardSearch(
+                trees, [r.manifest.counts.events for r in readers],
+                [r.manifest.counts.groups for r in readers])
+
+        return self._open(get, view, check, pair_predicate, None)
 
     def shards_meeting(self, lo: float, hi: float) -> list[int]:
         """The shards whose events' instants meet ``[lo, hi]`` (all of a one-directory
@@ -280,22 +331,22 @@ class IndexReader:
         return [open_reader(self.root / records[k].path, verify_all=self.verified_all)
                 for k in (range(len(records)) if which is None else which)]
 
-    def _node_table(self, copy: Path, opened: Mapping[str, BinaryIO], archive: Archive
-                    ) -> NodeTable:
+    def _node_table(self, copy: Path, opened: Mapping[str, BinaryIO], archive: Archive,
+                    get: Callable[[], Path], n_nodes: int) -> NodeTable:
         """The node table from the working copy's open files: hashed, mapped, and its
         numbers checked once, since the kernels index with them unchecked. A damaged copy
-        is made again from the stored files, once."""
+        is made again (``get()``), once."""
         try:
-            return self._mapped_node_table(copy, opened, archive)
+            return self._mapped_node_table(copy, opened, archive, n_nodes)
         except IndexFormatError:
             discard(copy)
-        copy = working_copy(self.root, self.manifest, verified=self.verified_all)
+        copy = get()
         again = {name: open(copy / name, "rb")  # noqa: SIM115 -- closed once mapped
                  for name in node_column_files(copy / COLUMNS)}
-        return self._mapped_node_table(copy, again, archive)
+        return self._mapped_node_table(copy, again, archive, n_nodes)
 
     def _mapped_node_table(self, copy: Path, opened: Mapping[str, BinaryIO],
-                           archive: Archive) -> NodeTable:
+                           archive: Archive, n_nodes: int) -> NodeTable:
         try:
             sealed = sealed_checksums(copy)
             verify_files(copy, {name: sealed.get(name, "") for name in opened}, opened)
@@ -303,17 +354,19 @@ class IndexReader:
         finally:
             for fh in opened.values():
                 fh.close()      # the maps keep what they need
-        if table.n_nodes != self.manifest.counts.nodes:
+        if table.n_nodes != n_nodes:
             raise IndexFormatError(f"{self.root} is damaged: its node table does not match "
                                    "its manifest; rebuild the index")
         check_node_table(table, copy / COLUMNS, n_rows=archive.n_events,
                          n_groups=len(archive.group_labels))
         return table
 
-    def _forests(self, archive: Archive, settings: BuildSettings) -> list[GroupForest]:
+    def _forests(self, archive: Archive, settings: BuildSettings, n_nodes: int
+                 ) -> list[GroupForest]:
         """Every group's forest (what the baselines walk), built again from the archive:
         the same trees, since a group's events are in canonical order
-        (:func:`~uncertain_cep.index.event_index.build_forests`)."""
+        (:func:`~uncertain_cep.index.event_index.build_forests`; of shards side by side,
+        each piece's)."""
         if self.manifest.settings.condition2 is not None and settings.condition2 is None:
             raise IndexFormatError(
                 f"{self.root} was built with Condition 2 by a pair predicate, which is not "
@@ -321,7 +374,7 @@ class IndexReader:
                 "needs it; open the index with pair_predicate= the predicate it was built "
                 "with")
         forests = build_forests(archive, settings)
-        if sum(f.n_nodes for f in forests) != self.manifest.counts.nodes:
+        if sum(f.n_nodes for f in forests) != n_nodes:
             raise IndexFormatError(f"{self.root} is damaged: its archive gives other OI-trees "
                                    "than its manifest counts; rebuild the index")
         return forests

@@ -24,6 +24,7 @@ unlinked).
 >>> import pandas as pd
 >>> import uncertain_cep as uc
 >>> from uncertain_cep.index.store.reader import open_reader
+>>> before = os.environ.get(CACHE_ENV)
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     os.environ[CACHE_ENV] = tmp + "/cache"
 ...     uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
@@ -31,7 +32,8 @@ unlinked).
 ...     reader = open_reader(tmp + "/ix")
 ...     copy = working_copy(reader.root, reader.manifest, verified=True)
 ...     sealed = (copy / SEAL).is_file() and copy.parent == cache_directory()
-...     del os.environ[CACHE_ENV]
+>>> if before is None: del os.environ[CACHE_ENV]
+... else: os.environ[CACHE_ENV] = before
 >>> sealed
 True
 """
@@ -66,7 +68,8 @@ from uncertain_cep.index.store.manifest import Manifest, manifest_digest
 from uncertain_cep.index.store.packed_nodes import expand_node_columns, group_labels
 
 __all__ = ["CACHE_ENV", "DEFAULT_CACHE_LIMIT", "LIMIT_ENV", "SEAL", "adopt", "cache_directory",
-           "cache_limit", "compress_file", "compressed_name", "discard", "expand_stored", "seal",
+           "cache_limit", "cached", "compress_file", "compressed_name", "discard", "expand_stored",
+           "seal",
            "sealed_checksums", "verified_copy", "working_copy"]
 
 _T = TypeVar("_T")
@@ -92,9 +95,11 @@ def cache_limit() -> int:
     """The cache's size limit in bytes: ``$UNCERTAIN_CEP_CACHE_LIMIT`` (a number of bytes,
     or with a unit: ``500M``, ``20G``), else :data:`DEFAULT_CACHE_LIMIT` (20 GiB).
 
+    >>> before = os.environ.get(LIMIT_ENV)
     >>> os.environ[LIMIT_ENV] = "1.5G"; cache_limit() == 3 * 2**29
     True
-    >>> del os.environ[LIMIT_ENV]
+    >>> if before is None: del os.environ[LIMIT_ENV]
+    ... else: os.environ[LIMIT_ENV] = before
     """
     text = os.environ.get(LIMIT_ENV, "").strip()
     if not text:
@@ -170,19 +175,30 @@ def working_copy(root: Path, manifest: Manifest, *, verified: bool) -> Path:
     """The working copy of the index directory ``root`` (its checked ``manifest``), made
     now if the cache does not hold it; ``verified``: whether the stored files were hashed
     when the index was opened (else they are hashed before they are expanded)."""
+
+    def make(into: Path) -> None:
+        if not verified:
+            listed = dict(manifest.checksums)
+            verify_files(root, {name: digest for name, digest in listed.items()
+                                if name.startswith((f"{PACKED}/", f"{EVENTS}/"))})
+        expand_stored(root, manifest, into)
+
+    return cached(_key(manifest), make)
+
+
+def cached(key: str, make: Callable[[Path], None]) -> Path:
+    """The cache's copy named ``key``, made now by ``make(folder)`` if the cache does not
+    hold it: written beside its name, sealed, renamed into place (another process's copy,
+    renamed first, is taken instead); then the cache is brought within its limit."""
     cache = cache_directory()
-    final = cache / _key(manifest)
+    final = cache / key
     if (final / SEAL).is_file():
         os.utime(final / SEAL)
         return final
-    if not verified:
-        listed = dict(manifest.checksums)
-        verify_files(root, {name: digest for name, digest in listed.items()
-                            if name.startswith((f"{PACKED}/", f"{EVENTS}/"))})
     cache.mkdir(parents=True, exist_ok=True)
     tmp = cache / f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
-        expand_stored(root, manifest, tmp)
+        make(tmp)
         seal(tmp)
         _rename_into(tmp, final)
     finally:
@@ -198,17 +214,16 @@ def discard(copy: Path) -> None:
     shutil.rmtree(copy, ignore_errors=True)
 
 
-def verified_copy(root: Path, manifest: Manifest, *, verified: bool,
-                  check: Callable[[Path], _T]) -> tuple[Path, _T]:
-    """The working copy of ``root`` and what ``check(copy)`` returns; a copy ``check``
-    finds damaged (an :class:`~uncertain_cep.errors.IndexFormatError`) is deleted and made
-    again from the stored files, once."""
-    copy = working_copy(root, manifest, verified=verified)
+def verified_copy(get: Callable[[], Path], check: Callable[[Path], _T]) -> tuple[Path, _T]:
+    """The copy ``get()`` gives (from the cache, or made) and what ``check(copy)`` returns;
+    a copy ``check`` finds damaged (an :class:`~uncertain_cep.errors.IndexFormatError`)
+    is deleted and made again, once."""
+    copy = get()
     try:
         return copy, check(copy)
     except IndexFormatError:
         discard(copy)
-    copy = working_copy(root, manifest, verified=verified)
+    copy = get()
     return copy, check(copy)
 
 

@@ -109,3 +109,45 @@ def test_a_sharded_index_is_replaced_by_a_new_save_and_foreign_files_are_kept(tm
     (path / "shards" / "00000" / "notes.txt").write_text("mine")
     with pytest.raises(uc.IndexFormatError, match=r"shards/00000/notes\.txt"):
         uc.build_index(df).save(path, shard_events=2)
+
+
+@settings(max_examples=15)
+@given(case=cases(condition2=False), shard_events=st.integers(1, 6),
+       subset=st.lists(st.integers(0, 5), min_size=1, max_size=4))
+def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
+        case, shard_events, subset) -> None:
+    # A query over several shards maps one working copy of them (no copy in memory),
+    # holding exactly what merging the shards' own indexes in memory gives.
+    from uncertain_cep.index.shards.merge import merge_indexes
+    from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS
+    from uncertain_cep.index.store.reader import open_reader
+    from uncertain_cep.index.store.working_copy import cache_directory
+
+    df, _, _, codes, _ = case
+    with tempfile.TemporaryDirectory() as tmp:
+        uc.build_index(df, codes=codes).save(Path(tmp) / "ix", shard_events=shard_events)
+        reader = open_reader(Path(tmp) / "ix")
+        n = max(len(reader.manifest.shards), 1)
+        which = sorted({k % n for k in subset})
+        opened = reader.load(shards=which)
+        parts = [r.load() for r in reader.shards(which if reader.manifest.is_sharded
+                                                 else None) if r.manifest.counts.events]
+        merged = merge_indexes(parts) if parts else opened
+        assert opened.archive.event_ids.tolist() == merged.archive.event_ids.tolist()
+        assert opened.archive.group_labels.tolist() == merged.archive.group_labels.tolist()
+        for column in NODE_TABLE_COLUMNS:
+            np.testing.assert_array_equal(getattr(opened.node_table, column),
+                                          getattr(merged.node_table, column), err_msg=column)
+        assert isinstance(opened.node_table.poi, np.memmap)
+        assert isinstance(opened.archive.t_lo, np.memmap)
+        # The same candidates for every event's own box.
+        boxes = merged.boxes()
+        if len(boxes[0]):
+            a = opened.rtree.intersection_v(boxes[0], boxes[1])
+            b = merged.rtree.intersection_v(boxes[0], boxes[1])
+            assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+        # A second open maps the same copy: nothing is made again.
+        made = sorted(p.name for p in cache_directory().iterdir())
+        again = open_reader(Path(tmp) / "ix").load(shards=which)
+        assert again.archive.event_ids.tolist() == opened.archive.event_ids.tolist()
+        assert sorted(p.name for p in cache_directory().iterdir()) == made
