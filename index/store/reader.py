@@ -275,7 +275,7 @@ class IndexReader:
         verify_files(copy, {name: digest for name, digest in sealed.items()
                             if name.startswith(f"{EVENT_ARRAYS}/") or name in RTREE_FILES})
         archive, layout = open_event_columns(copy / EVENT_ARRAYS, self.manifest,
-                                             self._read_columns, EVENT_COLUMNS)
+                                             self.read_columns, EVENT_COLUMNS)
         rtree = (_open_rtree(copy, len(archive.numeric_names)) if archive.n_events
                  else None)
         return archive, layout, rtree
@@ -296,7 +296,7 @@ class IndexReader:
         def read_text(columns: list[str]) -> pd.DataFrame:
             if not columns:
                 return pd.DataFrame()
-            return pd.concat([r._read_columns(columns) for r in readers], ignore_index=True)
+            return pd.concat([r.read_columns(columns) for r in readers], ignore_index=True)
 
         def check(copy: Path) -> tuple[Archive, EventLayout, ShardSearch]:
             sealed = sealed_checksums(copy)
@@ -420,7 +420,7 @@ class IndexReader:
         _release_decoding_buffers()
         return frame
 
-    def _read_columns(self, columns: list[str]) -> pd.DataFrame:
+    def read_columns(self, columns: list[str]) -> pd.DataFrame:
         """Columns of the events table (nothing is read for none)."""
         return self._read_table(EVENTS, columns) if columns else pd.DataFrame()
 
