@@ -233,12 +233,19 @@ class UncertainIndex:
                                          or not isinstance(shard_events, int)
                                          or shard_events < 1):
             raise InputError(f"shard_events must be a positive int, got {shard_events!r}")
-        from uncertain_cep.files import index_path, writing_to
+        from uncertain_cep.files import index_location, writing_to
+        from uncertain_cep.index.store.remote import save_remote
         from uncertain_cep.index.store.sharded import save_sharded
         from uncertain_cep.index.store.storage import save_index
 
+        location = index_location(path)
+        if isinstance(location, str):
+            # Another filesystem (s3://, ...): a new version, then the pointer to it.
+            save_remote(location, lambda folder: self.save(folder,
+                                                           shard_events=shard_events))
+            return
         # The draft beside the target is what fails: name the target.
-        target = index_path(path)
+        target = location
         with writing_to(target, "index"):
             if shard_events is not None and self._index.archive.n_events > shard_events:
                 save_sharded(self._index, target, shard_events)
@@ -274,8 +281,9 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
         Hash every file of the index first (:func:`open_index`; default: the files
         opening reads, on either engine).
     """
-    from uncertain_cep.files import index_path
-    path = index_path(path)
+    from uncertain_cep.files import index_location
+
+    path = index_location(path)
     if EngineName.get_value(engine) == "local":
         return open_index(path, verify=verify).query(query, strategy=strategy)
     from uncertain_cep.pipeline.query_job import query_spark_collected
@@ -288,7 +296,7 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     return QueryResult.of(frame, query=query, items=_item_symbols(found.pattern),
                           stats=found.stats, id_dtype=found.archive.event_ids.dtype,
                           event_times=_stored_event_times(
-                              Path(path), {e for r in found.rows for e in r[0]}),
+                              path, {e for r in found.rows for e in r[0]}),
                           time_axis=axis)
 
 
@@ -297,11 +305,12 @@ def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:
     return tuple(pattern.items[i].symbol for i in pattern.positive_items)
 
 
-def _stored_event_times(root: Path, ids: set[Any]) -> dict[Any, tuple[int, int]]:
+def _stored_event_times(location: Path | str, ids: set[Any]
+                        ) -> dict[Any, tuple[int, int]]:
     """``(t_lo, t_hi)`` of the given events, read from a saved index (only their rows)."""
-    from uncertain_cep.index.store.reader import read_event_times
+    from uncertain_cep.index.store.reader import open_reader
 
-    return read_event_times(root, ids)
+    return open_reader(location, verify_all=False).event_times(ids) if ids else {}
 
 
 class EngineName(ParamEnum):
@@ -401,13 +410,13 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Uncerta
     IndexFormatError
         When ``path`` is not an index, or a damaged, edited or older one.
     """
-    from uncertain_cep.files import index_path
+    from uncertain_cep.files import index_location
     from uncertain_cep.index.store.reader import load_index_and_manifest
 
     if not isinstance(path, str | os.PathLike):
         raise InputError(f"open_index takes the path of an index directory, got "
                          f"{type(path).__name__}")
-    path = index_path(path)
+    path = index_location(path)
     index, manifest = load_index_and_manifest(path, verify_all=bool(verify))
     # What describe() reports of where the index came from.
     return UncertainIndex(index, {"path": os.fspath(path), **manifest.provenance()})

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["atomic_write", "check_table_path", "check_write_target", "current_umask",
-           "exchange_paths", "index_path", "local_path", "process_alive",
+           "exchange_paths", "index_location", "index_path", "local_path", "process_alive",
            "replace_directory", "write_table", "writing_to"]
 
 _RENAME_EXCHANGE = 2    # linux/fs.h
@@ -220,6 +220,20 @@ def local_path(text: str) -> Path | None:
     if parsed.scheme.lower() != "file" or parsed.netloc not in ("", "localhost"):
         return None
     return Path(unquote(parsed.path))
+
+
+def index_location(path: str | os.PathLike[str]) -> Path | str:
+    """Where an index to open or save is: a local path (from a path or a ``file:`` URI),
+    or, as given, the URI of another filesystem pyarrow knows (``s3://``, ``gs://``,
+    ``abfs://``, ``hdfs://``: :mod:`uncertain_cep.index.store.remote`).
+
+    >>> index_location("file:///shared/office.idx"), index_location("s3://bucket/x.idx")
+    (PosixPath('/shared/office.idx'), 's3://bucket/x.idx')
+    """
+    if isinstance(path, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", path) \
+            and local_path(path) is None and not path.lower().startswith("file:"):
+        return path
+    return index_path(path)
 
 
 def index_path(path: str | os.PathLike[str]) -> Path:

@@ -92,6 +92,13 @@ from uncertain_cep.index.store.rebuilds import (
     being_replaced,
     directory_identity,
 )
+from uncertain_cep.index.store.remote import (
+    RemoteIndex,
+    fetch_shard,
+    fetch_top,
+    is_remote,
+    open_remote,
+)
 from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     discard,
@@ -112,7 +119,12 @@ def open_reader(path: str | os.PathLike[str], *, verify_all: bool = True) -> Ind
     (:func:`~uncertain_cep.index.store.manifest_check.read_manifest`) and return its reader.
 
     An index being rebuilt at that path meanwhile (the build swaps the new directory in)
-    is read again, new, rather than reported damaged."""
+    is read again, new, rather than reported damaged. A remote index (``s3://...``, any
+    filesystem pyarrow knows) is read from this host's mirror of its current version
+    (:mod:`~uncertain_cep.index.store.remote`)."""
+    if is_remote(path):
+        mirror, remote = open_remote(str(path))
+        return dataclasses.replace(open_reader(mirror, verify_all=verify_all), remote=remote)
     root = Path(path)
     for attempt in range(OPEN_ATTEMPTS):
         before = directory_identity(root)
@@ -199,6 +211,7 @@ class IndexReader:
     manifest: Manifest
     identity: tuple[int, int] | None = None
     verified_all: bool = True
+    remote: RemoteIndex | None = None
 
     def was_replaced(self) -> bool:
         """Whether another directory (a rebuild) took the reader's path since it opened."""
@@ -328,8 +341,12 @@ class IndexReader:
         if not self.manifest.is_sharded:
             return [self]
         records = self.manifest.shards
+        chosen = range(len(records)) if which is None else which
+        if self.remote is not None:
+            for k in chosen:
+                fetch_shard(self.remote, records[k].path)
         return [open_reader(self.root / records[k].path, verify_all=self.verified_all)
-                for k in (range(len(records)) if which is None else which)]
+                for k in chosen]
 
     def _node_table(self, copy: Path, opened: Mapping[str, BinaryIO], archive: Archive,
                     get: Callable[[], Path], n_nodes: int) -> NodeTable:
@@ -388,9 +405,9 @@ class IndexReader:
 
     def empty_archive(self) -> Archive:
         """The archive's columns and types, without rows (to check a query's symbols
-        before any work); reads one Parquet footer."""
-        root = self.root / self.manifest.shards[0].path if self.manifest.is_sharded \
-            else self.root
+        before any work); reads one Parquet footer (of a remote sharded index, its
+        first shard is fetched for it)."""
+        root = self.shards([0])[0].root if self.manifest.is_sharded else self.root
         schema = pq.read_schema(root / table_files(root, EVENTS)[0])
         empty = schema.empty_table().to_pandas().drop(
             columns=[c for c in schema.names if c.startswith(EVENT_COLUMN_PREFIX)])
@@ -408,8 +425,19 @@ class IndexReader:
                            latest=stats["latest"].to_numpy(dtype=np.int64))
 
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
-        """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`)."""
+        """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`; of a sharded
+        index, shard by shard)."""
+        if self.manifest.is_sharded:
+            return {k: v for shard in self.shards() for k, v in shard.event_times(ids).items()}
         return read_event_times(self.root, ids)
+
+    def on_this_host(self) -> IndexReader:
+        """This reader where it is used (a Spark executor's host): of a remote index, read
+        from this host's mirror, fetched if need be; else itself."""
+        if self.remote is None:
+            return self
+        fetch_top(self.remote)
+        return dataclasses.replace(self, root=self.remote.mirror())
 
     def _read_table(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
         files = table_files(self.root, table)

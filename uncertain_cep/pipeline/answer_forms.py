@@ -9,6 +9,7 @@ needs a session.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import PlanningError
-from uncertain_cep.files import index_path
+from uncertain_cep.files import index_location
 from uncertain_cep.index.store.reader import IndexReader, open_reader
 from uncertain_cep.interval.api import MatchEngine, match
 from uncertain_cep.model.events import Archive
@@ -48,7 +49,9 @@ def checked_query(index: str | Path, query: str, strategy: str, verify: bool = F
         raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
                             "use --engine local, or with the Spark engine one of: "
                             f"{', '.join(map(repr, SLICE_STRATEGIES))}")
-    reader = open_reader(index_path(index).resolve(), verify_all=verify)
+    location = index_location(os.fspath(index))
+    reader = open_reader(location.resolve() if isinstance(location, Path) else location,
+                         verify_all=verify)
     archive = reader.empty_archive()
     pattern = bind_query(query, archive.time_axis)
     check_symbols(archive, pattern)

@@ -54,6 +54,7 @@ from uncertain_cep.index.store.manifest_records import (
     BuildRecord,
     RejectedCounts,
 )
+from uncertain_cep.index.store.remote import is_remote
 from uncertain_cep.index.store.rtree_and_statistics import SharedExtents, check_span
 from uncertain_cep.index.store.sharded import finish_sharded
 from uncertain_cep.index.store.storage import finish_directory, write_index_tables
@@ -248,6 +249,12 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
 def _local_out(out: str | os.PathLike[str]) -> Path:
     """The output directory as a local path (or ``file:`` URI): the tasks write the
     index's files themselves, to a path every executor shares with the driver."""
+    if isinstance(out, str) and is_remote(out):
+        raise InputError(f"{out!r}: a Spark build writes to a path every executor shares "
+                         "(local disk, NFS, a mounted bucket); object storage is not yet "
+                         "one of them. Build to such a path, then copy the index there "
+                         "with uc.open_index(path).save(uri), which writes a new version "
+                         "and its pointer; queries read it from the URI")
     return index_path(out)
 
 

@@ -93,6 +93,8 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
     # Of a sharded index, the shards the slice's span meets (its tuples and every event
     # standing in their negation gaps lie in that span).
+    # A remote index: this host's mirror of the version the driver opened.
+    reader = reader.on_this_host()
     shards = reader.shards_meeting(piece.lo, piece.need_hi)
     index = opened_index(reader, shards)
     ctx = QueryContext(index, pattern)

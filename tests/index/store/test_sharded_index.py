@@ -5,6 +5,7 @@ manifest checks every shard."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from itertools import pairwise
@@ -146,8 +147,15 @@ def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
             a = opened.rtree.intersection_v(boxes[0], boxes[1])
             b = merged.rtree.intersection_v(boxes[0], boxes[1])
             assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
-        # A second open maps the same copy: nothing is made again.
-        made = sorted(p.name for p in cache_directory().iterdir())
-        again = open_reader(Path(tmp) / "ix").load(shards=which)
+        # A second open maps the same copy: nothing is made again (a cache of its own:
+        # other test processes write into the shared one).
+        before = os.environ["UNCERTAIN_CEP_CACHE"]
+        os.environ["UNCERTAIN_CEP_CACHE"] = str(Path(tmp) / "cache")
+        try:
+            open_reader(Path(tmp) / "ix").load(shards=which)
+            made = sorted(p.name for p in cache_directory().iterdir())
+            again = open_reader(Path(tmp) / "ix").load(shards=which)
+            assert sorted(p.name for p in cache_directory().iterdir()) == made
+        finally:
+            os.environ["UNCERTAIN_CEP_CACHE"] = before
         assert again.archive.event_ids.tolist() == opened.archive.event_ids.tolist()
-        assert sorted(p.name for p in cache_directory().iterdir()) == made

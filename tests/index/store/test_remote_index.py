@@ -1,0 +1,179 @@
+"""An index on object storage, tested against a real S3-compatible server (moto's server
+mode) on 127.0.0.1: saved as versions with a pointer, opened from a mirror that fetches
+only what is read, answering as the index in memory; a save that dies before its pointer
+leaves the old index current."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import uncertain_cep as uc
+from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.store.reader import open_reader
+
+pafs = pytest.importorskip("pyarrow.fs")
+QUERY = ("PATTERN SEQ(A, NOT C, B) DEFINE A AS x > 0, B AS x < 0, C AS x > 1 WITHIN 30 "
+         "CONFIDENCE 0.05")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto S3 server on 127.0.0.1, the environment pointing pyarrow at it, and a bucket."""
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                               "-p", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail("moto's S3 server did not start")
+                time.sleep(0.1)
+        fs = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                               allow_bucket_creation=True)
+        fs.create_dir("bucket")
+        yield fs
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _archive(seed: int = 1, n: int = 600) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.integers(0, 15_000, n))
+    return pd.DataFrame({"event_id": range(n), "group": rng.integers(0, 8, n), "t_lo": t,
+                         "t_hi": t + rng.integers(0, 5, n), "x": rng.normal(size=n)})
+
+
+def _versions(fs, prefix: str) -> list[str]:
+    return sorted(i.base_name for i in fs.get_file_info(
+        pafs.FileSelector(f"{prefix}/_versions", allow_not_found=True)))
+
+
+def test_a_sharded_index_on_s3_fetches_what_a_query_reads_and_answers_as_in_memory(
+        s3, monkeypatch, tmp_path):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    idx = uc.build_index(_archive())
+    idx.save("s3://bucket/sharded", shard_events=150)
+    reader = open_reader("s3://bucket/sharded")
+    mirror = reader.root
+    # Opening fetched the manifests and statistics, no shard's data.
+    assert reader.manifest.is_sharded and len(reader.manifest.shards) >= 3
+    assert not list(mirror.glob("shards/*/packed"))
+    assert not list(mirror.glob("shards/*/events"))
+    opened = uc.open_index("s3://bucket/sharded")
+    pd.testing.assert_frame_equal(opened.query(QUERY), idx.query(QUERY))
+    assert opened.describe().provenance["path"] == "s3://bucket/sharded"
+    # Read from a time range: only the shards it meets are fetched.
+    other = tmp_path / "other-host"
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(other))
+    reader = open_reader("s3://bucket/sharded")
+    start = reader.manifest.shards[0].t_min
+    first = reader.shards_meeting(start, start)
+    assert first and len(first) < len(reader.manifest.shards)
+    reader.load(shards=first)
+    fetched = sorted(p.parent.name for p in reader.root.glob("shards/*/packed"))
+    assert fetched == [Path(reader.manifest.shards[k].path).name for k in first]
+
+
+def test_a_save_replaces_the_pointer_last_and_keeps_the_version_it_replaces(
+        s3, monkeypatch, tmp_path):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    old, new = uc.build_index(_archive(1)), uc.build_index(_archive(2))
+    old.save("s3://bucket/versions")
+    opened_old = uc.open_index("s3://bucket/versions")
+    new.save("s3://bucket/versions")
+    pd.testing.assert_frame_equal(uc.open_index("s3://bucket/versions").query(QUERY),
+                                  new.query(QUERY))
+    # A reader of the old version goes on reading it.
+    pd.testing.assert_frame_equal(opened_old.query(QUERY), old.query(QUERY))
+    assert len(_versions(s3, "bucket/versions")) == 2
+    old.save("s3://bucket/versions")
+    assert len(_versions(s3, "bucket/versions")) == 2     # the oldest one deleted
+
+
+def test_a_save_that_dies_before_its_pointer_leaves_the_old_index_current(
+        s3, monkeypatch, tmp_path):
+    from uncertain_cep.index.store import remote
+
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    old, new = uc.build_index(_archive(3)), uc.build_index(_archive(4))
+    old.save("s3://bucket/killed")
+    real_write, uploads = remote._write, []
+
+    def dying(fs, path, data):
+        if path.endswith("/_latest"):
+            raise KeyboardInterrupt          # killed after every file, before the pointer
+        uploads.append(path)
+        real_write(fs, path, data)
+
+    monkeypatch.setattr(remote, "_write", dying)
+    with pytest.raises(KeyboardInterrupt):
+        new.save("s3://bucket/killed")
+    monkeypatch.setattr(remote, "_write", real_write)
+    assert uploads and len(_versions(s3, "bucket/killed")) == 2
+    pd.testing.assert_frame_equal(uc.open_index("s3://bucket/killed").query(QUERY),
+                                  old.query(QUERY))
+    # The next save deletes the upload no pointer named.
+    new.save("s3://bucket/killed")
+    assert len(_versions(s3, "bucket/killed")) == 2
+    pd.testing.assert_frame_equal(uc.open_index("s3://bucket/killed").query(QUERY),
+                                  new.query(QUERY))
+
+
+def test_objects_that_are_not_an_index_are_neither_opened_nor_replaced(s3):
+    with s3.open_output_stream("bucket/site/index.html") as out:
+        out.write(b"<html></html>")
+    with pytest.raises(IndexFormatError, match="has no _latest object"):
+        uc.open_index("s3://bucket/site")
+    with pytest.raises(IndexFormatError, match="not an uncertain-cep index"):
+        uc.build_index(_archive()).save("s3://bucket/site")
+    assert [i.base_name for i in s3.get_file_info(
+        pafs.FileSelector("bucket/site", recursive=True))] == ["index.html"]
+
+
+def test_the_spark_engine_answers_from_an_index_on_s3(s3, tmp_path):
+    # Its own process: the Spark session starts with the server's address in its
+    # environment, which its Python workers inherit.
+    idx = uc.build_index(_archive(5))
+    idx.save("s3://bucket/spark", shard_events=200)
+    script = ("import sys, uncertain_cep as uc; "
+              "r = uc.query_index('s3://bucket/spark', sys.argv[1], engine='spark'); "
+              "r.to_parquet(sys.argv[2])")
+    env = {**os.environ, "UNCERTAIN_CEP_CACHE": str(tmp_path / "cache"),
+           "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run([sys.executable, "-c", script, QUERY, str(tmp_path / "a.parquet")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = pd.read_parquet(tmp_path / "a.parquet")
+    want = idx.query(QUERY)
+    assert got["events"].map(tuple).tolist() == want["events"].map(tuple).tolist()
+    np.testing.assert_allclose(got["confidence"], want["confidence"], atol=1e-12)
