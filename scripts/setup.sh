@@ -52,12 +52,15 @@ fi
 # only the project itself is installed again (this checkout's path, a few seconds).
 log=.venv/setup.log
 installed=".venv/.installed-$key"
+# pip writes its interpreter's path into the scripts it installs (mypy, ruff's wrapper):
+# the environment's own, not this checkout's link to it, which goes with the checkout.
+py="$(cd .venv && pwd -P)/bin/python"
 if [ -e "$installed" ]; then
-  install=(.venv/bin/python -m pip install -q --no-compile --no-deps -e .)
+  install=("$py" -m pip install -q --no-compile --no-deps -e .)
 else
-  install=(.venv/bin/python -m pip install -q --no-compile --group dev -e ".[spark,connect,plot]")
+  install=("$py" -m pip install -q --no-compile --group dev -e ".[spark,connect,plot]")
 fi
-if ! { .venv/bin/python -m pip install -q --upgrade "pip>=25.1" && "${install[@]}"; } \
+if ! { "$py" -m pip install -q --upgrade "pip>=25.1" && "${install[@]}"; } \
      >"$log" 2>&1; then
   cat "$log" >&2
   echo "setup failed: pip could not install the project (log above, also in $log)" >&2

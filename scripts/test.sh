@@ -8,7 +8,7 @@ bash scripts/setup.sh
 # is waited for, and shown, before the script exits.
 # Its cache lives in the environment (shared by the checkouts of one pyproject.toml:
 # scripts/setup.sh), so a fresh clone checks only what changed (0.6 s instead of 38 s).
-.venv/bin/mypy --cache-dir .venv/.mypy_cache >.venv/mypy.log 2>&1 &
+.venv/bin/python -m mypy --cache-dir .venv/.mypy_cache >.venv/mypy.log 2>&1 &
 mypy_pid=$!
 # Compile the numba kernels once (scripts/warm_kernels.py), beside mypy, so that the test
 # processes and their Spark workers load them from numba's cache instead of each

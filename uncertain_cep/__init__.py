@@ -6,7 +6,8 @@ The public API (SEMANTICS.md defines every answer):
     idx = uc.build_index(df, group_by="group", max_speed=None)   # pandas, pyarrow, DuckDB
     idx = uc.build_index(table, columns={"event_id": "reading_id"})  # the input's names
     res = idx.query("PATTERN SEQ(A, B) DEFINE ... WITHIN 6 CONFIDENCE 0.2")
-    idx.save(path); idx2 = uc.open_index(path)
+    idx.save(path); idx2 = uc.open_index(path)        # a path, or s3://, gs://, ...
+    uc.copy_index(path, "s3://bucket/office.idx")     # publish a saved index
     print(idx.describe())                             # groups, OI-trees, codes, time
     uc.match(events, "PARTITION BY car DEFINE A AS ..., B AS ... PATTERN A meets B")
 
@@ -33,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from uncertain_cep.answer_files import read_answer
-    from uncertain_cep.api import UncertainIndex, build_index, open_index, query_index
+    from uncertain_cep.api import (
+        UncertainIndex,
+        build_index,
+        copy_index,
+        open_index,
+        query_index,
+    )
     from uncertain_cep.durations import Duration
     from uncertain_cep.errors import (
         AnswerTooLargeError,
@@ -80,6 +87,7 @@ _EXPORTS = {
     "open_index": "uncertain_cep.api",
     "UncertainIndex": "uncertain_cep.api",
     "query_index": "uncertain_cep.api",
+    "copy_index": "uncertain_cep.api",
     "read_answer": "uncertain_cep.answer_files",
     "match": "uncertain_cep.interval.api",
     "build_index_spark": "uncertain_cep.pipeline.build_job",

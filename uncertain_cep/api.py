@@ -43,8 +43,8 @@ from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import StrategyName, get_strategy
 from uncertain_cep.results import QueryResult
 
-__all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "open_index",
-           "query_index"]
+__all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "copy_index",
+           "open_index", "query_index"]
 
 class UncertainIndex:
     """An archive of uncertain events with its OI-tree forests and R*-tree.
@@ -298,6 +298,30 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
                           event_times=_stored_event_times(
                               path, {e for r in found.rows for e in r[0]}),
                           time_axis=axis)
+
+
+def copy_index(source: str | os.PathLike[str], target: str) -> None:
+    """Copy a saved index to object storage: its stored files, every one hashed first,
+    uploaded as a new version at the URI ``target`` (``s3://``, ``gs://``, ``abfs://``,
+    ``hdfs://``), whose pointer is replaced last (:mod:`uncertain_cep.index.store.remote`).
+    Nothing is rebuilt: what a Spark build wrote to a shared path is published as it is.
+    """
+    import shutil
+
+    from uncertain_cep.files import index_location
+    from uncertain_cep.index.store.reader import open_reader
+    from uncertain_cep.index.store.remote import save_remote
+
+    destination = index_location(target)
+    if not isinstance(destination, str):
+        raise InputError(f"copy_index writes to object storage (an s3://, gs://, abfs:// or "
+                         f"hdfs:// URI), not to {target!r}: copy a local index with cp -r")
+    reader = open_reader(index_location(source), verify_all=True)
+    reader.shards()         # of a remote sharded index: every shard fetched
+    def write(folder: Path) -> None:
+        shutil.copytree(reader.root, folder, ignore=shutil.ignore_patterns(".*"))
+
+    save_remote(destination, write)
 
 
 def _item_symbols(pattern: SequencePattern) -> tuple[str, ...]:

@@ -252,9 +252,9 @@ def _local_out(out: str | os.PathLike[str]) -> Path:
     if isinstance(out, str) and is_remote(out):
         raise InputError(f"{out!r}: a Spark build writes to a path every executor shares "
                          "(local disk, NFS, a mounted bucket); object storage is not yet "
-                         "one of them. Build to such a path, then copy the index there "
-                         "with uc.open_index(path).save(uri), which writes a new version "
-                         "and its pointer; queries read it from the URI")
+                         "one of them. Build to such a path, then publish the index with "
+                         "uc.copy_index(path, uri), which uploads it as a new version and "
+                         "its pointer; queries read it from the URI")
     return index_path(out)
 
 
