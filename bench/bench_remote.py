@@ -32,10 +32,14 @@ QUERIES = ["PATTERN SEQ(A, B) DEFINE A AS a0 < -3, B AS a0 > 2.3 WITHIN 10 CONFI
            "WITHIN 10 CONFIDENCE 0.3"]
 _RUN = """
 import json, sys, time
-t = time.perf_counter()
 import uncertain_cep as uc
-idx = uc.open_index(sys.argv[1])
-out = {"open_seconds": time.perf_counter() - t, "queries": []}
+from uncertain_cep.index.store.reader import open_reader
+t = time.perf_counter()
+open_reader(sys.argv[1])     # the manifests and statistics: what opening fetches
+checked = time.perf_counter() - t
+t = time.perf_counter()
+idx = uc.open_index(sys.argv[1])      # every shard, fetched and mapped
+out = {"reader_seconds": checked, "open_seconds": time.perf_counter() - t, "queries": []}
 for q in json.loads(sys.argv[2]):
     t = time.perf_counter()
     res = idx.query(q)
@@ -89,11 +93,12 @@ def main() -> None:
     results = {"index": args.index, "stored_mb": round(stored / 2**20),
                "publish_seconds": round(publish, 1), "runs": runs, "queries": QUERIES}
     RESULTS.write_text(json.dumps(results, indent=2))
-    lines = ["| host | open (s) | first query (s) | second query (s) | matches |",
-             "|---|---:|---:|---:|---|"]
+    lines = ["| host | open: manifests (s) | open: every shard mapped (s) | first query (s) "
+             "| second query (s) | matches |", "|---|---:|---:|---:|---:|---|"]
     for name, r in runs.items():
         q = r["queries"]
-        lines.append(f"| {name} | {r['open_seconds']:.2f} | {q[0]['seconds']:.2f} | "
+        lines.append(f"| {name} | {r['reader_seconds']:.2f} | {r['open_seconds']:.2f} | "
+                     f"{q[0]['seconds']:.2f} | "
                      f"{q[1]['seconds']:.2f} | {q[0]['matches']}, {q[1]['matches']} |")
     table = (f"Published ({results['stored_mb']} MB) in {results['publish_seconds']} s.\n\n"
              + "\n".join(lines))
