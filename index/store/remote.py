@@ -44,7 +44,7 @@ import pyarrow.fs as pafs
 from uncertain_cep.errors import IndexFormatError, InputError
 from uncertain_cep.index.store.checksums import CHECKSUM
 from uncertain_cep.index.store.layout import MANIFEST
-from uncertain_cep.index.store.working_copy import cache_directory
+from uncertain_cep.index.store.working_copy import MIRROR_PREFIX, cache_directory, evict
 
 __all__ = ["POINTER", "VERSIONS", "RemoteIndex", "fetch_shard", "is_remote", "open_remote",
            "save_remote"]
@@ -78,7 +78,7 @@ class RemoteIndex:
     def mirror(self) -> Path:
         """Where this host keeps what it fetched of the version."""
         key = hashlib.sha256(f"{self.uri}\n{self.version}".encode()).hexdigest()[:40]
-        return cache_directory() / f"remote-{key}"
+        return cache_directory() / f"{MIRROR_PREFIX}{key}"
 
 
 def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -125,6 +125,7 @@ def fetch_top(remote: RemoteIndex) -> None:
     unless there already."""
     mirror = remote.mirror()
     if (mirror / MANIFEST).is_file():
+        os.utime(mirror / MANIFEST)      # used now: the cache keeps what was used last
         return
     _fetch_folder(remote, "", lambda name: not name.startswith("shards/")
                   or name.endswith(f"/{MANIFEST}"))
@@ -159,6 +160,7 @@ def _fetch_folder(remote: RemoteIndex, folder: str, wanted: Callable[[str], bool
         raise IndexFormatError(f"{remote.uri} (version {remote.version}) cannot be read: "
                                f"{e}") from e
     _place(target / MANIFEST, manifest)
+    evict(keep=remote.mirror())
 
 
 def _place(path: Path, data: bytes) -> None:

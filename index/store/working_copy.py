@@ -17,8 +17,8 @@ A build leaves the copy it made on the way (:func:`adopt`): opening an index jus
 on the same host expands nothing.
 
 The cache holds at most :func:`cache_limit` bytes: after a copy is added, the copies used
-longest ago are deleted (a process still mapping one keeps its pages: the files are only
-unlinked).
+longest ago are deleted, but none used in the last minute, which may be in use (a process
+still mapping a deleted one keeps its pages: the files are only unlinked).
 
 >>> import os, tempfile
 >>> import pandas as pd
@@ -45,6 +45,7 @@ import json
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,7 @@ from uncertain_cep.index.store.layout import (
     EVENT_ARRAYS,
     EVENT_COLUMNS,
     EVENTS,
+    MANIFEST,
     PACKED,
     RTREE_FILES,
     table_files,
@@ -67,12 +69,31 @@ from uncertain_cep.index.store.layout import (
 from uncertain_cep.index.store.manifest import Manifest, manifest_digest
 from uncertain_cep.index.store.packed_nodes import expand_node_columns, group_labels
 
-__all__ = ["CACHE_ENV", "DEFAULT_CACHE_LIMIT", "LIMIT_ENV", "SEAL", "adopt", "cache_directory",
-           "cache_limit", "cached", "compress_file", "compressed_name", "discard", "expand_stored",
-           "seal",
-           "sealed_checksums", "verified_copy", "working_copy"]
+__all__ = [
+    "CACHE_ENV",
+    "DEFAULT_CACHE_LIMIT",
+    "LIMIT_ENV",
+    "MIRROR_PREFIX",
+    "SEAL",
+    "adopt",
+    "cache_directory",
+    "cache_limit",
+    "cached",
+    "compress_file",
+    "compressed_name",
+    "discard",
+    "expand_stored",
+    "seal",
+    "sealed_checksums",
+    "verified_copy",
+    "working_copy",
+]
 
 _T = TypeVar("_T")
+# Copies used within this many seconds are never deleted to make room.
+_IN_USE_SECONDS = 60.0
+# The cache's folders that mirror remote indexes (index/store/remote.py).
+MIRROR_PREFIX = "remote-"
 CACHE_ENV = "UNCERTAIN_CEP_CACHE"
 LIMIT_ENV = "UNCERTAIN_CEP_CACHE_LIMIT"
 DEFAULT_CACHE_LIMIT = 20 * 2**30
@@ -265,11 +286,22 @@ def evict(keep: Path) -> None:
             copies.append((seal_file.stat().st_mtime, size, seal_file.parent))
         except (OSError, ValueError, KeyError, TypeError):
             continue
+    # Mirrors of remote indexes (index/store/remote.py) count too: their manifest's time
+    # is when they were last opened.
+    for manifest in cache.glob(f"{MIRROR_PREFIX}*/{MANIFEST}"):
+        try:
+            size = sum(p.stat().st_size for p in manifest.parent.rglob("*") if p.is_file())
+            copies.append((manifest.stat().st_mtime, size, manifest.parent))
+        except OSError:
+            continue
     total, limit = sum(size for _, size, _ in copies), cache_limit()
-    for _, size, directory in sorted(copies):
+    # What was used a moment ago may be in use (a mirror an open is reading, the copies
+    # a query maps): kept, whatever the limit.
+    recent = time.time() - _IN_USE_SECONDS
+    for used, size, directory in sorted(copies):
         if total <= limit:
             break
-        if directory == keep:
+        if directory == keep or used > recent:
             continue
         discard(directory)
         total -= size

@@ -204,3 +204,19 @@ def test_copy_index_publishes_a_saved_index_as_it_is(s3, monkeypatch, tmp_path):
     assert remote == local
     with pytest.raises(uc.InputError, match="writes to object storage"):
         uc.copy_index(tmp_path / "local", str(tmp_path / "elsewhere"))
+
+
+def test_mirrors_count_toward_the_cache_limit(s3, monkeypatch, tmp_path):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(cache))
+    for name, seed in (("first", 7), ("second", 8)):
+        uc.build_index(_archive(seed)).save(f"s3://bucket/{name}")
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE_LIMIT", "1")      # room for what is in use
+    first = open_reader("s3://bucket/first").root
+    old = time.time() - 600                                   # used ten minutes ago
+    os.utime(first / "manifest.json", (old, old))
+    second = open_reader("s3://bucket/second").root
+    assert second.exists() and not first.exists()
+    # Opened again, the first is fetched again and answers as before.
+    pd.testing.assert_frame_equal(uc.open_index("s3://bucket/first").query(QUERY),
+                                  uc.build_index(_archive(7)).query(QUERY))
