@@ -37,8 +37,8 @@ from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.model.attributes import NumericAttribute
 from uncertain_cep.model.events import Archive
 
-__all__ = ["ShardSearch", "merge_archives", "merge_indexes", "merge_node_tables",
-           "moved_column", "node_table_sizes"]
+__all__ = ["OFFSET_COLUMNS", "ShardSearch", "merge_archives", "merge_indexes",
+           "merge_node_tables", "moved_column", "node_table_sizes"]
 
 # How each node-table column moves when shards are put side by side: by the nodes, trees,
 # rows or groups before it (-1 stays -1), as a CSR offset column (its last entry dropped
@@ -49,6 +49,8 @@ _ROW_IDS = ("row",)
 _GROUP_IDS = ("group",)
 _OFFSETS = {"group_start": "nodes", "tree_start": "trees", "child_start": "children",
             "row_nodes_start": "row_nodes"}
+# The CSR offset columns: side by side, every shard's but the last loses its last entry.
+OFFSET_COLUMNS = frozenset(_OFFSETS)
 _MOVES = {**dict.fromkeys(_NODE_IDS, "nodes"), **dict.fromkeys(_TREE_IDS, "trees"),
           **dict.fromkeys(_ROW_IDS, "rows"), **dict.fromkeys(_GROUP_IDS, "groups")}
 

@@ -267,8 +267,7 @@ class IndexReader:
             # The node table's files are opened now and hashed, mapped and checked when a
             # query first needs them (the index's largest part: opening stays cheap),
             # from these very files even if the copy is evicted meanwhile.
-            opened = {name: open(copy / name, "rb")  # noqa: SIM115 -- closed once mapped
-                      for name in node_column_files(copy / COLUMNS)}
+            opened = _open_node_files(copy)
             statistics = self.statistics() if statistics is None else statistics
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
@@ -284,11 +283,8 @@ class IndexReader:
     def _open_copy(self, copy: Path) -> tuple[Archive, EventLayout, rtree_index.Index | None]:
         """The archive, layout and R*-tree of a working copy, their files checked first
         (they are mapped now)."""
-        sealed = sealed_checksums(copy)
-        verify_files(copy, {name: digest for name, digest in sealed.items()
-                            if name.startswith(f"{EVENT_ARRAYS}/") or name in RTREE_FILES})
-        archive, layout = open_event_columns(copy / EVENT_ARRAYS, self.manifest,
-                                             self.read_columns, EVENT_COLUMNS)
+        archive, layout = _mapped_archive(copy, self.manifest, self.read_columns,
+                                          (f"{EVENT_ARRAYS}/", *RTREE_FILES))
         rtree = (_open_rtree(copy, len(archive.numeric_names)) if archive.n_events
                  else None)
         return archive, layout, rtree
@@ -312,11 +308,8 @@ class IndexReader:
             return pd.concat([r.read_columns(columns) for r in readers], ignore_index=True)
 
         def check(copy: Path) -> tuple[Archive, EventLayout, ShardSearch]:
-            sealed = sealed_checksums(copy)
-            verify_files(copy, {name: digest for name, digest in sealed.items()
-                                if name.startswith((f"{EVENT_ARRAYS}/", f"{RTREES}/"))})
-            archive, layout = open_event_columns(copy / EVENT_ARRAYS, view, read_text,
-                                                 EVENT_COLUMNS)
+            archive, layout = _mapped_archive(copy, view, read_text,
+                                              (f"{EVENT_ARRAYS}/", f"{RTREES}/"))
             trees = [_open_rtree(copy / RTREES / f"{k:05d}", len(archive.numeric_names))
                      for k in range(len(readers))]
             return archive, layout, ShardSearch(
@@ -340,13 +333,16 @@ class IndexReader:
         directory)."""
         if not self.manifest.is_sharded:
             return [self]
-        records = self.manifest.shards
-        chosen = range(len(records)) if which is None else which
-        if self.remote is not None:
-            for k in chosen:
-                fetch_shard(self.remote, records[k].path)
-        return [open_reader(self.root / records[k].path, verify_all=self.verified_all)
+        chosen = range(len(self.manifest.shards)) if which is None else which
+        return [open_reader(self._shard_root(k), verify_all=self.verified_all)
                 for k in chosen]
+
+    def _shard_root(self, k: int) -> Path:
+        """Shard ``k``'s directory (of a remote index, fetched into the mirror first)."""
+        path = self.manifest.shards[k].path
+        if self.remote is not None:
+            fetch_shard(self.remote, path)
+        return self.root / path
 
     def _node_table(self, copy: Path, opened: Mapping[str, BinaryIO], archive: Archive,
                     get: Callable[[], Path], n_nodes: int) -> NodeTable:
@@ -358,9 +354,7 @@ class IndexReader:
         except IndexFormatError:
             discard(copy)
         copy = get()
-        again = {name: open(copy / name, "rb")  # noqa: SIM115 -- closed once mapped
-                 for name in node_column_files(copy / COLUMNS)}
-        return self._mapped_node_table(copy, again, archive, n_nodes)
+        return self._mapped_node_table(copy, _open_node_files(copy), archive, n_nodes)
 
     def _mapped_node_table(self, copy: Path, opened: Mapping[str, BinaryIO],
                            archive: Archive, n_nodes: int) -> NodeTable:
@@ -407,7 +401,7 @@ class IndexReader:
         """The archive's columns and types, without rows (to check a query's symbols
         before any work); reads one Parquet footer (of a remote sharded index, its
         first shard is fetched for it)."""
-        root = self.shards([0])[0].root if self.manifest.is_sharded else self.root
+        root = self._shard_root(0) if self.manifest.is_sharded else self.root
         schema = pq.read_schema(root / table_files(root, EVENTS)[0])
         empty = schema.empty_table().to_pandas().drop(
             columns=[c for c in schema.names if c.startswith(EVENT_COLUMN_PREFIX)])
@@ -427,9 +421,9 @@ class IndexReader:
     def event_times(self, ids: Collection[Any]) -> dict[Any, tuple[int, int]]:
         """``(t_lo, t_hi)`` of the events ``ids`` (:func:`read_event_times`; of a sharded
         index, shard by shard)."""
-        if self.manifest.is_sharded:
-            return {k: v for shard in self.shards() for k, v in shard.event_times(ids).items()}
-        return read_event_times(self.root, ids)
+        roots = ([self._shard_root(k) for k in range(len(self.manifest.shards))]
+                 if self.manifest.is_sharded else [self.root])
+        return {k: v for root in roots for k, v in read_event_times(root, ids).items()}
 
     def on_this_host(self) -> IndexReader:
         """This reader where it is used (a Spark executor's host): of a remote index, read
@@ -451,6 +445,25 @@ class IndexReader:
     def read_columns(self, columns: list[str]) -> pd.DataFrame:
         """Columns of the events table (nothing is read for none)."""
         return self._read_table(EVENTS, columns) if columns else pd.DataFrame()
+
+
+def _open_node_files(copy: Path) -> dict[str, BinaryIO]:
+    """The node table's files of a working copy, open (hashed, mapped and closed when a
+    query first needs them, from these very files even if the copy is evicted
+    meanwhile)."""
+    return {name: open(copy / name, "rb")
+            for name in node_column_files(copy / COLUMNS)}
+
+
+def _mapped_archive(copy: Path, manifest: Manifest,
+                    read_text: Callable[[list[str]], pd.DataFrame],
+                    checked: tuple[str, ...]) -> tuple[Archive, EventLayout]:
+    """The archive and layout of a working copy, mapped once the files it maps now (those
+    whose names start with ``checked``) match their sealed checksums."""
+    sealed = sealed_checksums(copy)
+    verify_files(copy, {name: digest for name, digest in sealed.items()
+                        if name.startswith(checked)})
+    return open_event_columns(copy / EVENT_ARRAYS, manifest, read_text, EVENT_COLUMNS)
 
 
 def _release_decoding_buffers() -> None:

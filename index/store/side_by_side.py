@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from uncertain_cep.index.node_rows import column_dtype
-from uncertain_cep.index.shards.merge import moved_column, node_table_sizes
+from uncertain_cep.index.shards.merge import OFFSET_COLUMNS, moved_column, node_table_sizes
 from uncertain_cep.index.store.event_columns import concatenate_event_columns
 from uncertain_cep.index.store.layout import COLUMNS, EVENT_ARRAYS, RTREE_FILES
 from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS, open_node_columns
@@ -66,18 +66,19 @@ def write_side_by_side(parts: list[Path], into: Path) -> None:
     sizes = node_table_sizes(tables)
     bases = [{k: int(sum(v[:i])) for k, v in sizes.items()} for i in range(len(parts))]
     (into / COLUMNS).mkdir(parents=True)
+    last = len(parts) - 1
     for name in NODE_TABLE_COLUMNS:
-        pieces = [moved_column(name, getattr(t, name), b, i == len(parts) - 1)
-                  for i, (t, b) in enumerate(zip(tables, bases))]
+        length = sum(len(getattr(t, name)) for t in tables) - (
+            last if name in OFFSET_COLUMNS else 0)
         out = np.lib.format.open_memmap(into / COLUMNS / f"{name}.npy", mode="w+",
-                                        dtype=column_dtype(name),
-                                        shape=(sum(len(p) for p in pieces),))
+                                        dtype=column_dtype(name), shape=(length,))
         at = 0
-        for piece in pieces:
+        for i, (t, b) in enumerate(zip(tables, bases)):
+            piece = moved_column(name, getattr(t, name), b, i == last)
             out[at:at + len(piece)] = piece
             at += len(piece)
         out.flush()
-        del out, pieces
+        del out
     concatenate_event_columns([p / EVENT_ARRAYS for p in parts], into / EVENT_ARRAYS)
     for k, part in enumerate(parts):
         folder = into / RTREES / f"{k:05d}"

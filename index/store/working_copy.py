@@ -138,13 +138,12 @@ def compressed_name(name: str) -> str:
 
 
 def compress_file(source: Path, target: Path) -> None:
-    """Write ``source`` compressed (zstd) to ``target``, its size first."""
+    """Write ``source`` compressed (zstd) to ``target``, its size first (the caller makes
+    it durable with the rest of its folder)."""
     data = source.read_bytes()
     with open(target, "wb") as fh:
         fh.write(len(data).to_bytes(8, "little"))
         fh.write(pa.compress(data, codec=_COMPRESSION, asbytes=True))
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def _decompress_file(source: Path, target: Path) -> None:
