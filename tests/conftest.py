@@ -14,6 +14,9 @@ import tempfile
 
 from hypothesis import HealthCheck, settings
 
+# Fixtures every test module may ask for: ``s3``, an S3-compatible server on 127.0.0.1.
+pytest_plugins = ["s3_server"]
+
 settings.register_profile("thorough", max_examples=300, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.filter_too_much])

@@ -63,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = sub.add_parser("build", help="validate an archive and write its index (Spark)")
     build.add_argument("input", help="Parquet or CSV file of events, or a directory of them")
-    build.add_argument("--out", required=True, help="index directory to write")
+    build.add_argument("--out", required=True,
+                       help="index directory to write, or an s3://, gs://, abfs:// or "
+                            "hdfs:// URI")
     build.add_argument("--group-by", default="group", help="dependency-group column")
     build.add_argument("--time-unit", type=_time_unit, default=None,
                        help="a number for numeric times, or a duration such as 1s for "

@@ -26,6 +26,7 @@ its manifest's checksums, expanded into working copies, read side by side.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,11 +44,11 @@ import pyarrow.fs as pafs
 
 from uncertain_cep.errors import IndexFormatError, InputError
 from uncertain_cep.index.store.checksums import CHECKSUM
-from uncertain_cep.index.store.layout import MANIFEST
+from uncertain_cep.index.store.layout import MANIFEST, WORK
 from uncertain_cep.index.store.working_copy import MIRROR_PREFIX, cache_directory, evict
 
-__all__ = ["POINTER", "VERSIONS", "RemoteIndex", "fetch_shard", "is_remote", "open_remote",
-           "save_remote"]
+__all__ = ["POINTER", "VERSIONS", "RemoteIndex", "VersionUpload", "fetch_shard", "fetch_top",
+           "is_remote", "open_remote", "save_remote"]
 
 POINTER = "_latest"          # the object naming the current version
 VERSIONS = "_versions"       # one folder per version
@@ -152,7 +153,7 @@ def _fetch_folder(remote: RemoteIndex, folder: str, wanted: Callable[[str], bool
         manifest = _read(fs, f"{source}/{MANIFEST}")
         listed = json.loads(manifest)[CHECKSUM]
         for name in sorted(n for n in listed if wanted(n)):
-            _place(target / name, _read(fs, f"{source}/{name}"))
+            _download(fs, f"{source}/{name}", target / name)
     except FileNotFoundError as e:
         raise IndexFormatError(f"{remote.uri} (version {remote.version}) is damaged: "
                                f"{e}; save or build the index again") from None
@@ -161,6 +162,19 @@ def _fetch_folder(remote: RemoteIndex, folder: str, wanted: Callable[[str], bool
                                f"{e}") from e
     _place(target / MANIFEST, manifest)
     evict(keep=remote.mirror())
+
+
+def _download(fs: pafs.FileSystem, source: str, path: Path) -> None:
+    """Copy one object to ``path``, streamed (not read into memory) beside its name,
+    then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        pafs.copy_files(source, str(tmp), source_filesystem=fs,
+                        destination_filesystem=pafs.LocalFileSystem())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _place(path: Path, data: bytes) -> None:
@@ -180,24 +194,90 @@ def save_remote(uri: str, write: Callable[[Path], None]) -> str:
     IndexFormatError
         When ``uri`` holds objects but no index (nothing is replaced then).
     """
-    fs, base = _filesystem(uri)
-    previous = _current_version(fs, base, uri)
-    version = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    upload = VersionUpload.begin(uri)
     staging = Path(tempfile.mkdtemp(prefix="uncertain-cep-upload-"))
     try:
         write(staging / "index")
-        folder = f"{base}/{VERSIONS}/{version}"
-        files = sorted(p for p in (staging / "index").rglob("*") if p.is_file())
-        # Every shard's manifest and the index's after the files they check.
-        files.sort(key=lambda p: (p.name == MANIFEST, -len(p.parts)))
-        for path in files:
-            _write(fs, f"{folder}/{path.relative_to(staging / 'index').as_posix()}",
-                   path.read_bytes())
-        _write(fs, f"{base}/{POINTER}", version.encode())
+        upload.put_folder(staging / "index")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _delete_versions(fs, base, keep={version, previous})
-    return version
+    upload.publish()
+    return upload.version
+
+
+@dataclass(frozen=True)
+class VersionUpload:
+    """A new version of the remote index at ``uri`` being written: its files go under
+    ``_versions/<version>/`` (by this process or, in a Spark build, by executors: it
+    pickles), and :meth:`publish` makes it current. Until then no reader sees it; an
+    upload that is never published is deleted by the next save.
+
+    ``_work/`` under the version holds what a build's tasks hand to later tasks; it is
+    never listed by a manifest and is deleted when the version is published.
+    """
+
+    uri: str
+    version: str
+    previous: str | None
+
+    @classmethod
+    def begin(cls, uri: str) -> VersionUpload:
+        """Start a version of ``uri`` (refusing a prefix that holds objects but no
+        index)."""
+        fs, base = _filesystem(uri)
+        previous = _current_version(fs, base, uri)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        return cls(uri, f"{stamp}-{uuid.uuid4().hex[:8]}", previous)
+
+    def folder(self, folder: str = "") -> tuple[pafs.FileSystem, str]:
+        """The filesystem, and the path in it of ``folder`` of this version."""
+        fs, base = _filesystem(self.uri)
+        return fs, f"{base}/{VERSIONS}/{self.version}/{folder}".rstrip("/")
+
+    def put_folder(self, local: Path, folder: str = "",
+                   names: Iterable[str] | None = None) -> None:
+        """Upload the files ``names`` of the local directory ``local`` (default: all of
+        them) into ``folder`` of the version, each manifest after the files it checks."""
+        fs, target = self.folder(folder)
+        if names is None:
+            names = (p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+        # Every shard's manifest and the index's after the files they check.
+        ordered = sorted(names, key=lambda n: (Path(n).name == MANIFEST, -n.count("/"), n))
+        local_fs = pafs.LocalFileSystem()
+        for name in ordered:
+            pafs.copy_files(str(local / name), f"{target}/{name}", source_filesystem=local_fs,
+                            destination_filesystem=fs)
+
+    def get_folder(self, folder: str, local: Path,
+                   names: Iterable[str] | None = None) -> list[str]:
+        """Download the objects ``names`` under ``folder`` of the version (default:
+        every object there) into the local directory ``local``; the names downloaded
+        (relative to ``folder``)."""
+        fs, source = self.folder(folder)
+        if names is None:
+            names = (f.path[len(source) + 1:] for f in fs.get_file_info(
+                pafs.FileSelector(source, allow_not_found=True, recursive=True))
+                if f.type == pafs.FileType.File)
+        names = sorted(names)
+        for name in names:
+            _download(fs, f"{source}/{name}", local / name)
+        return names
+
+    def discard(self) -> None:
+        """Delete what was uploaded of this version (best effort: what is left is
+        deleted by the next save)."""
+        fs, folder = self.folder()
+        with contextlib.suppress(OSError, pa.ArrowException):
+            fs.delete_dir_contents(folder, missing_dir_ok=True)
+
+    def publish(self) -> None:
+        """Make this version current: replace the pointer (one PUT), then delete the
+        version's ``_work/`` and the versions older than the one it replaces."""
+        fs, base = _filesystem(self.uri)
+        _write(fs, f"{base}/{POINTER}", self.version.encode())
+        fs.delete_dir_contents(f"{base}/{VERSIONS}/{self.version}/{WORK}",
+                               missing_dir_ok=True)
+        _delete_versions(fs, base, keep={self.version, self.previous})
 
 
 def _current_version(fs: pafs.FileSystem, base: str, uri: str) -> str | None:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from uncertain_cep.errors import InputError
-from uncertain_cep.index.store.drafts import IndexDraft
 from uncertain_cep.index.store.layout import REJECTED_ROW_COLUMNS
 from uncertain_cep.input_tables import ColumnLabels, arrow_to_pandas
 from uncertain_cep.model.events import read_archive
@@ -250,10 +249,12 @@ def check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None,
                         numeric_text=numeric_text, renamed=spec.columns)
 
 
-def drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexDraft,
+def drop_duplicates(frame: DataFrame, group_by: str, reject: bool,
+                     set_aside: Callable[[DataFrame], None],
                      say: Callable[[str], None], labels: ColumnLabels
                      ) -> tuple[DataFrame, int]:
-    """Fail on repeated event ids, or set their rows aside; returns the rest and how
+    """Fail on repeated event ids, or set their rows aside (``set_aside`` writes them,
+    as columns of the rejected-rows table, into the draft); returns the rest and how
     many rows were set aside."""
     from pyspark.sql import functions as F
 
@@ -274,15 +275,12 @@ def drop_duplicates(frame: DataFrame, group_by: str, reject: bool, draft: IndexD
                          "or pass --on-bad-rows report to set them aside")
     say(f"setting aside the rows of {n_dups} repeated event ids")
     bad = frame.join(dups, "event_id")
-    staging = draft.staging("duplicates")
     # The rejected-rows table's columns, in its order: event id, group, file, row, reason.
     values = (F.col("event_id").cast("string"), F.col(group_by).cast("string"),
               F.col(FILE_COLUMN), F.col(ROW_COLUMN),
               F.concat(F.lit("event_id "), F.col("event_id").cast("string"),
                        F.lit(" appears "), F.col("n").cast("string"),
                        F.lit(" times; event ids must be unique")))
-    (bad.select(*(v.alias(name) for v, name in zip(values, REJECTED_ROW_COLUMNS)))
-     .coalesce(1).write.parquet(str(staging)))
-    draft.adopt_rejected_rows(staging, "duplicates")
+    set_aside(bad.select(*(v.alias(name) for v, name in zip(values, REJECTED_ROW_COLUMNS))))
     return frame.join(dups, "event_id", "left_anti"), n_rows
 

@@ -21,7 +21,8 @@
    statistics, time order, checksums, its manifest
    (:func:`uncertain_cep.index.store.storage.finish_directory`); then write the index's
    manifest (for shards, :func:`uncertain_cep.index.store.sharded.finish_sharded`) and
-   rename the draft into place.
+   rename the draft into place. On object storage, the tasks upload what they write and
+   the driver publishes a new version (:mod:`~uncertain_cep.pipeline.remote_draft`).
 
 The driver never collects rows of the archive and never reads the index's tables: only
 schemas, counts, quantiles, duplicate ids, a few example reasons and the shards'
@@ -33,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -54,7 +56,7 @@ from uncertain_cep.index.store.manifest_records import (
     BuildRecord,
     RejectedCounts,
 )
-from uncertain_cep.index.store.remote import is_remote
+from uncertain_cep.index.store.remote import VersionUpload, is_remote
 from uncertain_cep.index.store.rtree_and_statistics import SharedExtents, check_span
 from uncertain_cep.index.store.sharded import finish_sharded
 from uncertain_cep.index.store.storage import finish_directory, write_index_tables
@@ -77,6 +79,13 @@ from uncertain_cep.pipeline.group_builder import (
     SUMMARY_COLUMNS,
     GroupJob,
     build_partition,
+)
+from uncertain_cep.pipeline.remote_draft import (
+    build_and_upload,
+    finish_folder,
+    publish_sharded,
+    upload_empty,
+    upload_rejected_rows,
 )
 from uncertain_cep.pipeline.session import master_of, task_slots
 from uncertain_cep.pipeline.shard_job import (
@@ -164,8 +173,12 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
         relation), handed to Spark as a pyarrow Table. Its timestamps keep their instants
         and its time zone is the one answers are given in (naive ones stay naive).
     out
-        The index directory to write (replaced atomically if it holds an index): a local
-        path, or ``file:`` URI, on a filesystem the executors share with the driver.
+        Where the index goes, replaced atomically if it holds an index: a local path, or
+        ``file:`` URI, on a filesystem the executors share with the driver; or a URI of
+        object storage (``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``hdfs://``), to
+        which the executors upload their pieces and shards themselves, as a new version
+        the driver publishes last (:mod:`~uncertain_cep.pipeline.remote_draft`; every
+        executor needs credentials for it).
     group_by, time_unit, max_speed, coordinates, pair_predicate, multi_tree, codes, node_budget
         As for :func:`uncertain_cep.build_index`.
     on_bad_rows, on_bad_groups
@@ -211,10 +224,13 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
                                      or not isinstance(shard_events, int) or shard_events < 1):
         raise InputError(f"shard_events must be a positive int, got {shard_events!r}")
     spec = resolve_input(source, input_format, columns)
-    out = _local_out(out)
     # Before Spark starts: an --out that is not an index (the input itself, say) is
     # refused at once, and nothing is ever deleted.
-    check_replaceable(out)
+    if is_remote(out):
+        target: Path | VersionUpload = VersionUpload.begin(str(out))
+    else:
+        target = index_path(out)
+        check_replaceable(target)
     spark = session_for(spec, spark, master)
     what = (f"{len(spec.files)} {spec.fmt} file(s) from {spec.label}" if spec.kind == "path"
             else spec.label)
@@ -233,7 +249,7 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
             scope.enter_context(nanos_as_long(spark))
             frame = read_input(spark, spec, nanos=True)
         try:
-            return _build(spark, spec, frame, out, group_by=group_by, time_unit=time_unit,
+            return _build(spark, spec, frame, target, group_by=group_by, time_unit=time_unit,
                           settings=settings, reject_rows=reject_rows,
                           shard_events=shard_events or DEFAULT_SHARD_EVENTS,
                           report_groups=report_groups, partitions=partitions, say=say,
@@ -246,19 +262,8 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
             raise spark_failure(e, f"the build of {spec.label}") from e
 
 
-def _local_out(out: str | os.PathLike[str]) -> Path:
-    """The output directory as a local path (or ``file:`` URI): the tasks write the
-    index's files themselves, to a path every executor shares with the driver."""
-    if isinstance(out, str) and is_remote(out):
-        raise InputError(f"{out!r}: a Spark build writes to a path every executor shares "
-                         "(local disk, NFS, a mounted bucket); object storage is not yet "
-                         "one of them. Build to such a path, then publish the index with "
-                         "uc.copy_index(path, uri), which uploads it as a new version and "
-                         "its pointer; queries read it from the URI")
-    return index_path(out)
-
-
-def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
+def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame,
+           target: Path | VersionUpload, *,
            group_by: str, time_unit: float | str | None, settings: BuildSettings,
            reject_rows: bool, report_groups: bool, shard_events: int,
            partitions: int | None,
@@ -272,10 +277,15 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
     probe = check_schema(frame, group_by, time_unit, spec, numeric_text)
     time_axis = zoned_time_axis(probe.time_axis, spec, has_instant_columns(frame),
                                 session_zone(spark))
-    draft = IndexDraft(out)
+    # Writing to object storage, the driver's draft holds only what the index's own
+    # manifest is made of (pipeline/remote_draft.py).
+    upload = target if isinstance(target, VersionUpload) else None
+    scope = tempfile.TemporaryDirectory(prefix="uncertain-cep-build-")
+    draft = IndexDraft(target if isinstance(target, Path) else Path(scope.name) / "index")
     try:
-        frame, duplicate_rows = drop_duplicates(frame, group_by, reject_rows, draft, say,
-                                                ColumnLabels(spec.columns))
+        frame, duplicate_rows = drop_duplicates(
+            frame, group_by, reject_rows, _set_aside(draft, upload), say,
+            ColumnLabels(spec.columns))
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         frame, micros = timestamps_as_micros(frame)
@@ -292,7 +302,7 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
                        nanos_columns=spec.nanos_columns, renamed=spec.columns, cuts=cuts)
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
-                   .mapInPandas(_task(job), _summary_schema()))
+                   .mapInPandas(_task(job, upload), _summary_schema()))
         # Materialise once: the tasks write files as they go.
         summary = summary.localCheckpoint(eager=True)
         totals = _totals(summary)
@@ -306,12 +316,15 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
             # As uc.build_index does: an empty archive is an empty index, which answers
             # every query with no rows.
             warn(f"warning: {spec.label} has no rows; the index is empty")
-            write_index_tables(EventIndex(probe, settings), draft.path)
+            if upload:
+                upload_empty(EventIndex(probe, settings), upload)
+            else:
+                write_index_tables(EventIndex(probe, settings), draft.path)
         phases["validate_index_write_groups"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("writing the R*-tree files and statistics")
         finish = _Finish(
-            job=job, group_by=group_by,
+            job=job, upload=upload, group_by=group_by,
             attributes=AttributeNames(probe.numeric_names, probe.categorical_names),
             settings=settings, time_axis=time_axis,
             input_fingerprint=(_fingerprint(spec.files) if spec.kind == "path" else None),
@@ -323,21 +336,33 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame, out: Path, *,
         check_span(shared.time)
         if shards:
             manifests = finish_in_tasks(spark, shards, lambda k: finish.shard(k, shared))
-            finish_sharded(draft, shard_records(shards, manifests, cuts, _shard_path),
-                           manifests, group_by=group_by, attributes=finish.attributes,
-                           settings=settings, time_axis=time_axis,
-                           input_fingerprint=finish.input_fingerprint, build=finish.build,
-                           rejected=finish.rejected)
+            records = shard_records(shards, manifests, cuts, _shard_path)
+            complete = dict(group_by=group_by, attributes=finish.attributes,
+                            settings=settings, time_axis=time_axis,
+                            input_fingerprint=finish.input_fingerprint, build=finish.build,
+                            rejected=finish.rejected)
+            if upload:
+                publish_sharded(upload, draft, records, manifests, **complete)
+            else:
+                finish_sharded(draft, records, manifests, **complete)  # type: ignore[arg-type]
         else:
             # One directory, finished in a task all the same (the driver reads no table).
             counts = (totals["groups"], totals["trees"], totals["nodes"])
             finish_in_tasks(spark, [0], lambda _: finish.whole(counts))
-            swap_into_place(draft.path, draft.target)
+            if upload:
+                upload.publish()
+            else:
+                swap_into_place(draft.path, draft.target)
         phases["rtree_stats_manifest"] = time.perf_counter() - mark
     except BaseException:
         draft.discard()
+        if upload:
+            upload.discard()
         raise
-    return BuildSummary(path=str(out), events=totals["events"], groups=totals["groups"],
+    finally:
+        scope.cleanup()
+    return BuildSummary(path=upload.uri if upload else str(target), events=totals["events"],
+                        groups=totals["groups"],
                         trees=totals["trees"], nodes=totals["nodes"], shards=len(shards) or 1,
                         rejected_rows=totals["bad_rows"], rejected_groups=totals["bad_groups"],
                         seconds=time.perf_counter() - started, phases=phases)
@@ -349,6 +374,7 @@ class _Finish:
     (shipped to executors with the function)."""
 
     job: GroupJob
+    upload: VersionUpload | None
     group_by: str
     attributes: AttributeNames
     settings: BuildSettings
@@ -358,18 +384,24 @@ class _Finish:
     rejected: RejectedCounts
 
     def shard(self, k: int, shared: SharedExtents) -> Manifest:
-        return finish_directory(Path(self.job.shard_root(k)), group_by=self.group_by,
-                                attributes=self.attributes, settings=self.settings,
-                                time_axis=self.time_axis, groups=None, trees=None,
-                                nodes=None, input_fingerprint=None, shared=shared)
+        return self._in(SHARD.format(k), lambda root: finish_directory(
+            root, group_by=self.group_by, attributes=self.attributes,
+            settings=self.settings, time_axis=self.time_axis, groups=None, trees=None,
+            nodes=None, input_fingerprint=None, shared=shared))
 
     def whole(self, counts: tuple[int, int, int]) -> Manifest:
         groups, trees, nodes = counts
-        return finish_directory(Path(self.job.draft), group_by=self.group_by,
-                                attributes=self.attributes, settings=self.settings,
-                                time_axis=self.time_axis, groups=groups, trees=trees,
-                                nodes=nodes, input_fingerprint=self.input_fingerprint,
-                                build=self.build, rejected=self.rejected)
+        return self._in("", lambda root: finish_directory(
+            root, group_by=self.group_by, attributes=self.attributes,
+            settings=self.settings, time_axis=self.time_axis, groups=groups, trees=trees,
+            nodes=nodes, input_fingerprint=self.input_fingerprint, build=self.build,
+            rejected=self.rejected))
+
+    def _in(self, folder: str, finish: Callable[[Path], Manifest]) -> Manifest:
+        """``finish`` run on ``folder`` of the draft (shared, or uploaded)."""
+        if self.upload is not None:
+            return finish_folder(self.upload, folder, finish)
+        return finish(Path(self.job.draft) / folder)
 
 
 def _shard_path(k: int) -> str:
@@ -393,15 +425,32 @@ def _summary_schema() -> str:
     return ", ".join(f"{k} {v}" for k, v in SUMMARY_COLUMNS.items())
 
 
-def _task(job: GroupJob) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+def _task(job: GroupJob, upload: VersionUpload | None
+          ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx else 0
         attempt = ctx.attemptNumber() if ctx else 0
-        yield build_partition(job, partition, attempt, batches)
+        if upload is not None:
+            yield build_and_upload(job, upload, partition, attempt, batches)
+        else:
+            yield build_partition(job, partition, attempt, batches)
     return run
+
+
+def _set_aside(draft: IndexDraft, upload: VersionUpload | None
+               ) -> Callable[[DataFrame], None]:
+    """How rows set aside by the driver's checks (repeated ids) reach the draft."""
+    if upload is not None:
+        return lambda rows: upload_rejected_rows(rows, upload, "duplicates")
+
+    def write(rows: DataFrame) -> None:
+        staging = draft.staging("duplicates")
+        rows.coalesce(1).write.parquet(str(staging))
+        draft.adopt_rejected_rows(staging, "duplicates")
+    return write
 
 
 def _totals(summary: DataFrame) -> dict[str, int]:

@@ -1,0 +1,121 @@
+"""A Spark build writing straight to object storage, against a real S3-compatible server
+(moto's server mode) on 127.0.0.1: the executors upload their pieces and shards, the
+driver publishes the version last. A build killed on the driver leaves the old index
+current, and the next build deletes what it uploaded.
+
+The builds run as the command line, in processes of their own: their Spark (and its
+Python workers) start with the environment that points them at the server, as a
+cluster's executors are given credentials for the store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from answer_checks import assert_same_answer
+
+import uncertain_cep as uc
+from uncertain_cep.index.store.manifest_check import read_manifest
+from uncertain_cep.index.store.reader import open_reader
+
+pafs = pytest.importorskip("pyarrow.fs")
+QUERY = ("PATTERN SEQ(A, NOT C, B) DEFINE A AS x > 0.5, B AS x < -0.5, C AS x > 1.5 "
+         "WITHIN 40 CONFIDENCE 0.05")
+
+
+def _archive(seed: int, n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.integers(0, 20 * n, n))
+    return pd.DataFrame({"event_id": range(n), "group": rng.integers(0, 12, n), "t_lo": t,
+                         "t_hi": t + rng.integers(0, 6, n), "x": rng.normal(size=n)})
+
+
+def _build(source, out: str, *more: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "uncertain_cep.cli", "build", str(source),
+                             "--out", out, "--master", "local[2]", *more],
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def _objects(fs, prefix: str) -> list[str]:
+    return sorted(f.path[len(prefix) + 1:] for f in fs.get_file_info(
+        pafs.FileSelector(prefix, allow_not_found=True, recursive=True))
+        if f.type == pafs.FileType.File)
+
+
+def test_a_spark_build_to_s3_is_published_last_and_a_killed_one_changes_nothing(
+        s3, monkeypatch, tmp_path):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    old_df, df = _archive(1, 600), _archive(2, 6000)
+    # A repeated event id: its rows, set aside by the driver's check, uploaded from a task.
+    df.loc[[10, 11], "event_id"] = 5
+    df.to_parquet(tmp_path / "in.parquet")
+    old = uc.build_index(old_df)
+    old.save("s3://bucket/ix")
+    before = _objects(s3, "bucket/ix")
+
+    # Killed on the driver once its tasks have uploaded pieces of the new version.
+    proc = _build(tmp_path / "in.parquet", "s3://bucket/ix", "--shard-events", "1500",
+                  "--on-bad-rows", "report")
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any("/_work/" in name for name in _objects(s3, "bucket/ix")):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    after = _objects(s3, "bucket/ix")
+    assert set(before) < set(after)          # a new version's pieces, never named
+    assert s3.open_input_stream("bucket/ix/_latest").read() == \
+        _pointer_of(before, s3)
+    assert_same_answer(uc.open_index("s3://bucket/ix").query(QUERY), old.query(QUERY))
+
+    # Built to the end: executors upload the shards, the driver the manifest and pointer;
+    # in the same session, an index in one directory and an empty one.
+    (tmp_path / "empty").mkdir()
+    df.head(0).to_parquet(tmp_path / "empty" / "part-0.parquet")
+    done = subprocess.run([sys.executable, "-c", _JOB, str(tmp_path)], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = _objects(s3, "bucket/ix")
+    assert not [n for n in names if "/_work/" in n]
+    versions = {n.split("/")[1] for n in names if n.startswith("_versions/")}
+    assert len(versions) == 2                # the new one and the one it replaced
+    manifest = read_manifest(open_reader("s3://bucket/ix").root)
+    assert len(manifest.shards) >= 3 and manifest.rejected.rows == 3
+    expected = uc.build_index(df.drop(index=[5, 10, 11]))
+    assert_same_answer(uc.open_index("s3://bucket/ix").query(QUERY), expected.query(QUERY))
+    whole = read_manifest(open_reader("s3://bucket/whole").root)
+    assert not whole.shards and whole.counts.events == len(df) - 3
+    assert_same_answer(uc.open_index("s3://bucket/whole").query(QUERY), expected.query(QUERY))
+    assert len(uc.open_index("s3://bucket/empty").query(QUERY)) == 0
+
+
+_JOB = """
+import sys
+import uncertain_cep as uc
+from uncertain_cep.pipeline.session import spark_session
+
+folder = sys.argv[1]
+spark = spark_session("local[2]")
+for out, more in [("ix", {"shard_events": 1500}), ("whole", {}), ("empty", {})]:
+    source = folder + ("/empty" if out == "empty" else "/in.parquet")
+    uc.build_index_spark(source, "s3://bucket/" + out, spark=spark, on_bad_rows="report",
+                         log=lambda _: None, **more)
+"""
+
+
+def _pointer_of(names: list[str], fs) -> bytes:
+    """The pointer as it was (the one version among ``names``)."""
+    (version,) = {n.split("/")[1] for n in names if n.startswith("_versions/")}
+    return version.encode()
