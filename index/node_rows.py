@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from uncertain_cep.index.forests.forest import REAL, VIRTUAL
+from uncertain_cep.index.forests.tables import NODE_COLUMNS, TREE_COLUMNS
 
 __all__ = ["NODE_ROW_COLUMNS", "TREE_ROW_COLUMNS", "DenseIds", "DenseRows", "TableSizes",
            "TreeColumns", "add_depth_of_trees_above", "column_dtype", "fill_nodes",
@@ -32,10 +33,8 @@ _FLOAT = frozenset({"poi", "cond"})
 _CHUNK = 1 << 22
 
 
-# Columns of the Parquet tables the derivation reads.
-NODE_ROW_COLUMNS = ("group", "node", "tree", "parent", "kind", "event", "instant", "depth",
-                    "child_tree", "compact_code", "compact_end", "cond", "poi")
-TREE_ROW_COLUMNS = ("group", "tree", "parent", "virtual", "root", "compact_hi")
+# Columns of the builders' rows the derivation reads: all of them.
+NODE_ROW_COLUMNS, TREE_ROW_COLUMNS = NODE_COLUMNS, TREE_COLUMNS
 
 
 def fill_nodes(out: Mapping[str, np.ndarray], nodes: Mapping[str, Any], g: np.ndarray,

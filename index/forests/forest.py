@@ -52,8 +52,7 @@ class GroupForest:
     cond: np.ndarray            # P(an OI of the tree through the parent goes on to this node)
     poi_local: np.ndarray       # fraction of its tree's OIs through the node
     poi: np.ndarray             # fraction of the group's OIs through the node
-    # The paper scheme's (Python ints; read from disk, parsed on first use:
-    # index/forests/tables.py StoredIntegers).
+    # The paper scheme's (Python ints).
     rel: Sequence[int]          # breadth-first position in the tree's complete f-tree
     paper_code: Sequence[int]
     compact_code: np.ndarray

@@ -26,8 +26,10 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -40,10 +42,18 @@ from uncertain_cep.files import (
     writing_to,
 )
 from uncertain_cep.index.store.checksums import CHECKSUM
-from uncertain_cep.index.store.layout import MANIFEST, REJECTED_ROWS, SHARDS
+from uncertain_cep.index.store.layout import MANIFEST, REJECTED_ROW_SCHEMA, REJECTED_ROWS, SHARDS
 
-__all__ = ["IndexDraft", "check_replaceable", "fsync_dir", "fsync_files",
-           "remove_abandoned_drafts", "swap_into_place", "write_durably"]
+__all__ = [
+    "IndexDraft",
+    "check_replaceable",
+    "fsync_dir",
+    "fsync_files",
+    "remove_abandoned_drafts",
+    "swap_into_place",
+    "write_durably",
+    "write_rejected_rows",
+]
 
 
 class IndexDraft:
@@ -84,6 +94,18 @@ class IndexDraft:
         for k, part in enumerate(sorted(staging.glob("part-*.parquet"))):
             os.replace(part, target / f"{name}-{k:05d}.parquet")
         shutil.rmtree(staging)
+
+
+def write_rejected_rows(batches: Iterable[pd.DataFrame], root: Path, name: str) -> str:
+    """Write rows set aside (columns :data:`REJECTED_ROW_COLUMNS`, in ``batches``) into the
+    rejected-rows table under ``root`` as one file ``name-00000``; its path in ``root``."""
+    target = f"{REJECTED_ROWS}/{name}-00000.parquet"
+    (root / REJECTED_ROWS).mkdir(parents=True, exist_ok=True)
+    with pq.ParquetWriter(root / target, REJECTED_ROW_SCHEMA) as writer:
+        for batch in batches:
+            writer.write_table(pa.Table.from_pandas(batch, REJECTED_ROW_SCHEMA,
+                                                    preserve_index=False))
+    return target
 
 
 def write_durably(table: pa.Table, path: Path) -> None:

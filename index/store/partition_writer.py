@@ -31,6 +31,7 @@ from uncertain_cep.index.store.layout import (
     REJECTED_ROWS,
     TREES,
 )
+from uncertain_cep.model.events import Archive
 
 __all__ = ["PartitionWriter"]
 
@@ -58,21 +59,35 @@ class PartitionWriter:
         # to read), so a table's groups are written together, _ROW_GROUP_ROWS at a time.
         self._pending: dict[str, list[pa.Table]] = {}
         self._pending_rows: dict[str, int] = {}
+        self._pending_events: list[dict[str, np.ndarray]] = []
+        self._pending_event_rows = 0
+        self._group_type: pa.DataType | None = None
 
-    def add_group(self, events: pd.DataFrame, forest: GroupForest, label: object,
-                  group_by: str, codes: str) -> None:
-        """Append one indexed group: ``events`` are its archive rows
-        (:meth:`~uncertain_cep.model.events.Archive.to_frame`) in canonical order, so row
-        ``k`` is the event at position ``k`` of ``forest``."""
-        events = events.reset_index(drop=True)
-        events[EVENT_COLUMNS[0]] = np.arange(len(events), dtype=np.int64)
+    def add_group(self, archive: Archive, order: np.ndarray, forest: GroupForest,
+                  label: object, group_by: str, codes: str) -> None:
+        """Append one indexed group: ``archive`` holds its events, ``order`` their
+        canonical order (row ``order[k]`` is the event at position ``k`` of ``forest``)."""
+        events = {name: values[order] for name, values in archive.columns().items()}
+        events[EVENT_COLUMNS[0]] = np.arange(len(order), dtype=np.int64)
         for column, values in zip(EVENT_COLUMNS[1:], group_extents(forest, codes)):
             events[column] = values
-        table = pa.Table.from_pandas(events, preserve_index=False)
-        self._append(EVENTS, table)
-        nodes, trees = forest_tables(forest, label, table.schema.field(group_by).type)
+        # Made a table a flush at a time: Arrow's conversion costs milliseconds a call.
+        self._pending_events.append(events)
+        self._pending_event_rows += len(order)
+        if self._pending_event_rows >= _ROW_GROUP_ROWS:
+            self._flush_events()
+        nodes, trees = forest_tables(forest, label, self._group_type)
+        self._group_type = nodes.schema.field("group").type
         self._append(NODES, nodes)
         self._append(TREES, trees)
+
+    def _flush_events(self) -> None:
+        if self._pending_events:
+            frame = pd.DataFrame({name: np.concatenate([e[name] for e in self._pending_events])
+                                  for name in self._pending_events[0]})
+            self._pending_events, self._pending_event_rows = [], 0
+            self._append(EVENTS, pa.Table.from_pandas(frame, preserve_index=False))
+            self._flush(EVENTS)
 
     def add_rejected_rows(self, event_ids: Sequence[str], group: str | None,
                           files: Sequence[str], rows: Sequence[int | None],
@@ -119,6 +134,7 @@ class PartitionWriter:
 
     def commit(self) -> None:
         """Close, flush and rename this task's files into place."""
+        self._flush_events()
         for table_name in list(self._pending):
             self._flush(table_name)
         for table_name, (writer, tmp) in list(self._writers.items()):
@@ -130,6 +146,7 @@ class PartitionWriter:
 
     def abort(self) -> None:
         """Drop whatever was not committed (a no-op after :meth:`commit`)."""
+        self._pending_events, self._pending_event_rows = [], 0
         self._pending.clear()
         self._pending_rows.clear()
         for writer, tmp in self._writers.values():

@@ -138,6 +138,10 @@ class Archive:
 
     def to_frame(self) -> pd.DataFrame:
         """The archive as a DataFrame in the input layout (time already discretised)."""
+        return pd.DataFrame(self.columns())
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns of :meth:`to_frame`, by name, as arrays."""
         cols: dict[str, Any] = {"event_id": self.event_ids,
                                 self.group_by: self.group_labels[self.group_of],
                                 "t_lo": self.t_lo, "t_hi": self.t_hi}
@@ -149,7 +153,7 @@ class Archive:
                 cols[f"{name}_sigma"] = attr.sigma
         for name, values in self.categorical.items():
             cols[name] = values
-        return pd.DataFrame(cols)
+        return cols
 
 
 def canonical_rank(event_ids: np.ndarray) -> np.ndarray:

@@ -232,7 +232,7 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
         return _summary(status, key, events=archive.n_events, bad_rows=bad_rows,
                         reason=str(e))
     for k, piece, order, forest in pieces:
-        out.shard(k).add_group(piece.to_frame().iloc[order], forest, label, job.group_by,
+        out.shard(k).add_group(piece, order, forest, label, job.group_by,
                                job.settings.codes)
     numeric = [archive.numeric[a] for a in archive.numeric_names]
     return _summary("ok", key, events=archive.n_events, bad_rows=bad_rows,

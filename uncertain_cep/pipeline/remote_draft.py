@@ -33,17 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from uncertain_cep.index.event_index import EventIndex
-from uncertain_cep.index.store.drafts import IndexDraft
+from uncertain_cep.index.store.drafts import IndexDraft, write_rejected_rows
 from uncertain_cep.index.store.layout import (
     CATEGORY_STATS,
     CELL_STATS,
     MANIFEST,
     REJECTED_GROUPS,
-    REJECTED_ROW_SCHEMA,
     REJECTED_ROWS,
     SHARDS,
     TIME_STATS,
@@ -97,16 +94,10 @@ def upload_empty(index: EventIndex, upload: VersionUpload) -> None:
 def upload_rejected_rows(rows: DataFrame, upload: VersionUpload, name: str) -> None:
     """Write ``rows`` (columns of the rejected-rows table) as one Parquet file
     ``rejected_rows/<name>-00000.parquet`` under ``_work/``, from a task."""
-    target = f"{REJECTED_ROWS}/{name}-00000.parquet"
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         with _scratch() as scratch:
-            (scratch / REJECTED_ROWS).mkdir()
-            with pq.ParquetWriter(scratch / target, REJECTED_ROW_SCHEMA) as writer:
-                for batch in batches:
-                    writer.write_table(pa.Table.from_pandas(batch, REJECTED_ROW_SCHEMA,
-                                                            preserve_index=False))
-            upload.put_folder(scratch, WORK, [target])
+            upload.put_folder(scratch, WORK, [write_rejected_rows(batches, scratch, name)])
         yield pd.DataFrame({"done": [1]})
 
     rows.coalesce(1).mapInPandas(run, "done int").collect()

@@ -53,14 +53,3 @@ def test_save_reopen_save_again_gives_the_same_index(tmp_path_factory, df, patte
             assert _provenance(idx) == _provenance(a)
         # Byte for byte the same files, so the same checksums.
         assert _listing(root / "b") == _listing(root / "a") == _listing(root / "c")
-
-
-def test_stored_integers_parse_when_first_read():
-    from uncertain_cep.index.forests.tables import StoredIntegers
-
-    column = pd.Series(["7", "123456789012345678901234567890"]).to_numpy()
-    stored = StoredIntegers(column)
-    assert stored._values is None
-    assert list(stored) == [7, 123456789012345678901234567890]
-    assert stored == [7, 123456789012345678901234567890] and stored[-1:] == [
-        123456789012345678901234567890]

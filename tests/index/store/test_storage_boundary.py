@@ -71,7 +71,7 @@ def violations(source: str) -> list[str]:
 def test_the_format_names_are_not_empty():
     assert "manifest.json" in FORMAT_NAMES.files
     assert {"events", "nodes", "trees"} <= set(FORMAT_NAMES.tables)
-    assert {"_uc_t_max", "tree_hi", "tree_lo"} <= set(FORMAT_NAMES.columns)
+    assert {"_uc_t_max", "compact_code", "child_tree"} <= set(FORMAT_NAMES.columns)
     # The archive's own columns belong to the archive, not to the format.
     assert not {"event_id", "t_lo", "t_hi", "group"} & set(FORMAT_NAMES.columns)
 
@@ -83,12 +83,12 @@ def times(root, ids):
     frame = ds.dataset(root / "events", format="parquet")
     filt = pads.field("_uc_t_max") >= 3
     stats = root / "stats" / "time.parquet"
-    nodes = pads.field("tree_hi") >= 0
+    nodes = pads.field("child_tree") >= 0
     name = f"part-{k:05d}.parquet"
     return json.loads((root / "manifest.json").read_text())
 '''
     found = "\n".join(violations(old))
-    for bit in ("'events'", "'_uc_t_max'", "'stats'", "'time.parquet'", "'tree_hi'",
+    for bit in ("'events'", "'_uc_t_max'", "'stats'", "'time.parquet'", "'child_tree'",
                 "'part-'", "'manifest.json'"):
         assert bit in found, bit
     assert "docstring" not in found and ": 3:" not in f": {found}"
