@@ -112,21 +112,55 @@ def _run_measured(cmd: list[str], env: dict[str, str] | None = None
     return time.perf_counter() - started, peak_rss, peak_pss, out
 
 
-def build(n: int, work: Path, shard_events: int | None = None) -> dict[str, object]:
-    data = work / f"synthetic-{n}.parquet"
-    if not data.exists():
+# Archives larger than this are generated in pieces of whole groups (each over the whole
+# archive's time domain), one Parquet file each, so that generating 100M events needs
+# the memory of 10M.
+_PIECE_EVENTS = 10_000_000
+
+
+def generate(n: int, work: Path) -> Path:
+    """The synthetic archive of ``n`` events (one group per 1,000), generated once: one
+    Parquet file, or a directory of pieces of whole groups above :data:`_PIECE_EVENTS`."""
+    groups = max(1, n // 1000)
+    if n <= _PIECE_EVENTS:
+        data = work / f"synthetic-{n}.parquet"
+        if not data.exists():
+            t = time.perf_counter()
+            generate_synthetic(n, groups=groups, f=(2, 6), seed=n).to_parquet(data,
+                                                                              index=False)
+            print(f"generated {n} events in {time.perf_counter() - t:.1f} s", flush=True)
+        return data
+    data = work / f"synthetic-{n}"
+    pieces = -(-n // _PIECE_EVENTS)
+    if not (data / "_SUCCESS").exists():
         t = time.perf_counter()
-        generate_synthetic(n, groups=max(1, n // 1000), f=(2, 6), seed=n).to_parquet(
-            data, index=False)
+        data.mkdir(exist_ok=True)
+        for k in range(pieces):
+            events = n // pieces + (k < n % pieces)
+            part = generate_synthetic(events, groups=groups // pieces, f=(2, 6),
+                                      seed=n + k, domain=10 * n)
+            part["event_id"] += k * (n // pieces + 1)
+            part["group"] += k * (groups // pieces)
+            part.to_parquet(data / f"part-{k:05d}.parquet", index=False)
+            print(f"generated piece {k + 1} of {pieces}", flush=True)
+        (data / "_SUCCESS").touch()
         print(f"generated {n} events in {time.perf_counter() - t:.1f} s", flush=True)
+    return data
+
+
+def build(n: int, work: Path, shard_events: int | None = None) -> dict[str, object]:
+    data = generate(n, work)
     out = _index_path(work, n, shard_events)
     seconds, peak, peak_pss, log = _run_measured(
-        [sys.executable, "-c", "import sys, json, uncertain_cep as uc; "
+        [sys.executable, "-c", "import sys, json, resource, uncertain_cep as uc; "
          "s = uc.build_index_spark(sys.argv[1], sys.argv[2], log=lambda m: None, "
          "shard_events=json.loads(sys.argv[3])); "
-         "print('SUMMARY', json.dumps(s.__dict__))", str(data), str(out),
-         json.dumps(shard_events)])
+         "print('SUMMARY', json.dumps(s.__dict__)); "
+         # The driver's Python process alone (not the JVM, not the Python workers).
+         "print('DRIVER', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)",
+         str(data), str(out), json.dumps(shard_events)])
     summary = json.loads(log.split("SUMMARY", 1)[1].strip().splitlines()[0])
+    driver_kb = int(log.split("DRIVER", 1)[1].split()[0])
     # What the index stores (its working copy, in the host's cache, is not counted).
     stored = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     row = {"events": n, "groups": summary["groups"], "nodes": summary["nodes"],
@@ -134,6 +168,7 @@ def build(n: int, work: Path, shard_events: int | None = None) -> dict[str, obje
            "wall_seconds": round(seconds, 1), "job_seconds": round(summary["seconds"], 1),
            "events_per_second": round(n / seconds), "peak_rss_mb": round(peak / 2**20),
            "peak_pss_mb": round(peak_pss / 2**20),
+           "driver_peak_rss_mb": round(driver_kb / 1024),
            "phases": {k: round(v, 1) for k, v in summary["phases"].items()},
            "index_mb": round(stored / 2**20), "index_bytes_per_event": round(stored / n)}
     print(row, flush=True)
@@ -254,15 +289,16 @@ def _round(x: object) -> object:
 
 def _table(results: dict[str, list[dict[str, Any]]]) -> str:
     lines = ["| events | shards | groups | nodes | wall (s) | events/s | peak RSS (MB) "
-             "| peak PSS (MB) | index (MB) | index (B/event) | read+dups (s) | count+cut (s) "
-             "| index groups (s) | R*-tree+stats (s) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| peak PSS (MB) | driver Python peak RSS (MB) | index (MB) | index (B/event) "
+             "| read+dups (s) | count+cut (s) | index groups (s) | R*-tree+stats (s) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["build"]:
         ph = r["phases"]
         lines.append(f"| {r['events']:,} | {r.get('shards', 1)} | {r['groups']:,} | "
                      f"{r['nodes']:,} | "
                      f"{r['wall_seconds']} | {r['events_per_second']:,} | {r['peak_rss_mb']:,} "
-                     f"| {_mb(r.get('peak_pss_mb'))} | {r['index_mb']:,} | "
+                     f"| {_mb(r.get('peak_pss_mb'))} | {_mb(r.get('driver_peak_rss_mb'))} "
+                     f"| {r['index_mb']:,} | "
                      f"{r.get('index_bytes_per_event', '-')} | "
                      f"{ph['read_and_check_duplicates']} | {ph.get('count_and_cut', '-')} | "
                      f"{ph['validate_index_write_groups']} | {ph['rtree_stats_manifest']} |")
@@ -319,22 +355,31 @@ def main() -> None:
                         help="events per shard of the builds (default: the build's own)")
     parser.add_argument("--compare-only", action="store_true",
                         help="keep the build rows of the last run; compare engines again")
+    parser.add_argument("--build-only", action="store_true",
+                        help="build, and keep the engine comparisons of the last run (an "
+                             "index whose working copy does not fit the disk)")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    results: dict[str, list[dict[str, object]]] = {"build": [], "query": []}
-    if args.compare_only:
-        results["build"] = json.loads(RESULTS.read_text())["build"]
-    for n in [] if args.compare_only else args.sizes:
+    # Rows of sizes this run does not measure are kept from the last run.
+    results: dict[str, list[dict[str, Any]]] = (
+        json.loads(RESULTS.read_text()) if RESULTS.exists() else {"build": [], "query": []})
+    built = [] if args.compare_only else args.sizes
+    compared = [] if args.build_only else args.compare or [max(args.sizes)]
+    results["build"] = [r for r in results["build"] if r["events"] not in built]
+    results["query"] = [r for r in results["query"] if r["events"] not in compared]
+    for n in built:
         results["build"].append(build(n, work, args.shard_events))
+        results["build"].sort(key=lambda r: r["events"])
         RESULTS.write_text(json.dumps(results, indent=2))
-    results["query"] = []
     # Sessions map the JVM class archive, as they do once one was recorded on a machine.
     from uncertain_cep.pipeline.class_archive import record_class_archive
 
-    print("JVM class archive:", record_class_archive(), flush=True)
-    for n in args.compare or [max(args.sizes)]:
+    if compared:
+        print("JVM class archive:", record_class_archive(), flush=True)
+    for n in compared:
         results["query"] += compare_engines(n, work, args.shard_events)
+        results["query"].sort(key=lambda r: r["events"])
         RESULTS.write_text(json.dumps(results, indent=2))
     RESULTS.write_text(json.dumps(results, indent=2))
     text = DOCS.read_text()
