@@ -217,11 +217,17 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
     label = plain(key)
     shard = (shard_of_rows(archive, np.asarray(job.cuts, dtype=np.int64), c2) if job.cuts
              else np.zeros(archive.n_events, dtype=np.int64))
+    # The group's canonical order once: a piece's is the group's restricted to its
+    # events (an archive cut into many shards has many small pieces per group).
+    in_order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
     pieces = []
     try:
         for k in np.unique(shard).tolist():
-            piece = archive.take_rows(np.flatnonzero(shard == k)) if job.cuts else archive
-            order = canonical_order(piece.t_lo, piece.t_hi, piece.event_ids)
+            if job.cuts:
+                piece = archive.take_rows(in_order[shard[in_order] == k])
+                order = np.arange(piece.n_events)
+            else:
+                piece, order = archive, in_order
             check = c2.for_group(piece, order) if c2 is not None else None
             pieces.append((k, piece, order, build_group_forest(
                 label, piece.event_ids[order], piece.t_lo[order], piece.t_hi[order], check,
