@@ -366,7 +366,10 @@ def main() -> None:
         json.loads(RESULTS.read_text()) if RESULTS.exists() else {"build": [], "query": []})
     built = [] if args.compare_only else args.sizes
     compared = [] if args.build_only else args.compare or [max(args.sizes)]
-    results["build"] = [r for r in results["build"] if r["events"] not in built]
+    # A size built with other shards is another row.
+    results["build"] = [r for r in results["build"]
+                        if (r["events"], r.get("shard_events")) not in
+                        {(n, args.shard_events) for n in built}]
     results["query"] = [r for r in results["query"] if r["events"] not in compared]
     for n in built:
         results["build"].append(build(n, work, args.shard_events))

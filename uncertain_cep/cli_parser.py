@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--shard-events", type=count_argument(1), default=None,
                        help="events per shard: a larger archive is cut by time into shards "
                             "of about that many, each built by a task of its own (Spark's "
-                            "default 900,000; in this process, one directory unless given)")
+                            "default 4,000,000; in this process, one directory unless given)")
     build.add_argument("--columns", type=_column_mapping, action="append", default=None,
                        metavar="NAME=COLUMN[,NAME=COLUMN...]",
                        help="the input's columns for the archive's event_id, t_lo, t_hi "

@@ -17,11 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 from answer_checks import assert_same_answer
 from index_checks import assert_node_columns_match_forests
+from spark_workers import python_workers
 
 import uncertain_cep as uc
 from uncertain_cep.index.store.manifest_check import read_manifest
@@ -72,23 +72,6 @@ print("RESULT", json.dumps({
 """
 
 
-def _python_workers() -> list[int]:
-    """PIDs of PySpark's forked Python workers (children of a ``pyspark.daemon``)."""
-    daemons, parent = set(), {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-        if b"pyspark.daemon" in cmd:
-            daemons.add(int(entry))
-    return [pid for pid, ppid in parent.items() if ppid in daemons and pid in daemons]
-
-
 def test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster(tmp_path):
     from uncertain_cep.datasets.synthetic import generate_synthetic
 
@@ -105,7 +88,7 @@ def test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster(tmp_pat
     deadline = time.monotonic() + 420
     try:
         while moments and time.monotonic() < deadline and proc.poll() is None:
-            if any(tmp_path.glob(moments[0])) and (workers := _python_workers()):
+            if any(tmp_path.glob(moments[0])) and (workers := python_workers(proc.pid)):
                 os.kill(max(workers), signal.SIGKILL)
                 killed.append(moments.pop(0))
             time.sleep(0.01)

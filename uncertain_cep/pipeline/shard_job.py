@@ -41,9 +41,11 @@ __all__ = ["DEFAULT_SHARD_EVENTS", "finish_in_tasks", "plan_cuts_spark", "shard_
            "shared_extents_of", "written_shards"]
 
 # Events per shard when a build is not told: a shard is what one task finishes (its
-# R*-tree bulk load, columns and statistics) and what a query's task opens. Below a
-# million: libspatialindex bulk-loads up to 1,000,000 entries in memory and sorts more
-# on disk (measured: 990,000 boxes in 2.1 s, 1,010,000 in 5.3 s, 2,000,000 in 11.9 s).
+# R*-tree bulk load, columns and statistics) and what a query's task opens. Smaller
+# shards bulk-load their R*-trees in memory (libspatialindex sorts more than 1,000,000
+# entries on disk: 990,000 boxes in 2.1 s, 1,010,000 in 5.3 s), but cut every group into
+# more pieces, each a forest of its own: at 10M events, 12 shards of 900,000 built in
+# 282 s, 4 of 2.5M in 260 s (docs/benchmarks.md).
 DEFAULT_SHARD_EVENTS = 4_000_000
 # Quantiles of the earliest times asked for in the one pass that counts the rows (before
 # the count, the number of shards is unknown): shards are cut at the nearest of them.
