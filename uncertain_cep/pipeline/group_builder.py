@@ -220,7 +220,7 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
     # The group's canonical order once: a piece's is the group's restricted to its
     # events (an archive cut into many shards has many small pieces per group).
     in_order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
-    order: np.ndarray
+    order: Any      # ndarray indexes as the Sequence build_group_forest takes
     pieces = []
     try:
         for k in np.unique(shard).tolist():
