@@ -1,12 +1,45 @@
-"""The Python workers of the Spark jobs a test runs (to kill one, as a lost executor
-would)."""
+"""Faults for the Spark jobs a test runs in processes of their own: a Python worker
+killed at given moments (as a lost executor would lose it), or the whole job killed
+(as a driver's host would be lost)."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["python_workers"]
+__all__ = ["kill_job_when", "kill_workers_at", "python_workers"]
+
+
+def kill_workers_at(proc: subprocess.Popen, folder: Path, moments: list[str],
+                    seconds: float) -> list[str]:
+    """For each of ``moments`` in turn (glob patterns under ``folder``), as soon as a file
+    matches, kill the newest Python worker of ``proc``'s job; the moments killed at.
+    Gives up after ``seconds`` or when the job ends."""
+    pending, killed = list(moments), []
+    deadline = time.monotonic() + seconds
+    while pending and time.monotonic() < deadline and proc.poll() is None:
+        if any(folder.glob(pending[0])) and (workers := python_workers(proc.pid)):
+            os.kill(max(workers), signal.SIGKILL)
+            killed.append(pending.pop(0))
+        time.sleep(0.01)
+    return killed
+
+
+def kill_job_when(proc: subprocess.Popen, ready: Callable[[], bool], seconds: float) -> None:
+    """Kill ``proc`` and everything it started (its session: the driver, its JVM, the
+    workers) once ``ready()`` holds; fails the test if the job ended first."""
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
 
 
 def python_workers(under: int | None = None) -> list[int]:

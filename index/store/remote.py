@@ -84,13 +84,15 @@ class RemoteIndex:
 
 def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     # Hadoop's names for S3 (what Spark users write) are S3 to pyarrow.
-    uri = re.sub(r"^s3[an]://", "s3://", uri, flags=re.IGNORECASE)
+    given, uri = uri, re.sub(r"^s3[an]://", "s3://", uri, flags=re.IGNORECASE)
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
     except (pa.ArrowException, ValueError, OSError) as e:
-        raise InputError(f"{uri}: no filesystem this pyarrow knows ({e}); give a local "
-                         "path, a file: URI, or an s3://, gs://, abfs:// or hdfs:// "
-                         "URI") from e
+        # An unknown scheme, or a store that cannot be reached (S3 resolves the
+        # bucket's region here): pyarrow's reason says which.
+        raise InputError(f"{given}: pyarrow cannot open its filesystem ({e}); give a "
+                         "local path, a file: URI, or an s3://, gs://, abfs:// or hdfs:// "
+                         "URI that this host can reach with its credentials") from e
     return fs, path.rstrip("/")
 
 

@@ -16,12 +16,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 from answer_checks import assert_same_answer
 from index_checks import assert_node_columns_match_forests
-from spark_workers import python_workers
+from spark_workers import kill_workers_at
 
 import uncertain_cep as uc
 from uncertain_cep.index.store.manifest_check import read_manifest
@@ -83,16 +82,11 @@ def test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster(tmp_pat
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     # A group task's pieces are in temporary files until it ends; a shard task writes
     # its columns before its manifest.
-    moments = [".ix.tmp-*/shards/*/*/.part-*", ".ix.tmp-*/shards/*/_work/columns/*.npy"]
-    killed = []
-    deadline = time.monotonic() + 420
     try:
-        while moments and time.monotonic() < deadline and proc.poll() is None:
-            if any(tmp_path.glob(moments[0])) and (workers := python_workers(proc.pid)):
-                os.kill(max(workers), signal.SIGKILL)
-                killed.append(moments.pop(0))
-            time.sleep(0.01)
-        out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
+        killed = kill_workers_at(proc, tmp_path, [".ix.tmp-*/shards/*/*/.part-*",
+                                                  ".ix.tmp-*/shards/*/_work/columns/*.npy"],
+                                 420)
+        out, err = proc.communicate(timeout=420)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -4,12 +4,11 @@ process (and JVM), so this test needs no shared session and runs on any test wor
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from spark_workers import kill_job_when
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError
@@ -29,20 +28,11 @@ def test_a_build_killed_mid_write_leaves_nothing_that_opens(tmp_path, shard_even
                              "--master", "local[1]", *shards], env=env,
                             start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
     # Where tasks write table files into the draft (a sharded build: into its shards).
     where = ".ix.tmp-*/shards/*/*" if shard_events else ".ix.tmp-*/*"
-    try:
-        # Kill it once tasks have started writing table files into the draft.
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any(tmp_path.glob(f"{where}/*.parquet*")) or any(
-                    tmp_path.glob(f"{where}/.part-*")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the build finished before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
+    # Kill it once tasks have started writing table files into the draft.
+    kill_job_when(proc, lambda: any(tmp_path.glob(f"{where}/*.parquet*")) or any(
+        tmp_path.glob(f"{where}/.part-*")), 240)
     assert not (tmp_path / "ix").exists()
     with pytest.raises(IndexFormatError):
         uc.open_index(tmp_path / "ix")

@@ -14,13 +14,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from answer_checks import assert_same_answer
-from spark_workers import python_workers
+from spark_workers import kill_job_when, kill_workers_at
 
 import uncertain_cep as uc
 from uncertain_cep.index.store.manifest_check import read_manifest
@@ -66,16 +65,7 @@ def test_a_spark_build_to_s3_survives_lost_workers_publishes_last_and_a_killed_o
     # Killed on the driver once its tasks have uploaded pieces of the new version.
     proc = _build(tmp_path / "in.parquet", "s3://bucket/ix", "--shard-events", "1500",
                   "--on-bad-rows", "report")
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any("/_work/" in name for name in _objects(s3, "bucket/ix")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the build finished before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
+    kill_job_when(proc, lambda: any("/_work/" in n for n in _objects(s3, "bucket/ix")), 240)
     after = _objects(s3, "bucket/ix")
     assert set(before) < set(after)          # a new version's pieces, never named
     assert s3.open_input_stream("bucket/ix/_latest").read() == \
@@ -96,18 +86,11 @@ def test_a_spark_build_to_s3_survives_lost_workers_publishes_last_and_a_killed_o
                                      TMPDIR=str(tmp_path / "scratch")))
     # A group task's pieces are in temporary files until it ends; a shard task writes
     # its columns before its manifest.
-    moments = ["uncertain-cep-task-*/shards/*/*/.part-*",
-               "uncertain-cep-task-*/_work/columns/*.npy"]
-    killed = []
-    deadline = time.monotonic() + 300
     try:
-        while moments and time.monotonic() < deadline and proc.poll() is None:
-            if any((tmp_path / "scratch").glob(moments[0])) and (
-                    workers := python_workers(proc.pid)):
-                os.kill(max(workers), signal.SIGKILL)
-                killed.append(moments.pop(0))
-            time.sleep(0.01)
-        out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
+        killed = kill_workers_at(proc, tmp_path / "scratch",
+                                 ["uncertain-cep-task-*/shards/*/*/.part-*",
+                                  "uncertain-cep-task-*/_work/columns/*.npy"], 240)
+        out, _ = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
