@@ -15,18 +15,25 @@ __all__ = ["kill_job_when", "kill_workers_at", "python_workers"]
 
 
 def kill_workers_at(proc: subprocess.Popen, folder: Path, moments: list[str],
-                    seconds: float) -> list[str]:
-    """For each of ``moments`` in turn (glob patterns under ``folder``), as soon as a file
-    matches, kill the newest Python worker of ``proc``'s job; the moments killed at.
-    Gives up after ``seconds`` or when the job ends."""
+                    seconds: float) -> tuple[list[str], str, str]:
+    """Run ``proc`` (started with pipes, in a session of its own) to its end; for each of
+    ``moments`` in turn (glob patterns under ``folder``), as soon as a file matches,
+    kill the newest Python worker of its job. Returns the moments killed at, and the
+    job's output and errors; a job still running after ``seconds`` is killed."""
     pending, killed = list(moments), []
     deadline = time.monotonic() + seconds
-    while pending and time.monotonic() < deadline and proc.poll() is None:
-        if any(folder.glob(pending[0])) and (workers := python_workers(proc.pid)):
-            os.kill(max(workers), signal.SIGKILL)
-            killed.append(pending.pop(0))
-        time.sleep(0.01)
-    return killed
+    try:
+        while pending and time.monotonic() < deadline and proc.poll() is None:
+            if any(folder.glob(pending[0])) and (workers := python_workers(proc.pid)):
+                os.kill(max(workers), signal.SIGKILL)
+                killed.append(pending.pop(0))
+            time.sleep(0.01)
+        out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return killed, out or "", err or ""
 
 
 def kill_job_when(proc: subprocess.Popen, ready: Callable[[], bool], seconds: float) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -82,15 +81,9 @@ def test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster(tmp_pat
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     # A group task's pieces are in temporary files until it ends; a shard task writes
     # its columns before its manifest.
-    try:
-        killed = kill_workers_at(proc, tmp_path, [".ix.tmp-*/shards/*/*/.part-*",
-                                                  ".ix.tmp-*/shards/*/_work/columns/*.npy"],
-                                 420)
-        out, err = proc.communicate(timeout=420)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    killed, out, err = kill_workers_at(proc, tmp_path,
+                                       [".ix.tmp-*/shards/*/*/.part-*",
+                                        ".ix.tmp-*/shards/*/_work/columns/*.npy"], 420)
     assert proc.returncode == 0, err[-4000:]
     assert len(killed) == 2, f"only killed at {killed}: the build went too fast"
     got = json.loads(out.split("RESULT", 1)[1].strip().splitlines()[0])

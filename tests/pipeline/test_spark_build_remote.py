@@ -11,7 +11,6 @@ cluster's executors are given credentials for the store."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 
@@ -86,15 +85,9 @@ def test_a_spark_build_to_s3_survives_lost_workers_publishes_last_and_a_killed_o
                                      TMPDIR=str(tmp_path / "scratch")))
     # A group task's pieces are in temporary files until it ends; a shard task writes
     # its columns before its manifest.
-    try:
-        killed = kill_workers_at(proc, tmp_path / "scratch",
-                                 ["uncertain-cep-task-*/shards/*/*/.part-*",
-                                  "uncertain-cep-task-*/_work/columns/*.npy"], 240)
-        out, _ = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    killed, out, _ = kill_workers_at(proc, tmp_path / "scratch",
+                                     ["uncertain-cep-task-*/shards/*/*/.part-*",
+                                      "uncertain-cep-task-*/_work/columns/*.npy"], 300)
     assert proc.returncode == 0, out[-4000:]
     assert len(killed) == 2, f"only killed at {killed}: the build went too fast"
     names = _objects(s3, "bucket/ix")
