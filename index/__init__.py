@@ -16,6 +16,11 @@ if __name__ != "uncertain_cep.index":
     raise ImportError(f"{__name__!r} is the folder of the package uncertain_cep.index: import "
                       "it under that name (doctests: pytest tests/test_doctests.py)")
 
+# Before any kernel is defined: importing kernel_cache tells numba where the package's
+# compiled kernels are kept.
+from uncertain_cep.kernel_cache import install_kernel_cache as _install  # noqa: F401
+
+# isort: split
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.codes import COMPACT, PAPER, code_scheme
 from uncertain_cep.index.forests.forest import GroupForest

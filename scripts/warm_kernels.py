@@ -1,7 +1,9 @@
 """Compile the query engine's numba kernels once, into numba's on-disk cache.
 
 Every kernel is compiled with ``cache=True``, so a process finds it compiled when
-another one compiled it before. A fresh checkout has no cache: without this step each
+another one compiled it before (uncertain_cep/kernel_cache.py: one cache per version of
+the kernels' sources, shared by every checkout of the machine; this step then only loads
+them, in about 5 s). A new version has no cache: without this step each
 test worker, each of their Spark Python workers and each command a test starts would
 compile the same kernels at once (about 90 s of one core each). scripts/test.sh runs it
 before the tests. It answers a few small queries that reach every kernel: both

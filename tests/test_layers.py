@@ -24,7 +24,8 @@ from project_modules import modules
 LAYERS: list[list[list[str]]] = [
     [["uncertain_cep.errors", "uncertain_cep.files", "uncertain_cep.grammar",
       "uncertain_cep.input_tables",
-      "uncertain_cep.durations", "uncertain_cep.progress", "uncertain_cep.optional"]],
+      "uncertain_cep.durations", "uncertain_cep.progress", "uncertain_cep.optional",
+      "uncertain_cep.kernel_cache"]],
     [["uncertain_cep.model"], ["uncertain_cep.datasets"], ["uncertain_cep.sample"]],
     [["uncertain_cep.index"]],
     [["uncertain_cep.query"], ["uncertain_cep.interval"]],
@@ -192,6 +193,8 @@ _PRIVATE_READS_ALLOWED = {
     "_actions": "argparse keeps a parser's arguments there",
     "_SubParsersAction": "argparse's class of subcommands",
     "_uncertain_cep_cli": "the CLI's mark on the logging handler it installs",
+    "_CacheLocator": "numba's base class of cache locators (uncertain_cep/kernel_cache.py)",
+    "_locator_classes": "numba's list of cache locators, which the package's joins",
 }
 
 

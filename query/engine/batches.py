@@ -40,9 +40,6 @@ from uncertain_cep.query.engine.kernels.grouping import (
 )
 from uncertain_cep.query.engine.merge_keys import keep_extreme_ends, merge_keys
 
-# NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
-# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
-# change this file too.
 __all__ = [
     "Batch",
     "CandidateNodes",

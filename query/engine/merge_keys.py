@@ -24,9 +24,6 @@ from uncertain_cep.index.node_table import NodeArrays, NodeTable
 from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 
-# NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
-# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
-# change this file too.
 __all__ = ["keep_extreme_ends", "merge_keys"]
 
 

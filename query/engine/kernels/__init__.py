@@ -21,5 +21,7 @@ reads of a query as NamedTuples beside it, never as loose lists of arrays. By st
 * the instants they compute on (:mod:`~uncertain_cep.query.engine.kernels.instants`) and
   the lock around numba's threading layer (:mod:`~uncertain_cep.query.engine.kernels.core`).
 
-Every kernel is compiled with ``cache=True`` (scripts/warm_kernels.py fills the cache once).
+Every kernel is compiled with ``cache=True``, into the cache of
+:mod:`uncertain_cep.kernel_cache` (one per version of the kernels' sources, shared by every
+checkout and process of a machine; scripts/warm_kernels.py fills it).
 """

@@ -13,9 +13,6 @@ import numpy as np
 
 from uncertain_cep.query.engine.kernels.instants import NO_TIME
 
-# NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
-# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
-# change this file too.
 __all__ = ["ClassLayers", "final_cells", "find_class", "merge_classes", "new_layers"]
 
 

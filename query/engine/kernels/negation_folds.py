@@ -31,9 +31,6 @@ from uncertain_cep.query.engine.kernels.negation import (
     weighted_sums,
 )
 
-# NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
-# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
-# change this file too.
 __all__ = ["FoldScratch", "clear_folded", "exact_columns", "fold_gap", "fold_outside",
            "fold_segments", "key_width"]
 

@@ -68,9 +68,6 @@ from uncertain_cep.query.engine.kernels.tuple_columns import (
     matched_columns,
 )
 
-# NO_TIME (query/engine/kernels/instants.py) is compiled into this module's kernels, and numba's
-# on-disk cache is keyed by this file alone: a change of its value (3 * 2**60) must
-# change this file too.
 __all__ = ["TupleArrays", "run_programme"]
 
 

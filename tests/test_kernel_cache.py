@@ -1,0 +1,92 @@
+"""The compiled kernels are kept per version of their sources (uncertain_cep/kernel_cache.py):
+a process finds what an earlier one compiled, wherever the package was checked out, and
+a change to any kernel's source is never answered with old compiled code."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from numba.core.registry import CPUDispatcher
+
+import uncertain_cep
+from uncertain_cep import kernel_cache
+
+
+def test_every_kernel_is_defined_in_a_file_the_kernel_version_covers():
+    sources = {p.resolve() for p in kernel_cache.kernel_sources()}
+    kernels = 0
+    for info in pkgutil.walk_packages(uncertain_cep.__path__, "uncertain_cep."):
+        if info.name.startswith("uncertain_cep.pipeline") or info.name.endswith("__main__"):
+            continue        # Spark's side, and the command line's entry: no kernels
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and value.__module__ == info.name:
+                kernels += 1
+                assert Path(value.py_func.__code__.co_filename).resolve() in sources, (
+                    f"{info.name}.{value.__name__} is compiled but its file is not among "
+                    "the kernel sources")
+                assert value._cache._cache_path.startswith(
+                    str(kernel_cache.kernel_cache_dir())), value._cache._cache_path
+    assert kernels > 50
+
+
+def test_the_kernel_version_changes_with_any_kernel_source_and_only_with_them(
+        tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    kernel = tmp_path / "sub" / "kernel.py"
+    helper = tmp_path / "helper.py"
+    other = tmp_path / "other.py"
+    kernel.write_text("import numba\n")
+    helper.write_text("# inlined into numba kernels\nX = 1\n")
+    other.write_text("Y = 1\n")
+    monkeypatch.setattr(kernel_cache, "_PACKAGE", tmp_path)
+    version = kernel_cache.kernel_version.__wrapped__
+    assert kernel_cache.kernel_sources() == [helper, kernel]
+    first = version()
+    other.write_text("Y = 2\n")
+    assert version() == first
+    helper.write_text("# inlined into numba kernels\nX = 2\n")
+    second = version()
+    assert second != first
+    kernel.write_text("import numba  # \n")
+    assert version() not in (first, second)
+
+
+_CHILD = textwrap.dedent("""
+    import numpy as np
+    from uncertain_cep import kernel_cache
+    from uncertain_cep.query.engine.kernels.chains import descends
+
+    codes = np.array([0, 1], dtype=np.int64)
+    assert descends(0, 1, codes, np.array([1, 1]), np.zeros(2, np.int64),
+                    np.array([-1]), np.array([1]))
+    print(kernel_cache.kernel_cache_dir(), sum(descends.stats.cache_misses.values()),
+          sum(descends.stats.cache_hits.values()))
+""")
+
+
+@pytest.mark.parametrize("variable", ["UNCERTAIN_CEP_KERNEL_CACHE", "NUMBA_CACHE_DIR"])
+def test_a_process_loads_what_an_earlier_one_compiled_into_the_chosen_directory(
+        tmp_path, variable):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("UNCERTAIN_CEP_KERNEL_CACHE", "NUMBA_CACHE_DIR")}
+    env[variable] = str(tmp_path / "kernels")
+
+    def run() -> list[str]:
+        return subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout.split()
+
+    folder, misses, hits = run()
+    root = tmp_path / "kernels"
+    assert Path(folder).parent == (root if variable.startswith("UNCERTAIN") else
+                                   root / "uncertain-cep")
+    assert (misses, hits) == ("1", "0")
+    assert list(Path(folder).glob("*chains/*.nbc"))
+    assert run() == [folder, "0", "1"]

@@ -1,0 +1,158 @@
+"""Where the compiled kernels are kept: one cache per version of the kernels' sources.
+
+Every numba kernel of the package is compiled with ``cache=True``. numba's own cache sits
+beside each source file and is checked file by file: a kernel inlines the helpers it calls
+from other files, so editing a helper left its callers' compiled code stale, and a fresh
+checkout or a new virtual environment found nothing and compiled everything again (about
+60 s of two cores). This module gives numba a locator (a
+``numba.core.caching._CacheLocator``) for the package's kernels: one directory per
+*kernel version*, the SHA-256 of every package source file that mentions numba (they define
+kernels or the helpers kernels inline) together with numba's version, so that
+
+* any change to any kernel or helper starts a fresh directory (nothing stale is ever
+  loaded), and
+* every checkout, virtual environment and Spark worker of one machine with the same
+  kernel sources shares one compiled copy, wherever the package is installed.
+
+The directory is, first found: ``$UNCERTAIN_CEP_KERNEL_CACHE``; ``$NUMBA_CACHE_DIR`` (a
+folder in it); else the user's cache directory
+(``$XDG_CACHE_HOME/uncertain-cep/kernels``, ``~/.cache`` by default). Directories of other
+kernel versions unused for a week are removed. numba still checks, per kernel, its
+bytecode, argument types and the CPU it was compiled for, and compiles what does not match.
+
+>>> key = kernel_version()
+>>> len(key) == 16 and kernel_cache_dir().name == key
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numba
+from numba.core import caching
+
+__all__ = ["install_kernel_cache", "kernel_cache_dir", "kernel_sources", "kernel_version"]
+
+_PACKAGE = Path(__file__).resolve().parent
+_UNUSED_SECONDS = 7 * 24 * 3600
+_VERSION = re.compile("[0-9a-f]{16}")
+
+
+def kernel_sources() -> list[Path]:
+    """The package's source files that mention numba, in a fixed order.
+
+    Follows the links by which ``index/`` and ``query/`` are the package's folders in a
+    checkout.
+    """
+    found = []
+    for folder, dirs, files in os.walk(_PACKAGE, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            path = Path(folder) / name
+            if name.endswith(".py") and b"numba" in path.read_bytes():
+                found.append(path)
+    return found
+
+
+@functools.cache
+def kernel_version() -> str:
+    """16 hex digits naming this version of the kernels' sources and of numba."""
+    digest = hashlib.sha256(numba.__version__.encode())
+    for path in kernel_sources():
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def kernel_cache_dir() -> Path:
+    """The directory this version of the kernels is compiled into and loaded from."""
+    if os.environ.get("UNCERTAIN_CEP_KERNEL_CACHE"):
+        root = Path(os.environ["UNCERTAIN_CEP_KERNEL_CACHE"])
+    elif os.environ.get("NUMBA_CACHE_DIR"):
+        root = Path(os.environ["NUMBA_CACHE_DIR"]) / "uncertain-cep"
+    else:
+        root = _user_cache() / "uncertain-cep" / "kernels"
+    return root / kernel_version()
+
+
+def _user_cache() -> Path:
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"])
+    try:
+        return Path.home() / ".cache"
+    except (RuntimeError, KeyError):
+        # A service account without a home (some cluster executors): the temporary
+        # directory, one per user.
+        return Path(tempfile.gettempdir()) / f"cache-{os.getuid()}"
+
+
+class _KernelLocator(caching._CacheLocator):
+    """numba's cache locator for the package's kernels (one folder per module)."""
+
+    def __init__(self, py_func, folder: Path) -> None:
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(folder / py_func.__module__)
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        return kernel_version()
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not py_func.__module__.startswith("uncertain_cep."):
+            return None
+        folder = _prepared_dir()
+        if folder is None:
+            return None
+        return cls(py_func, folder)
+
+
+@functools.cache
+def _prepared_dir() -> Path | None:
+    """The cache directory, created and marked as used; None where it cannot be written
+    (numba then falls back to its own locators)."""
+    folder = kernel_cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.utime(folder)
+    except OSError:
+        return None
+    _remove_unused(folder.parent, keep=folder.name)
+    return folder
+
+
+def _remove_unused(root: Path, keep: str) -> None:
+    cutoff = time.time() - _UNUSED_SECONDS
+    for other in root.iterdir():
+        try:
+            if (other.name != keep and _VERSION.fullmatch(other.name) and other.is_dir()
+                    and other.stat().st_mtime < cutoff):
+                shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def install_kernel_cache() -> None:
+    """Put the package's locator first in numba's list (once; done when this module is
+    imported, which the ``index`` and ``query`` packages do before defining any kernel)."""
+    # numba 0.61 named the class _CacheImpl, 0.62 on CacheImpl.
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")  # noqa: B009
+    classes = impl._locator_classes
+    if _KernelLocator not in classes:
+        classes.insert(0, _KernelLocator)
+
+
+install_kernel_cache()
