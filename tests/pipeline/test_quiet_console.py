@@ -56,3 +56,16 @@ def test_builds_and_queries_on_spark_print_no_error_and_no_java_trace(tmp_path):
     assert [w[1] for w in ok] == ["parquet", "dataframe", "view"]
     assert all(int(w[2]) == int(w[3]) > 0 for w in ok), ok
     assert noise_lines(proc.stderr) == [], proc.stderr[-5000:]
+
+
+def test_noise_is_every_error_and_trace_but_spark_connects_report_of_a_detached_cursor():
+    detached = ("26/11/29 08:32:12 ERROR ErrorUtils: Spark Connect RPC error during: "
+                "async-grpc-response-sender. UserId: . SessionId: aa.\n"
+                "org.apache.spark.SparkSQLException: [INVALID_CURSOR.DISCONNECTED] The "
+                "cursor is invalid. SQLSTATE: HY109\n"
+                "\tat org.apache.spark.sql.connect.execution.ExecuteGrpcResponseSender."
+                "execute(ExecuteGrpcResponseSender.scala:295)\n")
+    other = detached.replace("INVALID_CURSOR.DISCONNECTED", "INTERNAL_ERROR")
+    assert noise_lines("26/11/29 WARN Utils: fine\n" + detached) == []
+    assert noise_lines(detached + other) == other.splitlines()[::2]
+    assert noise_lines("Exception in thread \"main\" java.lang.Error\n") != []
