@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.index.forests.forest import GroupForest
-from uncertain_cep.index.forests.tables import forest_tables, group_extents
+from uncertain_cep.index.forests.tables import forests_tables, group_extents
 from uncertain_cep.index.store.layout import (
     EVENT_COLUMNS,
     EVENTS,
@@ -61,6 +61,10 @@ class PartitionWriter:
         self._pending_rows: dict[str, int] = {}
         self._pending_events: list[dict[str, np.ndarray]] = []
         self._pending_event_rows = 0
+        # Forests too are made tables a flush at a time (a group cut into many shards
+        # writes many small pieces).
+        self._pending_forests: list[tuple[GroupForest, object]] = []
+        self._pending_nodes = 0
         self._group_type: pa.DataType | None = None
 
     def add_group(self, archive: Archive, order: np.ndarray, forest: GroupForest,
@@ -76,10 +80,20 @@ class PartitionWriter:
         self._pending_event_rows += len(order)
         if self._pending_event_rows >= _ROW_GROUP_ROWS:
             self._flush_events()
-        nodes, trees = forest_tables(forest, label, self._group_type)
-        self._group_type = nodes.schema.field("group").type
-        self._append(NODES, nodes)
-        self._append(TREES, trees)
+        self._pending_forests.append((forest, label))
+        self._pending_nodes += forest.n_nodes
+        if self._pending_nodes >= _ROW_GROUP_ROWS:
+            self._flush_forests()
+
+    def _flush_forests(self) -> None:
+        if self._pending_forests:
+            nodes, trees = forests_tables([f for f, _ in self._pending_forests],
+                                          [label for _, label in self._pending_forests],
+                                          self._group_type)
+            self._pending_forests, self._pending_nodes = [], 0
+            self._group_type = nodes.schema.field("group").type
+            self._append(NODES, nodes)
+            self._append(TREES, trees)
 
     def _flush_events(self) -> None:
         if self._pending_events:
@@ -135,6 +149,7 @@ class PartitionWriter:
     def commit(self) -> None:
         """Close, flush and rename this task's files into place."""
         self._flush_events()
+        self._flush_forests()
         for table_name in list(self._pending):
             self._flush(table_name)
         for table_name, (writer, tmp) in list(self._writers.items()):
@@ -147,6 +162,7 @@ class PartitionWriter:
     def abort(self) -> None:
         """Drop whatever was not committed (a no-op after :meth:`commit`)."""
         self._pending_events, self._pending_event_rows = [], 0
+        self._pending_forests, self._pending_nodes = [], 0
         self._pending.clear()
         self._pending_rows.clear()
         for writer, tmp in self._writers.values():

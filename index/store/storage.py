@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.index.event_index import EventIndex
-from uncertain_cep.index.forests.tables import forest_tables, node_schema, tree_schema
+from uncertain_cep.index.forests.tables import forests_tables
 from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.store.checksums import file_digest
 from uncertain_cep.index.store.drafts import (
@@ -110,12 +110,11 @@ def write_index_tables(index: EventIndex, root: Path) -> None:
     table = pa.Table.from_pandas(events, preserve_index=False)
     write_durably(table, root / EVENTS / PART.format(0))
     group_type = table.schema.field(archive.group_by).type
-    pairs = [forest_tables(f, plain(archive.group_labels[g]), group_type)
-             for g, f in enumerate(index.forests)]
-    write_durably(pa.concat_tables([n for n, _ in pairs]) if pairs
-           else node_schema(group_type).empty_table(), root / NODES / PART.format(0))
-    write_durably(pa.concat_tables([t for _, t in pairs]) if pairs
-           else tree_schema(group_type).empty_table(), root / TREES / PART.format(0))
+    nodes, trees = forests_tables(index.forests, [plain(archive.group_labels[g])
+                                                  for g in range(len(index.forests))],
+                                  group_type)
+    write_durably(nodes, root / NODES / PART.format(0))
+    write_durably(trees, root / TREES / PART.format(0))
 
 
 def finish_index(draft: IndexDraft, *, group_by: str, attributes: AttributeNames,
