@@ -68,7 +68,10 @@ _CHILD = textwrap.dedent("""
     assert descends(0, 1, codes, np.array([1, 1]), np.zeros(2, np.int64),
                     np.array([-1]), np.array([1]))
     print(kernel_cache.kernel_cache_dir(), sum(descends.stats.cache_misses.values()),
-          sum(descends.stats.cache_hits.values()))
+          sum(descends.stats.cache_hits.values()), kernel_cache.kernels_compiled(),
+          kernel_cache.compile_seconds() > 0)
+    descends(1, 0, codes, np.array([1, 1]), np.zeros(2, np.int64), np.array([-1]),
+             np.array([1]))
 """)
 
 
@@ -79,14 +82,19 @@ def test_a_process_loads_what_an_earlier_one_compiled_into_the_chosen_directory(
            if k not in ("UNCERTAIN_CEP_KERNEL_CACHE", "NUMBA_CACHE_DIR")}
     env[variable] = str(tmp_path / "kernels")
 
-    def run() -> list[str]:
-        return subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, check=True).stdout.split()
+    def run() -> tuple[list[str], str]:
+        done = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=True)
+        return done.stdout.split(), done.stderr
 
-    folder, misses, hits = run()
+    (folder, misses, hits, compiled, timed), said = run()
     root = tmp_path / "kernels"
     assert Path(folder).parent == (root if variable.startswith("UNCERTAIN") else
                                    root / "uncertain-cep")
-    assert (misses, hits) == ("1", "0")
+    assert (misses, hits, compiled, timed) == ("1", "0", "1", "True")
     assert list(Path(folder).glob("*chains/*.nbc"))
-    assert run() == [folder, "0", "1"]
+    # Said once (the second call compiles nothing), naming what and how long.
+    assert said.count("compiling the query kernels for this machine") == 1, said
+    assert "about a minute" in said and folder in said.replace("\n", "")
+    again, said = run()
+    assert again == [folder, "0", "1", "0", "False"] and said == ""

@@ -85,7 +85,9 @@ def run_demo(args: argparse.Namespace) -> int:
         res = idx.query(text)
         stats = res.stats
         print(f"\n== {title}\n{text}\n-> {len(res)} matches "
-              f"({stats.entries_created} candidate entries, {stats.seconds:.2f} s)")
+              f"({stats.entries_created} candidate entries, {stats.seconds:.2f} s"
+              + (f"; kernels compiled for this machine first, {stats.compile_seconds:.0f} s"
+                 if stats.compile_seconds else "") + ")")
         if len(res):
             shown = pd.concat([res.head(5), res.tail(3)]) if len(res) > 8 else res
             print(shown.to_string(index=False))

@@ -29,21 +29,26 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numba
-from numba.core import caching
+from numba.core import caching, event
 
-__all__ = ["install_kernel_cache", "kernel_cache_dir", "kernel_sources", "kernel_version"]
+__all__ = ["compile_seconds", "install_kernel_cache", "kernel_cache_dir", "kernel_sources",
+           "kernel_version", "kernels_compiled"]
 
 _PACKAGE = Path(__file__).resolve().parent
 _UNUSED_SECONDS = 7 * 24 * 3600
 _VERSION = re.compile("[0-9a-f]{16}")
+
+log = logging.getLogger(__name__)
 
 
 def kernel_sources() -> list[Path]:
@@ -145,6 +150,67 @@ def _remove_unused(root: Path, keep: str) -> None:
             pass
 
 
+class _CompileClock(event.Listener):
+    """numba's compilations of the package's kernels: seconds and count of the outermost
+    ones (a kernel compiles the helpers it calls inside its own), and the notice."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.kernels = 0
+        self._depth = 0
+        self._started = 0.0
+        self._lock = threading.Lock()
+        self._told = False
+
+    def on_start(self, ev: event.Event) -> None:
+        if not _ours(ev):
+            return
+        with self._lock:
+            if self._depth == 0:
+                self._started = time.perf_counter()
+                tell, self._told = not self._told, True
+            else:
+                tell = False
+            self._depth += 1
+        if tell:
+            log.warning("compiling the query kernels for this machine (their first use "
+                        "since installing or changing uncertain-cep: about a minute on two "
+                        "cores, once; later processes load them from %s). Query times "
+                        "leave this out.", kernel_cache_dir())
+
+    def on_end(self, ev: event.Event) -> None:
+        if not _ours(ev):
+            return
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                self.seconds += time.perf_counter() - self._started
+                self.kernels += 1
+
+
+def _ours(ev: event.Event) -> bool:
+    dispatcher = (ev.data or {}).get("dispatcher")
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+    return module.startswith("uncertain_cep.")
+
+
+_CLOCK = _CompileClock()
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent compiling the package's kernels (not loading them).
+
+    >>> compile_seconds() >= 0.0
+    True
+    """
+    return _CLOCK.seconds
+
+
+def kernels_compiled() -> int:
+    """How many of the package's kernels this process has compiled (not loaded)."""
+    return _CLOCK.kernels
+
+
 def install_kernel_cache() -> None:
     """Put the package's locator first in numba's list (once; done when this module is
     imported, which the ``index`` and ``query`` packages do before defining any kernel)."""
@@ -153,6 +219,7 @@ def install_kernel_cache() -> None:
     classes = impl._locator_classes
     if _KernelLocator not in classes:
         classes.insert(0, _KernelLocator)
+        event.register("numba:compile", _CLOCK)
 
 
 install_kernel_cache()

@@ -58,6 +58,9 @@ class QueryStats:
     slices: int | None = None
     shards_read: list[int] = field(default_factory=list)
     shards: int | None = None
+    # Seconds spent compiling kernels during the query (their first use on a machine),
+    # not counted in ``seconds``.
+    compile_seconds: float = 0.0
 
     @classmethod
     def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
@@ -74,6 +77,7 @@ class QueryStats:
             out.candidates += p.candidates
             out.tuples_pruned += p.tuples_pruned
             out.seconds += p.seconds
+            out.compile_seconds += p.compile_seconds
             out.shards = p.shards if p.shards is not None else out.shards
         out.shards_read = sorted({k for p in parts for k in p.shards_read})
         if seconds is not None:
@@ -93,6 +97,12 @@ class QueryStats:
             rows.append(("steps", f"{len(self.steps)} (idx.explain(query) shows them)"))
         if self.shards is not None:
             rows.append(("shards read", self.shards_text()))
+        if self.compile_seconds:
+            # In this process the time above leaves them out; a Spark query's wall time
+            # holds its workers' (summed here over its slices).
+            rows.append(("kernels compiled", f"{self.compile_seconds:.1f} s (their first "
+                         "use on this machine" + ("" if self.slices is not None else
+                                                  "; not in the time above") + ")"))
         return rows
 
     def shards_text(self) -> str:
