@@ -98,3 +98,21 @@ def test_a_process_loads_what_an_earlier_one_compiled_into_the_chosen_directory(
     assert "about a minute" in said and folder in said.replace("\n", "")
     again, said = run()
     assert again == [folder, "0", "1", "0", "False"] and said == ""
+
+
+def test_a_new_cache_directory_starts_as_a_copy_of_the_kernels_the_wheel_ships(tmp_path):
+    shipped = tmp_path / "shipped"
+    for module in ("uncertain_cep.a", "uncertain_cep.b"):
+        (shipped / module).mkdir(parents=True)
+        (shipped / module / "f-1.py311.nbi").write_bytes(module.encode())
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    # A module another process compiled or copied already is left as it is.
+    (folder / "uncertain_cep.b").mkdir()
+    (folder / "uncertain_cep.b" / "f-1.py311.nbi").write_bytes(b"compiled here")
+    kernel_cache._seed(folder, shipped)
+    kernel_cache._seed(folder, shipped)
+    assert sorted(p.name for p in folder.iterdir()) == ["uncertain_cep.a", "uncertain_cep.b"]
+    assert (folder / "uncertain_cep.a" / "f-1.py311.nbi").read_bytes() == b"uncertain_cep.a"
+    assert (folder / "uncertain_cep.b" / "f-1.py311.nbi").read_bytes() == b"compiled here"
+    kernel_cache._seed(folder, tmp_path / "no wheel here")          # nothing shipped

@@ -14,6 +14,10 @@ kernels or the helpers kernels inline) together with numba's version, so that
 * every checkout, virtual environment and Spark worker of one machine with the same
   kernel sources shares one compiled copy, wherever the package is installed.
 
+A wheel built by scripts/build_wheel.sh ships the kernels compiled on the machine that
+built it (``uncertain_cep/_kernels/<version>/``): a new cache directory of that version
+starts as their copy, so a fresh install on a machine of the same CPU kind compiles nothing.
+
 The directory is, first found: ``$UNCERTAIN_CEP_KERNEL_CACHE``; ``$NUMBA_CACHE_DIR`` (a
 folder in it); else the user's cache directory
 (``$XDG_CACHE_HOME/uncertain-cep/kernels``, ``~/.cache`` by default). Directories of other
@@ -45,6 +49,9 @@ __all__ = ["compile_seconds", "install_kernel_cache", "kernel_cache_dir", "kerne
            "kernel_version", "kernels_compiled"]
 
 _PACKAGE = Path(__file__).resolve().parent
+# Kernels compiled when the wheel was built (scripts/build_wheel.sh), one folder per
+# kernel version: a new cache directory starts as a copy of its version's.
+_SHIPPED = _PACKAGE / "_kernels"
 _UNUSED_SECONDS = 7 * 24 * 3600
 _VERSION = re.compile("[0-9a-f]{16}")
 
@@ -135,8 +142,27 @@ def _prepared_dir() -> Path | None:
         os.utime(folder)
     except OSError:
         return None
+    _seed(folder, _SHIPPED / folder.name)
     _remove_unused(folder.parent, keep=folder.name)
     return folder
+
+
+def _seed(folder: Path, shipped: Path) -> None:
+    """Copy the kernels the wheel ships for this version into ``folder``, a module's
+    folder at a time, each renamed into place whole (processes starting together each
+    copy, and the first rename wins) and never over one that is there."""
+    if not shipped.is_dir():
+        return
+    for module in shipped.iterdir():
+        target = folder / module.name
+        if target.exists():
+            continue
+        draft = folder / f".{module.name}.{os.getpid()}.{threading.get_ident()}"
+        try:
+            shutil.copytree(module, draft)
+            os.rename(draft, target)
+        except OSError:
+            shutil.rmtree(draft, ignore_errors=True)
 
 
 def _remove_unused(root: Path, keep: str) -> None:

@@ -1,0 +1,138 @@
+"""A fresh install's first queries (issue "No compile wait"): the README's notebook example
+in a new process with an empty kernel cache, from a wheel built by scripts/build_wheel.sh
+(the kernels compiled inside it) and from a plain ``pip wheel`` (compiled on first use),
+side by side in one run.
+
+Each wheel is installed into a folder of its own (``pip install --no-deps --target``; its
+dependencies from this environment), and each run is a new process with a new, empty
+``UNCERTAIN_CEP_KERNEL_CACHE``: what a notebook kernel on a new machine, or an executor
+of a new node, meets. Timed: the build of the sample's index, the first query, the first
+query with a NOT item, and each query again (warm); counted: the kernels the process
+compiled and the seconds it spent compiling (uncertain_cep/kernel_cache.py).
+
+Usage: ``.venv/bin/python bench/bench_first_query.py``; writes
+``bench/results/first_query.json`` and the ``first_query`` section of
+``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.doc_sections import replace_section, write_json  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "first_query.json"
+DOC = ROOT / "docs" / "benchmarks.md"
+SAMPLE = ROOT / "datasets" / "sample" / "office_rfid.parquet"
+QUERY = "PATTERN SEQ(W, E) DEFINE W AS x < 5, E AS x >= 25 WITHIN 4 CONFIDENCE 0.2"
+NOT_QUERY = ("PATTERN SEQ(W, NOT M, E) DEFINE W AS x < 5, M AS x BETWEEN 10 AND 20, "
+             "E AS x >= 25 WITHIN 4 CONFIDENCE 0.2")
+
+# The README's notebook example, timed step by step.
+_CHILD = """
+import json, sys, time
+t = time.perf_counter()
+import pandas as pd, uncertain_cep as uc
+from uncertain_cep import kernel_cache
+out = {"import_s": time.perf_counter() - t}
+t = time.perf_counter()
+idx = uc.build_index(pd.read_parquet(sys.argv[1]), group_by="person", max_speed=2.0)
+out["build_s"] = time.perf_counter() - t
+for name, q in (("first_query", sys.argv[2]), ("first_not_query", sys.argv[3])):
+    for run in ("", "_warm"):
+        t = time.perf_counter()
+        res = idx.query(q)
+        out[name + run + "_s"] = time.perf_counter() - t
+        out[name + run + "_rows"] = len(res)
+        out[name + run + "_reported_s"] = res.stats.seconds
+out["kernels_compiled"] = kernel_cache.kernels_compiled()
+out["compile_s"] = kernel_cache.compile_seconds()
+out["installed_at"] = uc.__file__
+print("RESULT " + json.dumps(out))
+"""
+
+
+def build_wheels(work: Path) -> dict[str, Path]:
+    """The wheel of scripts/build_wheel.sh and a plain one, each built from a copy of
+    this checkout (setuptools writes build/ and egg-info beside the sources)."""
+    for kind in ("shipped", "plain"):
+        source = work / f"source-{kind}"
+        shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "out", "__pycache__", ".hypothesis", "*.egg-info",
+            "_kernels", "dist"))
+        if kind == "shipped":
+            subprocess.run(["bash", str(source / "scripts" / "build_wheel.sh"),
+                            str(work / kind)], check=True, capture_output=True,
+                           env={**os.environ, "PYTHON": sys.executable})
+        else:
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                            "--no-build-isolation", "-q", "-w", str(work / kind),
+                            str(source)], check=True, capture_output=True)
+    return {kind: next((work / kind).glob("uncertain_cep-*.whl"))
+            for kind in ("shipped", "plain")}
+
+
+def first_queries(wheel: Path, work: Path, kind: str) -> dict[str, Any]:
+    site = work / f"site-{kind}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(site), str(wheel)], check=True, capture_output=True)
+    cache = Path(tempfile.mkdtemp(prefix=f"kernels-{kind}-", dir=work))
+    env = {**os.environ, "PYTHONPATH": str(site), "UNCERTAIN_CEP_KERNEL_CACHE": str(cache)}
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(SAMPLE), QUERY, NOT_QUERY],
+                          cwd=work, env=env, capture_output=True, text=True, check=True)
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert result["installed_at"].startswith(str(site)), result["installed_at"]
+    result.update(wheel=kind, process_s=time.perf_counter() - started,
+                  wheel_mb=round(wheel.stat().st_size / 1e6, 2),
+                  said_compiling="compiling the query kernels" in proc.stderr)
+    return result
+
+
+def section(rows: list[dict[str, Any]]) -> str:
+    lines = [f"<!-- first_query:start (written by bench/bench_first_query.py on "
+             f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}) -->",
+             "| wheel | MB | build s | first query s (reported) | first NOT query s "
+             "(reported) | warm query s | warm NOT query s | kernels compiled | "
+             "compiling s | whole process s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['wheel']} | {r['wheel_mb']} | {r['build_s']:.2f} | "
+            f"{r['first_query_s']:.2f} ({r['first_query_reported_s']:.2f}) | "
+            f"{r['first_not_query_s']:.2f} ({r['first_not_query_reported_s']:.2f}) | "
+            f"{r['first_query_warm_s']:.3f} | {r['first_not_query_warm_s']:.3f} | "
+            f"{r['kernels_compiled']} | {r['compile_s']:.1f} | {r['process_s']:.1f} |")
+    lines.append("<!-- first_query:end -->")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="uncertain-cep-first-query-") as tmp:
+        work = Path(tmp)
+        wheels = build_wheels(work)
+        rows = [first_queries(wheels[kind], work, kind) for kind in ("shipped", "plain")]
+    for r in rows:
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
+    assert rows[0]["first_query_rows"] == rows[1]["first_query_rows"]
+    assert rows[0]["first_not_query_rows"] == rows[1]["first_not_query_rows"]
+    write_json(RESULTS, {"machine": platform.machine(), "rows": rows}, indent=1)
+    replace_section(DOC, "first_query", "First queries of a fresh install (issue 49)",
+                    section(rows))
+
+
+if __name__ == "__main__":
+    main()
