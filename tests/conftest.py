@@ -15,7 +15,7 @@ import tempfile
 from hypothesis import HealthCheck, settings
 
 # Fixtures every test module may ask for: ``s3``, an S3-compatible server on 127.0.0.1.
-pytest_plugins = ["s3_server"]
+pytest_plugins = ["s3_server", "wheel_build"]
 
 settings.register_profile("thorough", max_examples=300, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow,
@@ -90,6 +90,7 @@ def spark():
 # takes over half of the other's queue) instead of one waiting for the other's last
 # long test.
 _SLOW_FIRST = (   # longest first (a run's --durations list)
+    "test_executors_with_empty_kernel_caches_answer_from_the_wheels_kernels",
     "test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster",
     "test_a_spark_build_to_s3_survives_lost_workers_publishes_last_and_a_killed_one_changes_nothing",
     "test_build_query_and_match_run_on_spark_connect",

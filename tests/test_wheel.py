@@ -7,45 +7,12 @@ queries compile nothing (issue "No compile wait")."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from uncertain_cep.kernel_cache import kernel_version
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
-    source = tmp_path_factory.mktemp("source") / "uncertain-cep"
-    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "out", "__pycache__", ".hypothesis", "*.egg-info"))
-    # As a release is built; no build isolation (the test group installs setuptools).
-    proc = subprocess.run(["bash", str(source / "scripts" / "build_wheel.sh"), str(out)],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHON": sys.executable})
-    assert proc.returncode == 0, proc.stderr
-    assert not (source / "uncertain_cep" / "_kernels").exists()     # only in the wheel
-    (built,) = out.glob("uncertain_cep-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
-    """The wheel installed into a folder of its own (dependencies from this environment)."""
-    target = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
-                           "--target", str(target), str(wheel)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return target
 
 
 def _run(installed: Path, cwd: Path, *args: str, **env_vars: str
