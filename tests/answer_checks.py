@@ -10,7 +10,7 @@ import pandas as pd
 from hypothesis import strategies as st
 from random_archives import archives, patterns
 
-__all__ = ["TOL", "assert_same_answer", "cases"]
+__all__ = ["TOL", "assert_same_answer", "assert_same_pairs", "cases"]
 
 TOL = 1e-9
 
@@ -30,6 +30,16 @@ def assert_same_answer(got: pd.DataFrame, want: pd.DataFrame) -> None:
         assert abs(x - y) <= TOL
     assert list(a["t_first"]) == list(b["t_first"])
     assert list(a["t_last"]) == list(b["t_last"])
+
+
+def assert_same_pairs(got: list, want: pd.DataFrame) -> None:
+    """``got``, ``[events, confidence]`` pairs a job printed as JSON, holds the tuples of
+    ``want`` with confidences within the contract's 1e-9 (in any order)."""
+    expected = dict(zip(want["events"], want["confidence"]))
+    found = {tuple(events): confidence for events, confidence in got}
+    assert len(found) == len(got) and sorted(found) == sorted(expected)
+    for events, confidence in found.items():
+        assert abs(confidence - expected[events]) <= TOL
 
 
 @st.composite

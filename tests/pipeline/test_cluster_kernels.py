@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-import pandas as pd
+from answer_checks import assert_same_pairs
 
 import uncertain_cep as uc
 
@@ -72,9 +72,4 @@ def test_executors_with_empty_kernel_caches_answer_from_the_wheels_kernels(insta
     assert "compiling the query kernels" not in proc.stderr
     want = idx.query(QUERY)
     assert len(want) > 0
-    answer = pd.DataFrame({"events": [tuple(e) for e, _ in got["answer"]],
-                           "confidence": [c for _, c in got["answer"]]})
-    expected = dict(zip(want["events"], want["confidence"]))
-    assert sorted(answer["events"]) == sorted(expected)
-    for e, c in zip(answer["events"], answer["confidence"]):
-        assert abs(c - expected[e]) <= 1e-9
+    assert_same_pairs(got["answer"], want)

@@ -16,8 +16,7 @@ import os
 import subprocess
 import sys
 
-import pandas as pd
-from answer_checks import assert_same_answer
+from answer_checks import assert_same_answer, assert_same_pairs
 from index_checks import assert_node_columns_match_forests
 from spark_workers import kill_workers_at
 
@@ -103,9 +102,4 @@ def test_a_sharded_build_and_its_query_survive_lost_workers_on_a_cluster(tmp_pat
     want = uc.build_index(df).query(QUERY)
     assert len(want) > 10 and (want["confidence"] < 1).any()
     assert_same_answer(uc.open_index(root).query(QUERY), want)
-    answer = pd.DataFrame({"events": [tuple(e) for e, _ in got["answer"]],
-                           "confidence": [c for _, c in got["answer"]]})
-    expected = dict(zip(want["events"], want["confidence"]))
-    assert sorted(answer["events"]) == sorted(expected)
-    for e, c in zip(answer["events"], answer["confidence"]):
-        assert abs(c - expected[e]) <= 1e-9
+    assert_same_pairs(got["answer"], want)
