@@ -239,14 +239,25 @@ class _Arrays:
             parent=self.parent, depth=self.depth, child_start=child_start,
             child_list=order.astype(np.int64), child_tree=self.child_tree,
             cond=self.cond, poi_local=self.poi_local, poi=self.poi,
-            rel=self.rel.tolist(), paper_code=[int(c) for c in self.paper.tolist()],
+            rel=self.rel.tolist(), paper_code=_ints(self.paper),
             compact_code=self.compact, compact_end=self.compact_end,
             tree_parent=self.tree_parent, tree_virtual=self.tree_virtual,
             tree_root=self.tree_root, tree_lo=self.tree_lo, tree_hi=self.tree_hi,
             tree_fanout=self.tree_fanout, tree_height=self.tree_height,
             tree_count=counts,
-            tree_paper_range=[(int(a), int(b)) for a, b in self.tree_paper.tolist()],
+            tree_paper_range=list(map(tuple, _ints(self.tree_paper))),
             tree_compact_range=self.tree_compact, tree_virtuals=virtuals)
+
+
+def _ints(codes: np.ndarray) -> list:
+    """Paper codes as Python ints (nested lists for a 2-d array). An int64 array's
+    ``tolist`` gives them already; an object array (codes past int64) may hold numpy
+    integers its arithmetic made, which are converted."""
+    if codes.dtype != object:
+        return codes.tolist()
+    if codes.ndim == 1:
+        return [int(c) for c in codes.tolist()]
+    return [[int(c) for c in row] for row in codes.tolist()]
 
 
 def _lone_trees(out: _Arrays, lo: np.ndarray, events: np.ndarray, width: np.ndarray,
