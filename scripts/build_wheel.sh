@@ -16,11 +16,8 @@ cache=$("$py" -c 'from uncertain_cep.kernel_cache import kernel_cache_dir; print
 trap 'rm -rf uncertain_cep/_kernels build/lib/uncertain_cep/_kernels' EXIT
 rm -rf uncertain_cep/_kernels build/lib/uncertain_cep/_kernels
 mkdir -p uncertain_cep/_kernels
-# Only the cache's files (no drafts of a copy under way).
-(cd "$cache" && find . -path './.*' -prune -o -type f \( -name '*.nbi' -o -name '*.nbc' \) -print) \
-  | while read -r f; do
-      mkdir -p "uncertain_cep/_kernels/$(basename "$cache")/$(dirname "$f")"
-      cp "$cache/$f" "uncertain_cep/_kernels/$(basename "$cache")/$f"
-    done
+cp -r "$cache" uncertain_cep/_kernels/
+# Only the cache's modules: no drafts of a copy under way (hidden folders).
+find uncertain_cep/_kernels -mindepth 2 -name '.*' -prune -exec rm -rf {} +
 "$py" -m pip wheel --no-deps --no-build-isolation -q -w "$out" .
 echo "built $(ls -t "$out"/uncertain_cep-*.whl | head -n 1) with the kernels of $(basename "$cache")"

@@ -64,13 +64,17 @@ def kernel_sources() -> list[Path]:
     Follows the links by which ``index/`` and ``query/`` are the package's folders in a
     checkout.
     """
+    return [path for path, _ in _read_kernel_sources()]
+
+
+def _read_kernel_sources() -> list[tuple[Path, bytes]]:
     found = []
     for folder, dirs, files in os.walk(_PACKAGE, followlinks=True):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
             path = Path(folder) / name
-            if name.endswith(".py") and b"numba" in path.read_bytes():
-                found.append(path)
+            if name.endswith(".py") and b"numba" in (text := path.read_bytes()):
+                found.append((path, text))
     return found
 
 
@@ -78,9 +82,9 @@ def kernel_sources() -> list[Path]:
 def kernel_version() -> str:
     """16 hex digits naming this version of the kernels' sources and of numba."""
     digest = hashlib.sha256(numba.__version__.encode())
-    for path in kernel_sources():
+    for path, text in _read_kernel_sources():
         digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(hashlib.sha256(text).digest())
     return digest.hexdigest()[:16]
 
 
