@@ -45,6 +45,7 @@ from uncertain_cep.index.rtree_boxes import EventLayout
 from uncertain_cep.index.store.column_checks import check_event_columns
 from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.node_columns import group_codes
+from uncertain_cep.index.store.npy_files import write_npy
 from uncertain_cep.model.attributes import NumericAttribute, text_values
 from uncertain_cep.model.events import Archive
 
@@ -140,14 +141,9 @@ def concatenate_event_columns(parts: list[Path], into: Path) -> None:
     group_base = np.cumsum([0] + [t.num_rows for t in labels[:-1]])
     for file in sorted(f.name for f in parts[0].glob("*.npy")):
         columns = [np.load(p / file, mmap_mode="r") for p in parts]
-        out = np.lib.format.open_memmap(into / file, mode="w+", dtype=columns[0].dtype,
-                                        shape=(sum(len(c) for c in columns),))
-        at = 0
-        for column, base in zip(columns, group_base):
-            out[at:at + len(column)] = column + base if file == _GROUP_CODES else column
-            at += len(column)
-        out.flush()
-        del out
+        write_npy(into / file, columns[0].dtype, sum(len(c) for c in columns),
+                  (column + base if file == _GROUP_CODES else column
+                   for column, base in zip(columns, group_base)))
     pq.write_table(pa.concat_tables(labels), into / _LABELS)
 
 

@@ -41,8 +41,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +59,7 @@ from uncertain_cep.index.event_index import EventIndex, build_forests
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.group_build import BuildSettings
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.index.rtree_boxes import EventLayout, rtree_properties
+from uncertain_cep.index.rtree_boxes import EventLayout
 from uncertain_cep.index.shards import ShardSearch
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
@@ -76,7 +74,6 @@ from uncertain_cep.index.store.layout import (
     EVENT_COLUMNS,
     EVENTS,
     MANIFEST,
-    RTREE,
     RTREE_FILES,
     SHARDS,
     TIME_STATS,
@@ -99,6 +96,7 @@ from uncertain_cep.index.store.remote import (
     is_remote,
     open_remote,
 )
+from uncertain_cep.index.store.rtree_files import SharedRTree, open_rtree_file
 from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     discard,
@@ -232,8 +230,8 @@ class IndexReader:
              shards: Sequence[int] | None = None,
              statistics: EventStatistics | None = None) -> EventIndex:
         """The index, its columns memory-mapped from its working copy on this host
-        (:mod:`~uncertain_cep.index.store.working_copy`), its R*-tree file opened (a
-        private copy).
+        (:mod:`~uncertain_cep.index.store.working_copy`), its R*-tree file opened in
+        place, once per process (:mod:`~uncertain_cep.index.store.rtree_files`).
 
         ``pair_predicate`` is Condition 2 when the index was built with a user's predicate
         (code is not stored; only walking the trees needs it again). A sharded index is
@@ -280,12 +278,12 @@ class IndexReader:
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive, settings, nodes))
 
-    def _open_copy(self, copy: Path) -> tuple[Archive, EventLayout, rtree_index.Index | None]:
+    def _open_copy(self, copy: Path) -> tuple[Archive, EventLayout, SharedRTree | None]:
         """The archive, layout and R*-tree of a working copy, their files checked first
         (they are mapped now)."""
         archive, layout = _mapped_archive(copy, self.manifest, self.read_columns,
                                           (f"{EVENT_ARRAYS}/", *RTREE_FILES))
-        rtree = (_open_rtree(copy, len(archive.numeric_names)) if archive.n_events
+        rtree = (open_rtree_file(copy, len(archive.numeric_names)) if archive.n_events
                  else None)
         return archive, layout, rtree
 
@@ -310,7 +308,7 @@ class IndexReader:
         def check(copy: Path) -> tuple[Archive, EventLayout, ShardSearch]:
             archive, layout = _mapped_archive(copy, view, read_text,
                                               (f"{EVENT_ARRAYS}/", f"{RTREES}/"))
-            trees = [_open_rtree(copy / RTREES / f"{k:05d}", len(archive.numeric_names))
+            trees = [open_rtree_file(copy / RTREES / f"{k:05d}", len(archive.numeric_names))
                      for k in range(len(readers))]
             return archive, layout, ShardSearch(
                 trees, [r.manifest.counts.events for r in readers],
@@ -489,24 +487,3 @@ def read_event_times(root: str | os.PathLike[str], ids: Collection[Any]
     ).to_pandas()
     return {plain(e): (int(lo), int(hi))
             for e, lo, hi in zip(frame["event_id"], frame["t_lo"], frame["t_hi"])}
-
-
-def _open_rtree(root: Path, n_attributes: int) -> rtree_index.Index:
-    """Open a private copy of the R*-tree file: libspatialindex rewrites header pages of a
-    file it has opened, which would break the index's checksums (and race with other
-    readers).
-
-    The copy's files are unlinked as soon as libspatialindex holds them open, so their
-    space returns to the disk when the tree is closed or the process ends, however it ends
-    (a Spark worker is killed, not shut down: a copy removed at exit was left behind, one
-    per worker and query, 1.2 GB each at 10M events).
-    """
-    private = Path(tempfile.mkdtemp(prefix="uncertain-cep-rtree-"))
-    try:
-        for name in RTREE_FILES:
-            shutil.copyfile(root / name, private / name)
-        props = rtree_properties(n_attributes)
-        props.overwrite = False
-        return rtree_index.Index(str(private / RTREE), properties=props, interleaved=False)
-    finally:
-        shutil.rmtree(private, ignore_errors=True)

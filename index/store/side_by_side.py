@@ -13,6 +13,7 @@ by the processes of the host. The shards' R*-tree files are linked into it, each
 on its own (:class:`~uncertain_cep.index.shards.merge.ShardSearch`).
 
 >>> import os, tempfile
+>>> import numpy as np
 >>> import pandas as pd
 >>> import uncertain_cep as uc
 >>> from uncertain_cep.index.store.reader import open_reader
@@ -33,13 +34,12 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from uncertain_cep.index.node_rows import column_dtype
 from uncertain_cep.index.shards.merge import OFFSET_COLUMNS, moved_column, node_table_sizes
 from uncertain_cep.index.store.event_columns import concatenate_event_columns
 from uncertain_cep.index.store.layout import COLUMNS, EVENT_ARRAYS, RTREE_FILES
 from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS, open_node_columns
+from uncertain_cep.index.store.npy_files import write_npy
 from uncertain_cep.index.store.working_copy import cached
 
 __all__ = ["RTREES", "side_by_side_copy", "write_side_by_side"]
@@ -70,15 +70,9 @@ def write_side_by_side(parts: list[Path], into: Path) -> None:
     for name in NODE_TABLE_COLUMNS:
         length = sum(len(getattr(t, name)) for t in tables) - (
             last if name in OFFSET_COLUMNS else 0)
-        out = np.lib.format.open_memmap(into / COLUMNS / f"{name}.npy", mode="w+",
-                                        dtype=column_dtype(name), shape=(length,))
-        at = 0
-        for i, (t, b) in enumerate(zip(tables, bases)):
-            piece = moved_column(name, getattr(t, name), b, i == last)
-            out[at:at + len(piece)] = piece
-            at += len(piece)
-        out.flush()
-        del out
+        write_npy(into / COLUMNS / f"{name}.npy", column_dtype(name), length,
+                  (moved_column(name, getattr(t, name), b, i == last)
+                   for i, (t, b) in enumerate(zip(tables, bases))))
     concatenate_event_columns([p / EVENT_ARRAYS for p in parts], into / EVENT_ARRAYS)
     for k, part in enumerate(parts):
         folder = into / RTREES / f"{k:05d}"

@@ -1,0 +1,98 @@
+"""R*-tree files opened where they lie, once per process, never written.
+
+libspatialindex keeps its tree's header (root page, levels, and counters of reads and
+query results) in the first page of ``rtree.dat`` and writes it back when the tree is
+destroyed, even when nothing was inserted: closing a tree that answered queries changes
+bytes of that page, which would break the working copy's sealed checksums and race with
+other processes reading the same file. Opening used to copy both files to a private
+directory first, which cost about a second per gigabyte at every open (1 s of the 1.2 s
+an open of a 4M-event index took, 1.2 GB per open at 10M events).
+
+Here a tree is opened in place and its destructor is disarmed, so libspatialindex never
+writes: the file stays byte for byte as sealed (tested). The price is that the tree is
+never closed while the process runs: its two file descriptors and its page map (a few MB
+per GB of tree) stay until the process ends. So each file is opened once per process and
+shared by every index opened from it (:func:`open_rtree_file`), with a lock, since
+libspatialindex is not thread-safe even for reads. A working copy evicted meanwhile keeps
+its disk until the process ends, as the private copies did until the index was closed.
+
+>>> import tempfile
+>>> import pandas as pd
+>>> import uncertain_cep as uc
+>>> from uncertain_cep.index.store.reader import open_reader
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     uc.build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
+...                                  "t_hi": [2, 2]})).save(tmp + "/ix")
+...     a = open_reader(tmp + "/ix").load().rtree
+...     b = open_reader(tmp + "/ix").load().rtree
+>>> a is b
+True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+from rtree import index as rtree_index
+
+from uncertain_cep.index.rtree_boxes import rtree_properties
+from uncertain_cep.index.store.layout import RTREE, RTREE_FILES
+
+__all__ = ["SharedRTree", "open_rtree_file"]
+
+
+class SharedRTree:
+    """A disk R*-tree opened in place for reading: searches take turns (a lock), and the
+    tree is never destroyed (libspatialindex would write its header page)."""
+
+    access = "R*-tree search"
+
+    def __init__(self, tree: rtree_index.Index) -> None:
+        # An instance attribute shadows the handle's class-level destroy function: when
+        # the handle is collected (or the interpreter exits) nothing is written.
+        tree.handle._destroy = _never_destroyed
+        self._tree = tree
+        self._lock = threading.Lock()
+
+    def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """rtree's bulk search: the ids meeting each box, and how many per box."""
+        with self._lock:
+            return self._tree.intersection_v(mins, maxs)
+
+    def close(self) -> None:
+        """Nothing: the tree stays open for the other indexes of this process that
+        share it, and closing would write its header."""
+
+
+# Open trees by file identity (device, inode, size, modification time): a rebuilt or
+# recopied file is another file.
+_OPEN: dict[tuple[int, int, int, int, int], SharedRTree] = {}
+_OPENING = threading.Lock()
+
+
+def open_rtree_file(root: Path, n_attributes: int) -> SharedRTree:
+    """The R*-tree whose files ``rtree.dat`` and ``rtree.idx`` are in ``root``, opened
+    once per process and shared.
+
+    Raises what libspatialindex or the filesystem raise for a missing or damaged file
+    (``rtree.exceptions.RTreeError``, ``OSError``)."""
+    stat = os.stat(root / RTREE_FILES[0])
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, n_attributes)
+    with _OPENING:
+        tree = _OPEN.get(key)
+        if tree is None:
+            props = rtree_properties(n_attributes)
+            props.overwrite = False
+            tree = SharedRTree(rtree_index.Index(str(root / RTREE), properties=props,
+                                                 interleaved=False))
+            _OPEN[key] = tree
+        return tree
+
+
+def _never_destroyed(pointer: object) -> None:
+    """Stands for ``Index_Destroy``: leaves the C++ tree (and its open files) to the
+    process's end."""
