@@ -64,9 +64,11 @@ print("RESULT", json.dumps(out))
 """
 
 
-def ensure_index(n: int, work: Path) -> Path:
-    """The Spark-built index of the synthetic archive of ``n`` events (built if absent)."""
-    data, index = work / f"synthetic-{n}.parquet", work / f"index-{n}"
+def ensure_index(n: int, work: Path, shard_events: int | None = None) -> Path:
+    """The Spark-built index of the synthetic archive of ``n`` events (built if absent),
+    in shards of about ``shard_events`` (default: the build's)."""
+    data = work / f"synthetic-{n}.parquet"
+    index = work / (f"index-{n}" if shard_events is None else f"index-{n}-{shard_events}")
     if (index / "manifest.json").exists():
         return index
     cli = [sys.executable, "-m", "uncertain_cep.cli"]
@@ -75,7 +77,8 @@ def ensure_index(n: int, work: Path) -> Path:
                         "--groups", str(max(1, n // 1000)), "--d", "2", "--out", str(data)],
                        check=True)
     t = time.perf_counter()
-    subprocess.run([*cli, "build", str(data), "--out", str(index)], check=True)
+    shards = [] if shard_events is None else ["--shard-events", str(shard_events)]
+    subprocess.run([*cli, "build", str(data), "--out", str(index), *shards], check=True)
     print(f"built {n:,} events in {time.perf_counter() - t:.0f} s", flush=True)
     return index
 

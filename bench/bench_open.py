@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_archive import QUERIES  # noqa: E402
+from bench.bench_archive import QUERIES, ensure_index  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "open.json"
@@ -59,22 +59,6 @@ print("RESULT", json.dumps({"open": opened, "first_query": runs[0], "query": run
 """
 
 CASES = ("cold", "after build", "warm")
-
-
-def ensure_index(n: int, shard_events: int, work: Path) -> Path:
-    """The Spark-built index of the synthetic archive of ``n`` events in shards of about
-    ``shard_events`` (built if absent)."""
-    data, index = work / f"synthetic-{n}.parquet", work / f"index-{n}-{shard_events}"
-    if (index / "manifest.json").exists():
-        return index
-    cli = [sys.executable, "-m", "uncertain_cep.cli"]
-    if not data.exists():
-        subprocess.run([*cli, "datasets", "generate", "synthetic", "--n", str(n),
-                        "--groups", str(max(1, n // 1000)), "--d", "2", "--out", str(data)],
-                       check=True)
-    subprocess.run([*cli, "build", str(data), "--out", str(index), "--shard-events",
-                    str(shard_events)], check=True)
-    return index
 
 
 def run(tree: Path, index: Path, cache: Path, case: str) -> dict[str, Any]:
@@ -122,7 +106,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "work")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    index = ensure_index(args.n, args.shard_events, args.work)
+    index = ensure_index(args.n, args.work, args.shard_events)
     trees = {"this": ROOT, "other": args.against.resolve()}
     caches = {t: args.work / f"open-cache-{t}" for t in trees}
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
