@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
+
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.forests.cluster_forest import forest_of_clusters
 from uncertain_cep.index.forests.codes import code_scheme
@@ -31,11 +33,13 @@ from uncertain_cep.index.forests.expansion import GroupInfeasible
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
 from uncertain_cep.index.forests.isolation import hall_violation
+from uncertain_cep.index.forests.node_count import NodeBudgetExceeded
 from uncertain_cep.index.forests.oi_tree import plan_group
+from uncertain_cep.index.forests.piece_forests import PieceForest, split_group_forest
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 from uncertain_cep.model.values import plain
 
-__all__ = ["BuildSettings", "build_group_forest"]
+__all__ = ["BuildSettings", "build_group_forest", "piece_forests"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,33 @@ def _too_large(label: object, n_events: int) -> str:
 
 def _budget(settings: BuildSettings) -> str:
     return "unset" if settings.node_budget is None else f"{settings.node_budget:,}"
+
+
+def piece_forests(t_lo: Sequence[int], t_hi: Sequence[int], shard: np.ndarray,
+                  settings: BuildSettings) -> dict[int, PieceForest | None] | None:
+    """The forests of a group's pieces cut out of the group's forest at once
+    (:func:`~uncertain_cep.index.forests.piece_forests.split_group_forest`): per shard,
+    the rows :func:`build_group_forest` gives for the piece, or ``None`` for a piece it
+    must build itself. ``t_lo``, ``t_hi``: the group's events in canonical order;
+    ``shard``: each event's (whole clusters, ascending).
+
+    ``None`` when the pieces must be built one by one: under Condition 2, for a single
+    tree or paper codes, or when the group's forest is not one of clusters, cannot be
+    built (no order instance) or needs more nodes than the budget (each piece may still
+    fit; built alone, each says so itself).
+    """
+    if settings.condition2 is not None or not settings.multi_tree or \
+            settings.codes != "compact":
+        return None
+    try:
+        with _recursion_for(len(t_lo)):
+            forest = forest_of_clusters(t_lo, t_hi, settings.node_budget)
+    except NodeBudgetExceeded:
+        return None
+    if forest is None:
+        return None
+    cut = split_group_forest(forest, t_lo, t_hi, shard)
+    return None if cut is None else dict(cut)
 
 
 @contextmanager

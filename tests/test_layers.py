@@ -195,6 +195,8 @@ _PRIVATE_READS_ALLOWED = {
     "_uncertain_cep_cli": "the CLI's mark on the logging handler it installs",
     "_CacheLocator": "numba's base class of cache locators (uncertain_cep/kernel_cache.py)",
     "_locator_classes": "numba's list of cache locators, which the package's joins",
+    "_destroy": "rtree's handle destructor, disarmed for trees opened in place "
+                "(index/store/rtree_files.py: libspatialindex would write their header)",
 }
 
 

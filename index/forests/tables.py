@@ -31,10 +31,18 @@ import numpy as np
 import pyarrow as pa
 
 from uncertain_cep.index.forests.forest import REAL, GroupForest
+from uncertain_cep.index.forests.piece_forests import PieceForest
 from uncertain_cep.index.forests.rounding import float_down, float_up
 
-__all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "forests_tables", "group_extents", "node_schema",
-           "tree_schema"]
+__all__ = [
+    "NODE_COLUMNS",
+    "TREE_COLUMNS",
+    "ForestRows",
+    "forests_tables",
+    "group_extents",
+    "node_schema",
+    "tree_schema",
+]
 
 _NODE_INT = ("tree", "parent", "kind", "event", "instant", "depth", "child_tree",
              "compact_code", "compact_end")
@@ -42,6 +50,9 @@ _NODE_FLOAT = ("cond", "poi")
 NODE_COLUMNS = ("group", "node", *_NODE_INT, *_NODE_FLOAT)
 _TREE_INT = ("parent", "virtual", "root", "compact_hi")
 TREE_COLUMNS = ("group", "tree", *_TREE_INT)
+
+# What the tables are made of: a whole forest, or a piece's rows cut from its group's.
+ForestRows = GroupForest | PieceForest
 
 
 def node_schema(group_type: pa.DataType) -> pa.Schema:
@@ -57,7 +68,7 @@ def tree_schema(group_type: pa.DataType) -> pa.Schema:
                      + [(k, pa.int64()) for k in _TREE_INT])
 
 
-def forests_tables(forests: Sequence[GroupForest], groups: Sequence[object],
+def forests_tables(forests: Sequence[ForestRows], groups: Sequence[object],
                    group_type: pa.DataType | None = None) -> tuple[pa.Table, pa.Table]:
     """The nodes and trees of several groups' forests as two Arrow tables; ``groups[k]``
     is the key of ``forests[k]``'s group (stored in each of its rows, typed
@@ -95,7 +106,7 @@ def _positions(counts: np.ndarray) -> np.ndarray:
     return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
 
 
-def group_extents(forest: GroupForest, codes: str
+def group_extents(forest: ForestRows, codes: str
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per event position of the group: earliest and latest instant over its nodes, and
     its code range as doubles rounded outward (the R*-tree box; Zhou et al. 4.3)."""
@@ -119,6 +130,8 @@ def group_extents(forest: GroupForest, codes: str
             return t_min, t_max, lo.astype(np.float64), hi.astype(np.float64)
         return (t_min, t_max, np.array([float_down(int(x)) for x in lo]),
                 np.array([float_up(int(x)) for x in hi]))
+    # Paper codes: only whole forests carry them (pieces are cut for compact codes).
+    assert isinstance(forest, GroupForest)
     lo_i: list[int | None] = [None] * n
     hi_i: list[int | None] = [None] * n
     for node, e in zip(real, events):

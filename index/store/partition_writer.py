@@ -18,8 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from uncertain_cep.index.forests.forest import GroupForest
-from uncertain_cep.index.forests.tables import forests_tables, group_extents
+from uncertain_cep.index.forests.tables import ForestRows, forests_tables, group_extents
 from uncertain_cep.index.store.layout import (
     EVENT_COLUMNS,
     EVENTS,
@@ -63,11 +62,11 @@ class PartitionWriter:
         self._pending_event_rows = 0
         # Forests too are made tables a flush at a time (a group cut into many shards
         # writes many small pieces).
-        self._pending_forests: list[tuple[GroupForest, object]] = []
+        self._pending_forests: list[tuple[ForestRows, object]] = []
         self._pending_nodes = 0
         self._group_type: pa.DataType | None = None
 
-    def add_group(self, archive: Archive, order: np.ndarray, forest: GroupForest,
+    def add_group(self, archive: Archive, order: np.ndarray, forest: ForestRows,
                   label: object, group_by: str, codes: str) -> None:
         """Append one indexed group: ``archive`` holds its events, ``order`` their
         canonical order (row ``order[k]`` is the event at position ``k`` of ``forest``)."""

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError
-from uncertain_cep.index.group_build import BuildSettings, build_group_forest
+from uncertain_cep.index.forests.tables import ForestRows
+from uncertain_cep.index.group_build import BuildSettings, build_group_forest, piece_forests
 from uncertain_cep.index.shards import shard_of_rows
 from uncertain_cep.index.store.layout import SHARD
 from uncertain_cep.index.store.partition_writer import PartitionWriter
@@ -223,16 +224,23 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
     order: Any      # ndarray indexes as the Sequence build_group_forest takes
     pieces = []
     try:
+        # A group in several shards: its pieces' forests cut from its own at once, where
+        # they can be (a piece costs far less than building its forest).
+        cut = (piece_forests(archive.t_lo[in_order], archive.t_hi[in_order],
+                             shard[in_order], job.settings)
+               if job.cuts and len(np.unique(shard)) > 1 else None) or {}
         for k in np.unique(shard).tolist():
             if job.cuts:
                 piece = archive.take_rows(in_order[shard[in_order] == k])
                 order = np.arange(piece.n_events)
             else:
                 piece, order = archive, in_order
-            check = c2.for_group(piece, order) if c2 is not None else None
-            pieces.append((k, piece, order, build_group_forest(
-                label, piece.event_ids[order], piece.t_lo[order], piece.t_hi[order], check,
-                job.settings)))
+            forest: ForestRows | None = cut.get(k)
+            if forest is None:
+                check = c2.for_group(piece, order) if c2 is not None else None
+                forest = build_group_forest(label, piece.event_ids[order], piece.t_lo[order],
+                                            piece.t_hi[order], check, job.settings)
+            pieces.append((k, piece, order, forest))
     except (InputError, IndexBuildError) as e:
         status = "infeasible" if isinstance(e, InputError) else "too_large"
         out.top.add_rejected_group([str(x) for x in archive.event_ids], str(label), str(e))
