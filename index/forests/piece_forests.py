@@ -93,7 +93,7 @@ def split_group_forest(forest: GroupForest, t_lo: Sequence[int], t_hi: Sequence[
     forest's chain does not follow the pieces (not a forest of clusters)."""
     shard = np.asarray(shard, dtype=np.int64)
     chain = _chain(forest)
-    if chain is None:
+    if chain is None or (np.diff(shard) < 0).any():
         return None
     m = len(chain.node_at) - 1
     # Each child tree's piece: that of its events (all in one cluster, so one shard).
