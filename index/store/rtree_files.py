@@ -13,8 +13,10 @@ writes: the file stays byte for byte as sealed (tested). The price is that the t
 never closed while the process runs: its two file descriptors and its page map (a few MB
 per GB of tree) stay until the process ends. So each file is opened once per process and
 shared by every index opened from it (:func:`open_rtree_file`), with a lock, since
-libspatialindex is not thread-safe even for reads. A working copy evicted meanwhile keeps
-its disk until the process ends, as the private copies did until the index was closed.
+libspatialindex is not thread-safe even for reads. Once a tree's files are linked nowhere
+(its working copy evicted or deleted) and no index of the process uses it any more, it is
+closed for real when the next tree is opened: the header it writes then goes to files
+nobody can read, and its descriptors and disk are given back.
 
 >>> import tempfile
 >>> import pandas as pd
@@ -32,6 +34,7 @@ True
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -50,12 +53,29 @@ class SharedRTree:
 
     access = "R*-tree search"
 
-    def __init__(self, tree: rtree_index.Index) -> None:
+    def __init__(self, tree: rtree_index.Index, files: list[int]) -> None:
+        """``files``: descriptors of the tree's files, opened here before the tree, by
+        which :meth:`unlinked` sees whether any name still leads to them."""
         # An instance attribute shadows the handle's class-level destroy function: when
         # the handle is collected (or the interpreter exits) nothing is written.
         tree.handle._destroy = _never_destroyed
         self._tree = tree
+        self._files = files
         self._lock = threading.Lock()
+
+    def unlinked(self) -> bool:
+        """Whether no name leads to the tree's files any more (so nobody else can read
+        what closing it writes)."""
+        return bool(self._files) and all(os.fstat(fd).st_nlink == 0 for fd in self._files)
+
+    def release(self) -> None:
+        """Close the tree for real (its files must be :meth:`unlinked`, and no index may
+        use it)."""
+        del self._tree.handle._destroy
+        self._tree.close()
+        for fd in self._files:
+            os.close(fd)
+        self._files = []
 
     def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
@@ -83,14 +103,37 @@ def open_rtree_file(root: Path, n_attributes: int) -> SharedRTree:
     stat = os.stat(root / RTREE_FILES[0])
     key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, n_attributes)
     with _OPENING:
+        _release_unused()
         tree = _OPEN.get(key)
         if tree is None:
-            props = rtree_properties(n_attributes)
-            props.overwrite = False
-            tree = SharedRTree(rtree_index.Index(str(root / RTREE), properties=props,
-                                                 interleaved=False))
+            files = [os.open(root / name, os.O_RDONLY) for name in RTREE_FILES]
+            try:
+                props = rtree_properties(n_attributes)
+                props.overwrite = False
+                index = rtree_index.Index(str(root / RTREE), properties=props,
+                                          interleaved=False)
+            except BaseException:
+                for fd in files:
+                    os.close(fd)
+                raise
+            if any(os.fstat(fd).st_ino != os.stat(root / name).st_ino
+                   for fd, name in zip(files, RTREE_FILES)):
+                # Replaced while it was opened: which file the tree holds is not known,
+                # so it is never closed.
+                for fd in files:
+                    os.close(fd)
+                files = []
+            tree = SharedRTree(index, files)
             _OPEN[key] = tree
         return tree
+
+
+def _release_unused() -> None:
+    """Close the trees whose files are linked nowhere and that no index uses: the
+    registry's is then their only reference (and the call's own)."""
+    for key in [k for k, tree in _OPEN.items() if tree.unlinked()]:
+        if sys.getrefcount(_OPEN[key]) <= 2:
+            _OPEN.pop(key).release()
 
 
 def _never_destroyed(pointer: object) -> None:

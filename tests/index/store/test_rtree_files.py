@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -137,3 +138,40 @@ def test_threads_searching_one_shared_tree_get_every_answer(tmp_path, monkeypatc
     for t in threads:
         t.join()
     assert all(a is not None and a.equals(expected) for a in answers)
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_tree_whose_files_are_gone_stays_while_used_and_is_closed_once_unused(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    uc.build_index(_archive()).save(tmp_path / "a")
+    uc.build_index(_archive(61)).save(tmp_path / "b")
+    expected = uc.build_index(_archive()).query(QUERY)      # no tree file of its own
+    idx = uc.open_index(tmp_path / "a")
+    tree = weakref.ref(idx.event_index.rtree)      # the test's own reference is weak
+    # The working copy evicted (or its cache deleted) while the index is in use.
+    shutil.rmtree(tmp_path / "cache")
+    assert tree().unlinked()
+    uc.open_index(tmp_path / "b")                  # opening a tree sweeps the registry
+    assert tree() in rtree_files._OPEN.values()    # still used: kept, still answering
+    assert idx.query(QUERY).equals(expected)
+    before = _open_descriptors()
+    del idx
+    gc.collect()
+    uc.open_index(tmp_path / "b")
+    assert tree() is None                          # unused and unlinked: closed, dropped
+    assert _open_descriptors() <= before - 4       # its two files, and the two checks
+
+
+def test_a_tree_whose_files_are_still_linked_is_never_closed(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    uc.build_index(_archive()).save(tmp_path / "a")
+    uc.build_index(_archive(61)).save(tmp_path / "b")
+    tree = uc.open_index(tmp_path / "a").event_index.rtree
+    gc.collect()
+    uc.open_index(tmp_path / "b")
+    assert not tree.unlinked() and tree in rtree_files._OPEN.values()
+    assert uc.open_index(tmp_path / "a").event_index.rtree is tree
