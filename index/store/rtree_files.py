@@ -1,4 +1,4 @@
-"""R*-tree files opened where they lie, once per process, never written.
+"""R*-tree files opened where they lie, once per process, never written while readable.
 
 libspatialindex keeps its tree's header (root page, levels, and counters of reads and
 query results) in the first page of ``rtree.dat`` and writes it back when the tree is
@@ -9,11 +9,11 @@ directory first, which cost about a second per gigabyte at every open (1 s of th
 an open of a 4M-event index took, 1.2 GB per open at 10M events).
 
 Here a tree is opened in place and its destructor is disarmed, so libspatialindex never
-writes: the file stays byte for byte as sealed (tested). The price is that the tree is
-never closed while the process runs: its two file descriptors and its page map (a few MB
-per GB of tree) stay until the process ends. So each file is opened once per process and
-shared by every index opened from it (:func:`open_rtree_file`), with a lock, since
-libspatialindex is not thread-safe even for reads. Once a tree's files are linked nowhere
+writes: the file stays byte for byte as sealed (tested). The price is that the tree is not
+closed while its files can be read: its file descriptors and its page map (a few MB per GB
+of tree) stay. So each file is opened once per process and shared by every index opened
+from it (:func:`open_rtree_file`), with a lock, since libspatialindex is not thread-safe
+even for reads. Once a tree's files are linked nowhere
 (its working copy evicted or deleted) and no index of the process uses it any more, it is
 closed for real when the next tree is opened: the header it writes then goes to files
 nobody can read, and its descriptors and disk are given back.
@@ -49,7 +49,8 @@ __all__ = ["SharedRTree", "open_rtree_file"]
 
 class SharedRTree:
     """A disk R*-tree opened in place for reading: searches take turns (a lock), and the
-    tree is never destroyed (libspatialindex would write its header page)."""
+    tree is destroyed only by :meth:`release`, once nobody can read its files
+    (libspatialindex writes its header page when destroyed)."""
 
     access = "R*-tree search"
 

@@ -222,16 +222,18 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
     # events (an archive cut into many shards has many small pieces per group).
     in_order = canonical_order(archive.t_lo, archive.t_hi, archive.event_ids)
     order: Any      # ndarray indexes as the Sequence build_group_forest takes
+    shards = np.unique(shard).tolist()
+    in_shard = shard[in_order]      # each event's shard, in canonical order
     pieces = []
     try:
         # A group in several shards: its pieces' forests cut from its own at once, where
         # they can be (a piece costs far less than building its forest).
-        cut = (piece_forests(archive.t_lo[in_order], archive.t_hi[in_order],
-                             shard[in_order], job.settings)
-               if job.cuts and len(np.unique(shard)) > 1 else None) or {}
-        for k in np.unique(shard).tolist():
+        cut = (piece_forests(archive.t_lo[in_order], archive.t_hi[in_order], in_shard,
+                             job.settings)
+               if job.cuts and len(shards) > 1 else None) or {}
+        for k in shards:
             if job.cuts:
-                piece = archive.take_rows(in_order[shard[in_order] == k])
+                piece = archive.take_rows(in_order[in_shard == k])
                 order = np.arange(piece.n_events)
             else:
                 piece, order = archive, in_order
