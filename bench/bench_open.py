@@ -81,20 +81,27 @@ def section(results: dict[str, Any]) -> str:
              f"{results['events']:,} events in {results['shards']} shards (Spark-built), "
              f"query `{results['query'][:60]}...`; best of {results['rounds']} "
              "alternating rounds, each case a fresh process; seconds.", "",
-             "| case | tree | open | first query | second query | open, this / other |",
+             "| case | tree | open | first query | second query | open + first query, "
+             "this / other |",
              "|---|---|---:|---:|---:|---:|"]
     for case in CASES:
         best = {t: {k: min(r[k] for r in results["runs"][t][case])
                     for k in ("open", "first_query", "query")} for t in ("this", "other")}
         for t in ("this", "other"):
             b = best[t]
-            ratio = (f"{best['this']['open'] / best['other']['open']:.2f}x"
+            ratio = (f"{_first_answer(best['this']) / _first_answer(best['other']):.2f}x"
                      if t == "this" else "")
             lines.append(f"| {case} | {t if t == 'this' else results['against']} | "
                          f"{b['open']:.2f} | {b['first_query']:.2f} | {b['query']:.2f} | "
                          f"{ratio} |")
     lines += ["", "<!-- open:end -->"]
     return "\n".join(lines)
+
+
+def _first_answer(best: dict[str, float]) -> float:
+    """Seconds from opening to the first answer: an index opened lazily maps its shards
+    at its first query, so opening alone compares trees unfairly."""
+    return best["open"] + best["first_query"]
 
 
 def main() -> None:

@@ -14,9 +14,10 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,9 @@ from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import StrategyName, get_strategy
 from uncertain_cep.results import QueryResult
 
+if TYPE_CHECKING:
+    from uncertain_cep.index.store.manifest import Manifest
+
 __all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "copy_index",
            "open_index", "query_index"]
 
@@ -52,11 +56,31 @@ class UncertainIndex:
     Build one with :func:`build_index`, reopen a saved one with :func:`open_index`.
     """
 
-    def __init__(self, index: EventIndex,
-                 provenance: Mapping[str, Any] | None = None) -> None:
-        self._index = index
+    def __init__(self, index: EventIndex | Callable[[], tuple[EventIndex, Mapping[str, Any]]],
+                 provenance: Mapping[str, Any] | None = None, *,
+                 opened: str | None = None) -> None:
+        # An index opened from disk is mapped when first used (its first query), so that
+        # opening reads its manifest only: ``index`` is then what maps it, giving the
+        # provenance of what it mapped (a rebuild since the open is mapped whole, new).
+        self._loaded = index if isinstance(index, EventIndex) else None
+        self._load = None if isinstance(index, EventIndex) else index
+        self._load_lock = threading.Lock()
+        # What repr() says of an index not yet mapped (from its manifest).
+        self._opened = opened
         # Where a reopened index came from (see IndexSummary.provenance); None if built here.
         self._provenance = dict(provenance) if provenance else None
+
+    @property
+    def _index(self) -> EventIndex:
+        """The index, mapped now if it was opened and not yet used."""
+        if self._loaded is None:
+            with self._load_lock:
+                if self._loaded is None:
+                    assert self._load is not None
+                    index, provenance = self._load()
+                    self._provenance = dict(provenance)
+                    self._loaded, self._load = index, None
+        return self._loaded
 
     # ------------------------------------------------------------ description
     @property
@@ -89,6 +113,8 @@ class UncertainIndex:
         return self._index.n_trees
 
     def __repr__(self) -> str:
+        if self._loaded is None and self._opened is not None:
+            return self._opened
         return (f"<UncertainIndex: {self.n_events} events, {self.n_groups} groups, "
                 f"{self.n_trees} OI-trees, {self.n_nodes} nodes, codes={self.settings.codes!r}>")
 
@@ -420,27 +446,63 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Uncerta
     path
         The index directory.
     verify
-        Hash every file of the index against its manifest before answering. By default
-        opening checks the manifest and its own checksum, that every file is there, and
-        hashes every file it reads or maps (the event columns, the statistics, the
-        R*-tree file, the events table when it has text columns: about 0.13 s per GB);
-        the node table's columns are opened then, and hashed and checked (the numbers
-        the compiled kernels index with) when the first query maps them; the nodes and
-        trees tables, which only the baselines and a save read, are hashed when first
-        read. ``verify=True`` hashes every file at once.
+        Hash every file of the index against its manifest, and map it, before returning.
+        By default opening reads the manifest only: it checks the manifest and its own
+        checksum, that every file is there, and hashes the statistics (and the shards'
+        manifests); the index is mapped when first used (its first query, ``describe``,
+        ``n_groups``...: on a host without its working copy, the time to make one).
+        Mapping hashes every file it maps (the event columns, the R*-tree files, the
+        events table when it has text columns: about 0.13 s per GB); the node table's
+        columns are hashed and checked (the numbers the compiled kernels index with) when
+        the first query needs them; the nodes and trees tables, which only the baselines
+        and a save read, are hashed when first read. ``verify=True`` hashes every file at
+        once.
 
     Raises
     ------
     IndexFormatError
-        When ``path`` is not an index, or a damaged, edited or older one.
+        When ``path`` is not an index, or an edited or older one; a damaged file is
+        reported when the index is mapped (with ``verify=True``, now).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     build_index(pd.DataFrame({"event_id": [1, 2], "group": 0, "t_lo": [1, 1],
+    ...                               "t_hi": [2, 2], "x": 0.0})).save(tmp + "/ix")
+    ...     idx = open_index(tmp + "/ix")
+    ...     before = repr(idx).endswith("mapped at its first query>")
+    ...     rows = len(idx.query("PATTERN SEQ(A, B) DEFINE A AS x >= 0, B AS x >= 0"))
+    >>> before, rows, idx.n_events
+    (True, 2, 2)
     """
     from uncertain_cep.files import index_location
-    from uncertain_cep.index.store.reader import load_index_and_manifest
+    from uncertain_cep.index.store.reader import load_index_and_manifest, open_reader
 
     if not isinstance(path, str | os.PathLike):
         raise InputError(f"open_index takes the path of an index directory, got "
                          f"{type(path).__name__}")
     path = index_location(path)
-    index, manifest = load_index_and_manifest(path, verify_all=bool(verify))
+    reader = open_reader(path, verify_all=bool(verify))
     # What describe() reports of where the index came from.
-    return UncertainIndex(index, {"path": os.fspath(path), **manifest.provenance()})
+    provenance = {"path": os.fspath(path), **reader.manifest.provenance()}
+
+    def load() -> tuple[EventIndex, dict[str, Any]]:
+        index, manifest = load_index_and_manifest(path, verify_all=bool(verify),
+                                                  reader=reader)
+        return index, {"path": os.fspath(path), **manifest.provenance()}
+
+    idx = UncertainIndex(load, provenance, opened=_opened_repr(path, reader.manifest))
+    if verify:
+        _ = idx.event_index     # every file hashed: map them now too, answering at once
+    return idx
+
+
+def _opened_repr(path: Path | str, manifest: Manifest) -> str:
+    """What an opened index not yet mapped shows of itself (its manifest's counts)."""
+    c = manifest.counts
+    shards = f", {len(manifest.shards)} shards" if manifest.is_sharded else ""
+    return (f"<UncertainIndex {os.fspath(path)}: {c.events} events, {c.trees} OI-trees, "
+            f"{c.nodes} nodes{shards}, codes={manifest.settings.codes!r}; "
+            "mapped at its first query>")

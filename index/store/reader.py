@@ -150,10 +150,13 @@ def load_index(path: str | os.PathLike[str],
 
 def load_index_and_manifest(path: str | os.PathLike[str],
                             pair_predicate: PairPredicate | None = None, *,
-                            verify_all: bool = True) -> tuple[EventIndex, Manifest]:
-    """:func:`load_index`, and the checked manifest it was read by (its build records)."""
+                            verify_all: bool = True, reader: IndexReader | None = None
+                            ) -> tuple[EventIndex, Manifest]:
+    """:func:`load_index`, and the checked manifest it was read by (its build records);
+    ``reader``: the index's reader if already opened (else it is opened now)."""
     for attempt in range(OPEN_ATTEMPTS):
-        reader = open_reader(path, verify_all=verify_all)
+        if reader is None:
+            reader = open_reader(path, verify_all=verify_all)
         try:
             index = reader.load(pair_predicate)
         except Exception:
@@ -161,11 +164,13 @@ def load_index_and_manifest(path: str | os.PathLike[str],
             # way; only a replaced directory is read again.
             if attempt + 1 < OPEN_ATTEMPTS and reader.was_replaced():
                 time.sleep(OPEN_PAUSE * attempt)
+                reader = None
                 continue
             raise
         if not reader.was_replaced():
             return index, reader.manifest
         time.sleep(OPEN_PAUSE * attempt)
+        reader = None
     raise IndexFormatError(f"{path} was replaced {OPEN_ATTEMPTS} times while being opened; "
                            "open it once its rebuilds are done")
 

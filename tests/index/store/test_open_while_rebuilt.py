@@ -71,14 +71,34 @@ def test_opens_during_rebuilds_get_a_whole_old_or_new_index(tmp_path):
     assert not failures, failures[:3]
 
 
-def test_trees_walked_after_a_rebuild_are_the_opened_index_s_not_mixed(tmp_path):
-    # The trees are built again from the opened archive, which the rebuild leaves alone.
+def test_trees_walked_after_a_rebuild_are_the_mapped_index_s_not_mixed(tmp_path):
+    # The trees are built again from the mapped archive, which the rebuild leaves alone.
     path = tmp_path / "ix"
     old = uc.build_index(_archive(5))
     old.save(path)
     idx = uc.open_index(path)
+    _ = idx.event_index                         # mapped (a first query would map it)
     time.sleep(0.01)
-    uc.build_index(_archive(9)).save(path)
+    new = uc.build_index(_archive(9))
+    new.save(path)
     assert idx.order_instance_fraction({0: 0}) == old.order_instance_fraction({0: 0})
     assert [f.n_nodes for f in idx.event_index.forests] == \
         [f.n_nodes for f in old.event_index.forests]
+
+
+def test_an_index_rebuilt_between_its_open_and_its_first_use_is_the_new_one_whole(
+        tmp_path):
+    # Opening reads the manifest only: what is mapped at the first use is the index then
+    # at the path, its description included, never old counts over new columns.
+    path = tmp_path / "ix"
+    uc.build_index(_archive(5)).save(path)
+    idx = uc.open_index(path)
+    assert "5 events" in repr(idx)
+    time.sleep(0.01)
+    new = uc.build_index(_archive(9))
+    new.save(path)
+    assert idx.n_events == new.n_events == 9
+    assert idx.describe() == new.describe()
+    assert idx.describe().provenance["input_fingerprint"] == \
+        uc.open_index(path).describe().provenance["input_fingerprint"]
+    assert idx.order_instance_fraction({0: 0}) == new.order_instance_fraction({0: 0})

@@ -168,13 +168,13 @@ def test_a_tree_whose_files_are_gone_stays_while_used_and_is_closed_once_unused(
     # The working copy evicted (or its cache deleted) while the index is in use.
     shutil.rmtree(tmp_path / "cache")
     assert tree().unlinked()
-    uc.open_index(tmp_path / "b")                  # opening a tree sweeps the registry
+    _ = uc.open_index(tmp_path / "b").event_index      # opening a tree sweeps the registry
     assert tree() in rtree_files._OPEN.values()    # still used: kept, still answering
     assert idx.query(QUERY).equals(expected)
     before = _open_descriptors()
     del idx
     gc.collect()
-    uc.open_index(tmp_path / "b")
+    _ = uc.open_index(tmp_path / "b").event_index
     assert tree() is None                          # unused and unlinked: closed, dropped
     assert _open_descriptors() <= before - 4       # its two files, and the two checks
 
@@ -185,6 +185,6 @@ def test_a_tree_whose_files_are_still_linked_is_never_closed(tmp_path, monkeypat
     uc.build_index(_archive(61)).save(tmp_path / "b")
     tree = uc.open_index(tmp_path / "a").event_index.rtree
     gc.collect()
-    uc.open_index(tmp_path / "b")
+    _ = uc.open_index(tmp_path / "b").event_index
     assert not tree.unlinked() and tree in rtree_files._OPEN.values()
     assert uc.open_index(tmp_path / "a").event_index.rtree is tree
