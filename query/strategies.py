@@ -44,8 +44,8 @@ from uncertain_cep.query.evaluation.answer import Answer
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.plan.choosers import cheapest_item, in_pattern_order
 
-__all__ = ["STRATEGIES", "Strategy", "StrategyName", "get_strategy", "selectivity",
-           "sequential"]
+__all__ = ["STRATEGIES", "Strategy", "StrategyName", "evaluate", "get_strategy",
+           "selectivity", "sequential"]
 
 
 class Strategy(Protocol):
@@ -85,6 +85,25 @@ STRATEGIES: dict[StrategyName, Strategy] = {
     StrategyName.tree_traversal: tree_traversal,
     StrategyName.possible_worlds: possible_worlds,
 }
+
+
+# The strategies that hand answers to the context's sink as they find them (and prune by
+# its rising threshold); the others' whole answer is handed to it at the end.
+_FEEDING_THE_SINK = {StrategyName.selectivity, StrategyName.sequential}
+
+
+def evaluate(ctx: QueryContext, name: str | StrategyName) -> Answer:
+    """The answer rows of ``ctx`` by the strategy ``name``, as its sink
+    (:attr:`QueryContext.sink`) keeps them: every row, the best ``LIMIT`` rows, or none
+    (a count: ``ctx.sink.rows``). The batch engine feeds the sink as it goes and prunes
+    by its rising threshold; the baselines answer whole, then feed it."""
+    strategy = StrategyName(StrategyName.get_value(
+        name.value if isinstance(name, StrategyName) else name))
+    answer = STRATEGIES[strategy](ctx)
+    if strategy in _FEEDING_THE_SINK:
+        return answer
+    ctx.sink.add(answer)
+    return ctx.sink.finish(len(ctx.positive))
 
 
 def get_strategy(name: str | StrategyName) -> Strategy:

@@ -36,12 +36,13 @@ from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.query.evaluation.answer import answer_table, table_from_rows
+from uncertain_cep.query.evaluation.answer_sinks import DEFAULT_MAX_ROWS, AllRows, CountedRows
 from uncertain_cep.query.evaluation.chains import order_instance_fraction
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.explain import Explanation
 from uncertain_cep.query.language.parse import bind_query
-from uncertain_cep.query.language.patterns import SequencePattern
-from uncertain_cep.query.strategies import StrategyName, get_strategy
+from uncertain_cep.query.language.patterns import SequencePattern, with_limit
+from uncertain_cep.query.strategies import StrategyName, evaluate
 from uncertain_cep.results import QueryResult
 
 if TYPE_CHECKING:
@@ -153,8 +154,11 @@ class UncertainIndex:
         return int(hits[0])
 
     # ------------------------------------------------------------ queries
-    def query(self, query: str | SequencePattern, strategy: str = "selectivity") -> QueryResult:
-        """Every tuple whose confidence reaches the query's threshold.
+    def query(self, query: str | SequencePattern, strategy: str = "selectivity", *,
+              limit: int | None = None, max_rows: int | None = DEFAULT_MAX_ROWS
+              ) -> QueryResult:
+        """Every tuple whose confidence reaches the query's threshold (or the ``limit``
+        most confident).
 
         Parameters
         ----------
@@ -166,6 +170,17 @@ class UncertainIndex:
             ``"sequential"`` (items in pattern order, 5.1), or the baselines
             ``"tree_traversal"`` and ``"possible_worlds"``. Strategies never change the
             answer; ``res.stats`` shows what each did.
+        limit
+            Only the answer's first ``limit`` rows (the most confident; ties broken by
+            event ids as in the full answer): ``LIMIT k`` at the end of the query text
+            says the same. The batch engine raises its pruning threshold to the k-th
+            row's confidence as it finds better rows (EXPLAIN shows the rises).
+        max_rows
+            The most rows the answer table may hold (default 5,000,000; None: no
+            budget). A query that finds more stops with an
+            :class:`~uncertain_cep.errors.AnswerTooLargeError` saying how many it found;
+            ask for the best rows (``limit``), their number (:meth:`count`), or all of
+            them written as found (``out=``) instead.
 
         Returns
         -------
@@ -179,10 +194,28 @@ class UncertainIndex:
             it shows as a compact table, and ``res.plot()`` draws the matched events'
             possible times (:class:`~uncertain_cep.results.QueryResult`).
         """
-        return self._evaluate(query, strategy, explain=False)
+        return self._evaluate(query, strategy, explain=False, limit=limit,
+                              max_rows=_checked_max_rows(max_rows))
 
-    def explain(self, query: str | SequencePattern, strategy: str = "selectivity"
-                ) -> Explanation:
+    def count(self, query: str | SequencePattern, strategy: str = "selectivity") -> int:
+        """The number of rows :meth:`query` would answer, found without making any row
+        of the answer table (nor holding the rows: memory does not grow with them).
+
+        >>> import pandas as pd
+        >>> idx = build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": 0,
+        ...                                 "t_lo": [0, 0, 0], "t_hi": [2, 2, 2]}))
+        >>> idx.count("PATTERN SEQ(A, B)"), len(idx.query("PATTERN SEQ(A, B)"))
+        (6, 6)
+        """
+        pattern = self._bound(query, None)
+        ctx = self._context(pattern, strategy, explain=False)
+        ctx.sink = CountedRows()
+        evaluate(ctx, ctx.stats.strategy)
+        rows = ctx.sink.rows
+        return rows if pattern.limit is None else min(rows, pattern.limit)
+
+    def explain(self, query: str | SequencePattern, strategy: str = "selectivity", *,
+                limit: int | None = None) -> Explanation:
         """Evaluate ``query`` and report what the strategy did: the order items were
         matched in, estimated vs actual candidates per step, entries created (the paper's
         xi), range queries and time per step (:mod:`uncertain_cep.query.evaluation.explain`).
@@ -194,16 +227,19 @@ class UncertainIndex:
         >>> ex.rows, ex.order
         (1, ['A@1', 'B@2'])
         """
-        answer = self._evaluate(query, strategy, explain=True)
+        answer = self._evaluate(query, strategy, explain=True, limit=limit, max_rows=None)
         return Explanation(answer.query_text, len(answer), answer.stats, answer)
 
-    def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool
-                  ) -> QueryResult:
+    def _bound(self, query: str | SequencePattern, limit: int | None) -> SequencePattern:
+        """The query parsed, its window in the index's instants (an error can point at
+        WITHIN here, where the text is at hand), ``limit`` in it."""
         if not isinstance(query, str | SequencePattern):
             raise QueryError(f"a query is query text or a SequencePattern, got "
                              f"{type(query).__name__}")
-        # A window with a unit becomes instants here, where an error can point at WITHIN.
-        pattern = bind_query(query, self.archive.time_axis)
+        return with_limit(bind_query(query, self.archive.time_axis), limit)
+
+    def _context(self, pattern: SequencePattern, strategy: str, explain: bool
+                 ) -> QueryContext:
         name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
         ctx.stats.strategy = name.value
@@ -211,10 +247,20 @@ class UncertainIndex:
             # Opened in this process, a sharded index holds all its shards.
             ctx.stats.shards = int(self._provenance["shards"])
             ctx.stats.shards_read = list(range(ctx.stats.shards))
+        return ctx
+
+    def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool,
+                  limit: int | None, max_rows: int | None) -> QueryResult:
+        pattern = self._bound(query, limit)
+        ctx = self._context(pattern, strategy, explain)
+        if pattern.limit is None:
+            ctx.sink = AllRows(max_rows)
         ctx.table_ids = self.archive.event_ids
         try:
-            answer = get_strategy(name)(ctx)
+            answer = evaluate(ctx, ctx.stats.strategy)
             frame = answer_table(answer, self.archive.event_ids, self.archive.time_axis)
+        except AnswerTooLargeError:
+            raise
         except MemoryError as e:
             raise AnswerTooLargeError(
                 f"the query ran out of memory ({type(e).__name__}: {e}): its answer or the "
@@ -226,7 +272,7 @@ class UncertainIndex:
         rows = np.flatnonzero(used)
         times = dict(zip(self.archive.event_ids[rows].tolist(),
                          zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
-        return QueryResult.of(frame, query=query if isinstance(query, str) else str(query),
+        return QueryResult.of(frame, query=query if isinstance(query, str) else str(pattern),
                               items=_item_symbols(pattern), event_times=times,
                               stats=ctx.stats, id_dtype=self.archive.event_ids.dtype,
                               time_axis=self.archive.time_axis)
@@ -279,6 +325,16 @@ class UncertainIndex:
                 save_index(self._index, target)
 
 
+def _checked_max_rows(max_rows: object) -> int | None:
+    if max_rows is None:
+        return None
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or \
+            max_rows < 1:
+        raise InputError(f"max_rows= must be a whole number of rows, at least 1, or None "
+                         f"(no budget), got {max_rows!r}")
+    return int(max_rows)
+
+
 def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
                  time_axis: TimeAxis | None = None) -> pd.DataFrame:
     """The answer table from ``(event ids, confidence, t_first, t_last)`` rows (times in
@@ -288,7 +344,8 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
 
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
                 engine: str = "local", master: str | None = None,
-                verify: bool = False) -> QueryResult:
+                verify: bool = False, limit: int | None = None,
+                max_rows: int | None = DEFAULT_MAX_ROWS) -> QueryResult:
     """Answer a query over a saved index, in this process or on Spark, as a pandas table.
 
     With ``engine="spark"`` the answer rows and the slices' counters are collected on the
@@ -306,17 +363,29 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
     verify
         Hash every file of the index first (:func:`open_index`; default: the files
         opening reads, on either engine).
+    limit, max_rows
+        The answer's first ``limit`` rows only; the most rows it may hold
+        (:meth:`UncertainIndex.query`; on Spark each time slice keeps its best
+        ``limit`` rows and the driver the best of those).
     """
     from uncertain_cep.files import index_location
 
     path = index_location(path)
     if EngineName.get_value(engine) == "local":
-        return open_index(path, verify=verify).query(query, strategy=strategy)
+        return open_index(path, verify=verify).query(query, strategy=strategy, limit=limit,
+                                                     max_rows=max_rows)
     from uncertain_cep.pipeline.query_job import query_spark_collected
 
+    max_rows = _checked_max_rows(max_rows)
     found = query_spark_collected(
         os.fspath(path), query, StrategyName.get_value(strategy), master=master,
-        verify=verify)
+        verify=verify, limit=limit)
+    if max_rows is not None and len(found.rows) > max_rows:
+        raise AnswerTooLargeError(
+            f"the answer holds {len(found.rows):,} rows, more than max_rows={max_rows:,}: "
+            "ask for the most confident rows (LIMIT k, or limit=k), count them (idx.count), "
+            "or write them from the executors (uc.query_spark(...).write.parquet), or raise "
+            "max_rows (None: no budget)", rows=len(found.rows))
     axis = found.archive.time_axis
     frame = answer_frame(found.rows, time_axis=axis)
     return QueryResult.of(frame, query=query, items=_item_symbols(found.pattern),

@@ -159,18 +159,26 @@ def run_query(args: argparse.Namespace) -> int:
         from uncertain_cep.pipeline.query_job import query_spark, write_answer_directory
 
         answer = query_spark(args.index, text, StrategyName.get_value(args.strategy),
-                             master=args.master, verify=args.verify)
+                             master=args.master, verify=args.verify, limit=args.limit)
         rows = write_answer_directory(answer, args.out)
         print(f"{rows} matches written to {args.out} (Parquet, by the Spark executors)")
         return 0
+    if args.count:
+        if EngineName.get_value(args.engine) != "local" or args.explain or args.out:
+            raise UsageError("--count prints a number: it runs with --engine local, "
+                             "without --explain or --out")
+        print(uc.open_index(args.index, verify=args.verify).count(
+            text, strategy=args.strategy))
+        return 0
     if args.explain and EngineName.get_value(args.engine) == "local":
         explanation = uc.open_index(args.index, verify=args.verify).explain(
-            text, strategy=args.strategy)
+            text, strategy=args.strategy, limit=args.limit)
         assert explanation.answer is not None
         res = explanation.answer
     else:
         res = uc.query_index(args.index, text, strategy=args.strategy, engine=args.engine,
-                             master=args.master, verify=args.verify)
+                             master=args.master, verify=args.verify, limit=args.limit,
+                             max_rows=args.max_rows)
         explanation = uc.Explanation(text, len(res), res.stats, res)
     if args.explain:
         print(explanation)

@@ -28,7 +28,7 @@ from uncertain_cep.dataset_commands import (
     count_argument,
     table_path_argument,
 )
-from uncertain_cep.errors import ParamEnum
+from uncertain_cep.errors import DEFAULT_MAX_ROWS, ParamEnum
 
 __all__ = ["DESCRIPTION", "EPILOG", "build_parser"]
 
@@ -115,6 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--verify", action="store_true",
                        help="hash every file of the index before answering (by default "
                             "only the files opening reads are hashed)")
+    query.add_argument("--limit", type=count_argument(1), default=None, metavar="K",
+                       help="only the K most confident rows (as LIMIT K in the query)")
+    query.add_argument("--count", action="store_true",
+                       help="print the number of answer rows only (none is made)")
+    query.add_argument("--max-rows", type=count_argument(1), default=DEFAULT_MAX_ROWS,
+                       metavar="N",
+                       help="stop with an error once the answer holds more than N rows "
+                            f"(default {DEFAULT_MAX_ROWS:,}); --limit, --count or --out "
+                            "DIRECTORY/ ask for less or stream it")
     query.set_defaults(run=run_query)
 
     reporter = sub.add_parser("report", help="a standalone HTML report of one query over a "

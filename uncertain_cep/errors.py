@@ -24,6 +24,7 @@ import enum
 import re
 
 __all__ = [
+    "DEFAULT_MAX_ROWS",
     "AnswerTooLargeError",
     "FileWriteError",
     "IndexBuildError",
@@ -83,9 +84,20 @@ class PlanningError(UncertainCepError):
     """The planner could not evaluate a query (unknown strategy, inconsistent plan)."""
 
 
+# The most rows an in-memory answer table holds by default (``max_rows=``, the CLI's
+# ``--max-rows``), past which a query stops with an AnswerTooLargeError: about 1 GB of
+# table for 3-event tuples (bench/bench_answer_table.py: 16.6M rows of 27 ids took 12.7 GB).
+DEFAULT_MAX_ROWS = 5_000_000
+
+
 class AnswerTooLargeError(QueryError, MemoryError):
-    """A query ran out of memory: its answer or working set does not fit (also a
-    ``MemoryError``, for code that handles those)."""
+    """A query's answer exceeds its budget (``max_rows``), or the query ran out of memory:
+    its answer or working set does not fit (also a ``MemoryError``, for code that handles
+    those). ``rows``: the answer rows found when it stopped, where known."""
+
+    def __init__(self, message: str, *, rows: int | None = None) -> None:
+        super().__init__(message)
+        self.rows = rows
 
 
 class FileWriteError(UncertainCepError, OSError):

@@ -36,8 +36,8 @@ import numpy as np
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
-from uncertain_cep.query.evaluation.answer import Answer
-from uncertain_cep.query.evaluation.context import TOLERANCE, Match, QueryContext
+from uncertain_cep.query.evaluation.answer import Answer, Match
+from uncertain_cep.query.evaluation.context import TOLERANCE, QueryContext
 from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.language.symbols import check_symbols, symbol_probability
 

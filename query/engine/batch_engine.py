@@ -50,8 +50,8 @@ from uncertain_cep.query.engine.step_counts import StepCounter
 from uncertain_cep.query.engine.tuple_batches import TupleBatch, tuples_of
 from uncertain_cep.query.engine.tuple_steps import extend_tuples
 from uncertain_cep.query.evaluation import interrupts
-from uncertain_cep.query.evaluation.answer import Answer, with_ids
-from uncertain_cep.query.evaluation.context import TOLERANCE, QueryContext
+from uncertain_cep.query.evaluation.answer import Answer
+from uncertain_cep.query.evaluation.context import TOLERANCE, QueryContext, raise_threshold
 from uncertain_cep.query.plan.choosers import ChoiceRequest, ItemChooser
 
 __all__ = ["BATCH_LIMIT", "TUPLE_RATIO", "BatchEngine"]
@@ -84,7 +84,8 @@ class BatchEngine(QueryInputs):
         # The steps' batches extended in bounded pieces (which count the entries that
         # took candidates by code range).
         self.pieces = BatchPieces(self, self.limit)
-        self._answers: list[Answer] = []
+        # Where answers go (every row, the best k, a count: the context's sink).
+        self.sink = ctx.sink
         self._progress = progress_bar("query", " entries", disable=True)  # run() shows one
         # Complete tuples to answers, on a spare core (query/engine/background.py); none
         # until run() starts one.
@@ -265,15 +266,15 @@ class BatchEngine(QueryInputs):
             self._collect(self.background.finish())
             return
         self._collect(self.background.finished())
-        self._answers = [with_ids(a, ids) for a in self._answers]
+        self.sink.prepare(ids)
         self._collect(self.background.finish())
-        self._answers = [with_ids(a, ids) for a in self._answers]
+        self.sink.prepare(ids)
 
     def _collect(self, done: list[tuple[int, Completed, float]]) -> None:
         """Complete tuples' answers, done in the background (:mod:`~uncertain_cep.query.
         completion`), counted with the step that made the tuples."""
         for depth, completed, seconds in done:
-            self._answers.extend(completed.answers)
+            self._add(completed.answers)
             ctx = self.ctx
             ctx.stats.entries_created += completed.created
             ctx.stats.tuples_pruned += completed.pruned
@@ -319,9 +320,8 @@ class BatchEngine(QueryInputs):
         last = np.maximum.reduceat(table.instant[batch.nodes[:, -1]], starts)
         conf = total * self.attribute(batch.events[starts])
         passing = (conf >= self.ctx.theta - TOLERANCE) & (conf > 0)
-        self._answers.append(Answer(batch.events[starts][passing],
-                                    np.minimum(conf[passing], 1.0), first[passing],
-                                    last[passing]))
+        self._add([Answer(batch.events[starts][passing], np.minimum(conf[passing], 1.0),
+                          first[passing], last[passing])])
 
     def _extend_and_negate(self, batch: Batch, item: int, depth: int, start: np.ndarray,
                            stop: np.ndarray, candidates: CandidateNodes
@@ -360,8 +360,8 @@ class BatchEngine(QueryInputs):
             np.maximum.at(latest, tuple_of, table.instant[nodes[:, -1]])
             conf = total * attribute
             answer = passing & (conf >= theta - TOLERANCE) & (conf > 0)
-            self._answers.append(Answer(events[answer], np.minimum(conf[answer], 1.0),
-                                        earliest[answer], latest[answer]))
+            self._add([Answer(events[answer], np.minimum(conf[answer], 1.0),
+                              earliest[answer], latest[answer])])
         return created, found, kept
 
     def _tuple_sums(self, part: Batch, candidates: CandidateNodes, start: np.ndarray,
@@ -392,15 +392,23 @@ class BatchEngine(QueryInputs):
         events) reaches the threshold; how many."""
         done = Completed()
         done.add(events, conf, first, last, self.ctx.theta)
-        self._answers.extend(done.answers)
+        self._add(done.answers)
         self.ctx.stats.tuples_pruned += done.pruned
         return done.kept
+
+    def _add(self, answers: list[Answer]) -> None:
+        """Hand answer rows to the sink, then prune by what it needs from now on (a
+        top-k sink's k-th confidence: :func:`~uncertain_cep.query.evaluation.context.
+        raise_threshold`)."""
+        for answer in answers:
+            self.sink.add(answer)
+        raise_threshold(self.ctx)
 
     def _matches(self) -> Answer:
         ctx = self.ctx
         ctx.stats.steps.extend(self.counter.in_order())
         ctx.record_time()
-        answer = Answer.concat(self._answers, self.k)
+        answer = self.sink.finish(self.k)
         if self.base:
             # Back to the index's instants (Python ints would not overflow, nor do these:
             # relative instants lie in [0, MAX_SPAN] above the base).

@@ -26,12 +26,21 @@ import numpy as np
 import pandas as pd
 
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.query.evaluation.context import Match
 
-__all__ = ["RESULT_COLUMNS", "Answer", "answer_table", "significant", "table_from_rows",
-           "with_ids"]
+__all__ = ["RESULT_COLUMNS", "Answer", "Match", "answer_table", "ranked", "significant",
+           "table_from_rows", "with_ids"]
 
 RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
+
+
+@dataclass(frozen=True)
+class Match:
+    """One answer row: the tuple, its confidence, and its earliest/latest instants."""
+
+    events: tuple[int, ...]
+    confidence: float
+    t_first: int
+    t_last: int
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,19 @@ def with_ids(answer: Answer, event_ids: np.ndarray) -> Answer:
     order = np.arange(len(answer))
     return replace(answer, ids=_tuples(_shared_id_objects(answer.events, event_ids)(order),
                                        len(answer)))
+
+
+def ranked(answer: Answer, event_ids: np.ndarray) -> np.ndarray:
+    """The answer's rows in the answer table's order (confidence descending, then event
+    ids: SEMANTICS A4), as row numbers: what :func:`answer_table` sorts by.
+
+    >>> a = Answer.from_matches([Match((0, 2), 0.25, 1, 4), Match((1, 2), 0.5, 2, 4),
+    ...                          Match((0, 1), 0.5, 1, 3)], 2)
+    >>> ranked(a, np.array(["x", "y", "z"], dtype=object)).tolist()
+    [2, 1, 0]
+    """
+    return _sort_order(_event_keys(answer.events, event_ids),
+                       significant(answer.confidence, 15))
 
 
 def answer_table(answer: Answer, event_ids: np.ndarray,

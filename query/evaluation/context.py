@@ -31,6 +31,8 @@ from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.codes import in_ranges
 from uncertain_cep.kernel_cache import compile_seconds
 from uncertain_cep.query.engine.kernels.instants import effective_window
+from uncertain_cep.query.evaluation.answer import Match
+from uncertain_cep.query.evaluation.answer_sinks import AllRows, AnswerSink, TopRows
 from uncertain_cep.query.evaluation.chains import (
     chain_probability,
     extension_factor,
@@ -40,7 +42,8 @@ from uncertain_cep.query.evaluation.stats import QueryStats, StepStats
 from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.language.symbols import check_symbols, symbol_box, symbol_probability
 
-__all__ = ["TOLERANCE", "Entry", "Match", "QueryContext", "StepTimer", "nodes_between"]
+__all__ = ["TOLERANCE", "Entry", "QueryContext", "StepTimer", "nodes_between",
+           "raise_threshold"]
 
 TOLERANCE = 1e-9
 
@@ -54,16 +57,6 @@ class Entry:
     events: tuple[int, ...]
     nodes: tuple[int, ...]
     prob: float
-
-
-@dataclass(frozen=True)
-class Match:
-    """One answer row: the tuple, its confidence, and its earliest/latest instants."""
-
-    events: tuple[int, ...]
-    confidence: float
-    t_first: int
-    t_last: int
 
 
 class StepTimer:
@@ -119,6 +112,11 @@ class QueryContext:
         # The archive's event ids where the caller makes an answer table of the answer:
         # the engine may make the rows' tuples of ids while it waits (answer.with_ids).
         self.table_ids: np.ndarray | None = None
+        # Where the answer rows go as they are found (query/evaluation/answer_sinks.py):
+        # the best LIMIT rows, else every row; a caller may give another before the
+        # search (a budget, a count).
+        self.sink: AnswerSink = (TopRows(pattern.limit, index.archive.event_ids)
+                                 if pattern.limit is not None else AllRows(None))
         self._started = time.perf_counter()
         self._compiling_before = compile_seconds()
         self._prob: dict[str, np.ndarray] = {}
@@ -374,3 +372,13 @@ def nodes_between(index: EventIndex, g: int, before: int | None, after: int | No
                     factor *= extension_factor(forest, m, after) / base
                 out.append((int(row), m, t, factor))
     return out
+
+
+def raise_threshold(ctx: QueryContext) -> None:
+    """Raise the context's pruning threshold to what its sink now needs (a top-k sink's
+    k-th confidence), recording the rise for EXPLAIN: rows below it can no longer be
+    answers, so the search prunes them as it prunes rows below CONFIDENCE."""
+    floor = ctx.sink.floor
+    if floor > ctx.theta:
+        ctx.theta = floor
+        ctx.stats.threshold_rises.append((ctx.stats.entries_created, floor))

@@ -95,8 +95,28 @@ class Explanation:
             return ""
         return f"Shards read: {self.stats.shards_text()}"
 
+    def threshold(self) -> str:
+        """How a top-k query's pruning threshold rose as better rows came in (empty if it
+        never rose): the paper's confidence pruning with a threshold that is the k-th
+        best confidence found so far.
+
+        >>> s = QueryStats("selectivity", threshold_rises=[(120, 0.25), (900, 0.5)])
+        >>> print(Explanation("q", 2, s).threshold())
+        Pruning threshold rose (LIMIT): 0.25 after 120 entries, 0.5 after 900 entries
+        """
+        rises = self.stats.threshold_rises
+        if not rises:
+            return ""
+        shown = rises if len(rises) <= 6 else [*rises[:3], *rises[-3:]]
+        steps = [f"{theta:.6g} after {entries:,} entries" for entries, theta in shown]
+        if len(rises) > 6:
+            steps.insert(3, f"... ({len(rises) - 6} more)")
+        return "Pruning threshold rose (LIMIT): " + ", ".join(steps)
+
     def __str__(self) -> str:
         text = self.summary()
+        if self.stats.threshold_rises:
+            text += "\n" + self.threshold()
         if self.stats.shards is not None:
             text += "\n" + self.shards()
         if self.steps:
@@ -111,5 +131,7 @@ class Explanation:
         table = self.steps_frame().to_html(index=False) if self.steps else ""
         shards = (f"<p>{html.escape(self.shards())}</p>" if self.stats.shards is not None
                   else "")
+        if self.stats.threshold_rises:
+            shards = f"<p>{html.escape(self.threshold())}</p>" + shards
         return (f"<div><pre>{html.escape(self.query)}</pre>"
                 f"<p>{html.escape(self.summary())}</p>{shards}{table}</div>")

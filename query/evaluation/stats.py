@@ -61,6 +61,9 @@ class QueryStats:
     # Seconds spent compiling kernels during the query (their first use on a machine),
     # not counted in ``seconds``.
     compile_seconds: float = 0.0
+    # A top-k query's pruning threshold as it rose: (entries created by then, the new
+    # threshold), in order.
+    threshold_rises: list[tuple[int, float]] = field(default_factory=list)
 
     @classmethod
     def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None

@@ -57,6 +57,7 @@ from uncertain_cep.query.language.patterns import (
     SequencePattern,
     Symbol,
     check_confidence,
+    check_limit,
     sequence_problem,
     symbol_problem,
 )
@@ -68,13 +69,13 @@ if TYPE_CHECKING:
 __all__ = ["bind_query", "parse_query"]
 
 _KEYWORDS = ("PATTERN", "SEQ", "NOT", "DEFINE", "AS", "BETWEEN", "AND", "IN", "WITHIN",
-             "CONFIDENCE")
+             "CONFIDENCE", "LIMIT")
 
 # Keywords are regexes that refuse to end inside a longer name (so `NOTE` stays a name) and
 # outrank NAME where both could start. Lark's contextual lexer only tries the terminals the
 # parser can accept next, so attributes may still be called `in` or `and`.
 _GRAMMAR = r"""
-start: _PATTERN _SEQ "(" item ("," item)* ")" define? within? confidence?
+start: _PATTERN _SEQ "(" item ("," item)* ")" define? within? confidence? limit?
 
 item: NAME                                          -> positive
     | _NOT NAME                                     -> negated
@@ -94,6 +95,7 @@ GE: ">="
 
 within: _WITHIN duration
 confidence: _CONFIDENCE NUMBER
+limit: _LIMIT NUMBER
 
 """ + COMMON_TERMINALS + DURATION_GRAMMAR + keyword_terminals(_KEYWORDS)
 
@@ -107,10 +109,11 @@ def parse_query(text: str) -> SequencePattern:
     Parameters
     ----------
     text : str
-        ``PATTERN SEQ(...) [DEFINE ...] [WITHIN L] [CONFIDENCE theta]``; keywords are
-        case-insensitive, ``-- comments`` run to the end of the line. ``L`` is a whole
-        number of instants or a duration with a unit (``6s``, ``5 MINUTES``), which the
-        pattern keeps as a :class:`~uncertain_cep.durations.Duration`.
+        ``PATTERN SEQ(...) [DEFINE ...] [WITHIN L] [CONFIDENCE theta] [LIMIT k]``;
+        keywords are case-insensitive, ``-- comments`` run to the end of the line. ``L``
+        is a whole number of instants or a duration with a unit (``6s``, ``5 MINUTES``),
+        which the pattern keeps as a :class:`~uncertain_cep.durations.Duration`.
+        ``LIMIT k`` asks for the answer's first ``k`` rows (the most confident).
 
     Raises
     ------
@@ -204,7 +207,7 @@ class _PatternBuilder:
         item_positions: list[tuple[int, int]] = []
         symbols: list[Symbol] = []
         symbol_positions: list[tuple[int, int]] = []
-        within = confidence = None
+        within = confidence = limit = None
         for child in tree.children:
             if child.data in ("positive", "negated"):
                 name = child.children[0]
@@ -221,12 +224,16 @@ class _PatternBuilder:
                 token = tokens(child)[0]
                 with self.blame(_position(token)):
                     confidence = check_confidence(self.number(token))
+            elif child.data == "limit":
+                token = tokens(child)[0]
+                with self.blame(_position(token)):
+                    limit = check_limit(self.number(token))
         problem = sequence_problem(tuple(items), tuple(symbols))
         if problem is not None:
             message, part, index = problem
             positions = item_positions if part == "item" else symbol_positions
             raise self.error(message, positions[index])
-        return SequencePattern(tuple(items), tuple(symbols), within, confidence)
+        return SequencePattern(tuple(items), tuple(symbols), within, confidence, limit)
 
     def symbol(self, definition: Tree) -> Symbol:
         name = tokens(definition)[0]

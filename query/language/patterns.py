@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uncertain_cep.durations import Duration
-from uncertain_cep.errors import QueryError, QueryParseError
+from uncertain_cep.errors import InputError, QueryError, QueryParseError
 from uncertain_cep.query.language.predicates import (
     Between,
     Comparison,
@@ -53,7 +54,8 @@ if TYPE_CHECKING:
     from uncertain_cep.model.time_axis import TimeAxis
 
 __all__ = ["Between", "Comparison", "Duration", "InSet", "PatternItem", "Predicate",
-           "SequencePattern", "Symbol", "check_confidence", "sequence_problem", "symbol_problem"]
+           "SequencePattern", "Symbol", "check_confidence", "check_limit", "sequence_problem",
+           "symbol_problem", "with_limit"]
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,25 @@ def check_confidence(confidence: object) -> float:
     return value
 
 
+def check_limit(limit: object) -> int:
+    """``LIMIT k``: a whole number of rows, at least 1.
+
+    >>> check_limit(3.0), check_limit(10)
+    (3, 10)
+    >>> check_limit(0)
+    Traceback (most recent call last):
+    ...
+    uncertain_cep.errors.QueryParseError: LIMIT must be a whole number of rows, at least 1, got 0
+    """
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real):
+        raise QueryParseError(f"LIMIT must be a whole number of rows, got {limit!r}")
+    value = float(limit)
+    if not (math.isfinite(value) and value == math.floor(value) and value >= 1):
+        raise QueryParseError(f"LIMIT must be a whole number of rows, at least 1, got "
+                              f"{format_number(value)}")
+    return int(value)
+
+
 def sequence_problem(items: tuple[PatternItem, ...],
                       symbols: tuple[Symbol, ...]) -> tuple[str, str, int] | None:
     """The first reason ``items`` and ``symbols`` do not form a pattern.
@@ -222,6 +243,9 @@ class SequencePattern:
     confidence : float or None
         ``CONFIDENCE theta`` with ``0 < theta <= 1``; None reports every tuple with positive
         confidence.
+    limit : int or None
+        ``LIMIT k``: only the answer's first ``k`` rows (confidence descending, then event
+        ids), ``k >= 1``; None: every row.
 
     Examples
     --------
@@ -237,6 +261,7 @@ class SequencePattern:
     symbols: tuple[Symbol, ...] = ()
     within: int | Duration | None = None
     confidence: float | None = None
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         items = as_tuple(self.items, "items")
@@ -251,6 +276,8 @@ class SequencePattern:
             object.__setattr__(self, "within", check_within(self.within))
         if self.confidence is not None:
             object.__setattr__(self, "confidence", check_confidence(self.confidence))
+        if self.limit is not None:
+            object.__setattr__(self, "limit", check_limit(self.limit))
 
     def in_instants(self, time_axis: TimeAxis | None) -> SequencePattern:
         """The same pattern with its window in instants of an index whose archive has
@@ -321,4 +348,25 @@ class SequencePattern:
             lines.append(f"WITHIN {self.within}")
         if self.confidence is not None:
             lines.append(f"CONFIDENCE {format_number(self.confidence)}")
+        if self.limit is not None:
+            lines.append(f"LIMIT {self.limit}")
         return "\n".join(lines)
+
+
+def with_limit(pattern: SequencePattern, limit: object) -> SequencePattern:
+    """``pattern`` asking for its first ``limit`` rows (None: as it says).
+
+    Raises
+    ------
+    InputError
+        For a ``limit`` that is not a whole number of rows of at least 1, or one that
+        differs from the query text's own ``LIMIT``.
+    """
+    if limit is None:
+        return pattern
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
+        raise InputError(f"limit= must be a whole number of rows, at least 1, got {limit!r}")
+    if pattern.limit is not None and pattern.limit != limit:
+        raise InputError(f"the query says LIMIT {pattern.limit} and the call limit={limit}: "
+                         "give the number of rows once")
+    return dataclasses.replace(pattern, limit=int(limit))

@@ -6,14 +6,19 @@ from itertools import pairwise
 
 import pandas as pd
 import pytest
+from answer_checks import cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from random_archives import archives, patterns
+from top_rows import assert_a_top_k_of, assert_first_rows_of
 
 import uncertain_cep as uc
+from uncertain_cep.api import answer_frame
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.index.store.reader import open_reader
+from uncertain_cep.pipeline.answer_forms import first_rows
 from uncertain_cep.pipeline.time_slices import evaluate_slice, plan_slices
+from uncertain_cep.query.language.patterns import with_limit
 
 
 def _assert_same_answers(got, want):
@@ -55,6 +60,28 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, patte
     full = idx.query(pattern)
     expected = list(zip(full["events"], full["confidence"], full["t_first"], full["t_last"]))
     _assert_same_answers(rows, expected)
+
+
+@settings(max_examples=20)
+@given(case=cases(condition2=False), n_slices=st.integers(1, 6),
+       shard_events=st.none() | st.integers(1, 6), k=st.integers(1, 5))
+def test_the_best_of_each_slices_best_k_rows_is_the_first_k_rows_of_the_answer(
+        tmp_path_factory, case, n_slices, shard_events, k):
+    # What a Spark top-k query does: each slice keeps its k best, the driver their best.
+    df, pattern, _, codes, layout = case
+    idx = uc.build_index(df, codes=codes, multi_tree=layout == "multi")
+    root = tmp_path_factory.mktemp("top") / "ix"
+    idx.save(root, shard_events=shard_events)
+    reader = open_reader(root)
+    limited = with_limit(pattern, k)
+    rows = []
+    for piece in plan_slices(reader, limited.window, n_slices):
+        got, _ = evaluate_slice(reader, piece, limited)
+        assert len(got) <= k
+        rows += got
+    top = answer_frame(first_rows(rows, k))
+    assert_first_rows_of(top, idx.query(pattern), k)
+    assert_a_top_k_of(top, idx.query(pattern, strategy="possible_worlds"), k)
 
 
 def test_every_event_is_the_anchor_of_exactly_one_slice(tmp_path):

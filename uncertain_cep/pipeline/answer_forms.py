@@ -26,13 +26,13 @@ from uncertain_cep.pipeline.spark_types import empty_frame
 from uncertain_cep.pipeline.time_slices import SLICE_STRATEGIES
 from uncertain_cep.query.evaluation.answer import significant
 from uncertain_cep.query.language.parse import bind_query
-from uncertain_cep.query.language.patterns import SequencePattern
+from uncertain_cep.query.language.patterns import SequencePattern, with_limit
 from uncertain_cep.query.language.symbols import check_symbols
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["ANSWER_COLUMNS", "answer_schema", "checked_query", "datetime_axis",
+__all__ = ["ANSWER_COLUMNS", "answer_schema", "checked_query", "datetime_axis", "first_rows",
            "match_options", "match_probe", "slice_frame"]
 
 ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
@@ -40,11 +40,12 @@ ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
 
 # ---------------------------------------------------------------- part A
 
-def checked_query(index: str | Path, query: str, strategy: str, verify: bool = False
+def checked_query(index: str | Path, query: str, strategy: str, verify: bool = False,
+                  limit: int | None = None
                   ) -> tuple[IndexReader, Archive, SequencePattern]:
     """The index checked (format, checksums), its archive's columns (no rows), and the
     query checked against them, with its window in instants (``WITHIN 6s`` on an index of
-    seconds is 6: the slices' halo)."""
+    seconds is 6: the slices' halo) and ``limit`` (its ``LIMIT``, if given)."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index in one process; "
                             "use --engine local, or with the Spark engine one of: "
@@ -53,7 +54,7 @@ def checked_query(index: str | Path, query: str, strategy: str, verify: bool = F
     reader = open_reader(location.resolve() if isinstance(location, Path) else location,
                          verify_all=verify)
     archive = reader.empty_archive()
-    pattern = bind_query(query, archive.time_axis)
+    pattern = with_limit(bind_query(query, archive.time_axis), limit)
     check_symbols(archive, pattern)
     return reader, archive, pattern
 
@@ -101,6 +102,15 @@ def slice_frame(rows: list[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataF
         "confidence": significant(np.array([r[1] for r in rows], dtype=np.float64), 15),
         "t_first": np.array([r[2] for r in rows], dtype=np.int64),
         "t_last": np.array([r[3] for r in rows], dtype=np.int64)})
+
+
+def first_rows(rows: list[tuple[tuple[Any, ...], float, int, int]], k: int
+                ) -> list[tuple[tuple[Any, ...], float, int, int]]:
+    """The first ``k`` rows in the answer's order (confidence rounded as the answer
+    table rounds it, descending, then event ids): the best of the slices' best."""
+    confidence = np.round(significant(np.array([r[1] for r in rows], dtype=np.float64)), 12)
+    order = sorted(range(len(rows)), key=lambda i: (-confidence[i], rows[i][0]))
+    return [rows[i] for i in order[:k]]
 
 
 # ---------------------------------------------------------------- part B

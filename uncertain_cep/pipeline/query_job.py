@@ -41,6 +41,7 @@ from uncertain_cep.pipeline.answer_forms import (
     answer_schema,
     checked_query,
     datetime_axis,
+    first_rows,
     slice_frame,
 )
 from uncertain_cep.pipeline.session import task_slots
@@ -76,7 +77,8 @@ class CollectedAnswer(NamedTuple):
 
 def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
                 spark: SparkSession | None = None, master: str | None = None,
-                slices: int | None = None, verify: bool = False) -> DataFrame:
+                slices: int | None = None, verify: bool = False,
+                limit: int | None = None) -> DataFrame:
     """The answer of ``query`` over the index at ``index``, as a lazy Spark DataFrame.
 
     Parameters
@@ -98,6 +100,10 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     verify
         Hash every file of the index first, as ``uc.open_index(path, verify=True)``
         (default: the files opening reads, as ``uc.open_index``).
+    limit
+        Only the answer's first ``limit`` rows (``LIMIT k`` in the text says the same):
+        each slice keeps its own best ``k`` (pruning by its rising threshold), and
+        Spark keeps the best ``k`` of those.
 
     Returns
     -------
@@ -113,7 +119,7 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     """
     from pyspark.sql import functions as F
 
-    job = _prepare(index, query, strategy, spark, master, slices, verify)
+    job = _prepare(index, query, strategy, spark, master, slices, verify, limit)
     schema = answer_schema(job.archive)
     if not job.plan:
         return job.spark.createDataFrame([], schema)
@@ -121,30 +127,33 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
         _task(job, strategy, axis=datetime_axis(job.archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
-    return answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
+    ordered = answer.orderBy(F.round("confidence", 12).desc(), F.col("events").asc())
+    return ordered if job.pattern.limit is None else ordered.limit(job.pattern.limit)
 
 
 def query_spark_rows(index: str | Path, query: str, strategy: str = "selectivity", *,
                      master: str | None = None, spark: SparkSession | None = None,
-                     slices: int | None = None, verify: bool = False
+                     slices: int | None = None, verify: bool = False,
+                     limit: int | None = None
                      ) -> tuple[list[tuple[tuple[Any, ...], float, int, int]], QueryStats]:
     """Answer rows and counters of ``query`` over the index, computed on Spark and
     collected on the driver (for ``uc.query_index(..., engine="spark")`` and the command
     line; :func:`query_spark` keeps them in Spark)."""
     collected = query_spark_collected(index, query, strategy, master=master, spark=spark,
-                                      slices=slices, verify=verify)
+                                      slices=slices, verify=verify, limit=limit)
     return collected.rows, collected.stats
 
 
 def query_spark_collected(index: str | Path, query: str, strategy: str = "selectivity", *,
                           master: str | None = None, spark: SparkSession | None = None,
-                          slices: int | None = None, verify: bool = False
-                          ) -> CollectedAnswer:
+                          slices: int | None = None, verify: bool = False,
+                          limit: int | None = None) -> CollectedAnswer:
     """:func:`query_spark_rows`, with the archive's columns (no rows) the index was
     checked by (its id type and time axis, for the driver's answer table) and the bound
-    pattern."""
+    pattern. With a limit, the slices' best rows merged: the first ``limit`` of them in
+    the answer's order."""
     started = time.perf_counter()
-    job = _prepare(index, query, strategy, spark, master, slices, verify)
+    job = _prepare(index, query, strategy, spark, master, slices, verify, limit)
     if not job.plan:
         return CollectedAnswer([], QueryStats(strategy=strategy, engine="spark", slices=0),
                                job.archive, job.pattern)
@@ -163,6 +172,8 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
     rows = [(tuple(np.asarray(ev).tolist()), float(c), int(a), int(b))
             for ev, c, a, b in zip(found["events"], found["confidence"], found["t_first"],
                                    found["t_last"])]
+    if job.pattern.limit is not None:
+        rows = first_rows(rows, job.pattern.limit)
     parts = [pickle.loads(bytes(b)) for b in out.loc[out[_KIND] == "stats", _STATS]]
     stats = QueryStats.merged(parts, engine="spark", seconds=time.perf_counter() - started)
     return CollectedAnswer(rows, stats, job.archive, job.pattern)
@@ -218,11 +229,12 @@ class _Job(NamedTuple):
 
 
 def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession | None,
-             master: str | None, slices: int | None, verify: bool) -> _Job:
+             master: str | None, slices: int | None, verify: bool,
+             limit: int | None = None) -> _Job:
     """The session, the checked index, its archive's columns (no rows), the bound
-    pattern and the slices."""
+    pattern (``limit``: its LIMIT) and the slices."""
     # Checked and parsed once here; executors get the reader and the bound pattern.
-    reader, archive, pattern = checked_query(index, query, strategy, verify)
+    reader, archive, pattern = checked_query(index, query, strategy, verify, limit)
     if spark is None:
         from uncertain_cep.pipeline.session import spark_session
 

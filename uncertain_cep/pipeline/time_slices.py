@@ -28,7 +28,7 @@ from uncertain_cep.index.store.reader import IndexReader
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.stats import QueryStats
 from uncertain_cep.query.language.patterns import SequencePattern
-from uncertain_cep.query.strategies import get_strategy
+from uncertain_cep.query.strategies import evaluate
 
 __all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "opened_index", "plan_slices"]
 
@@ -106,7 +106,7 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
     # a window after that one's latest instant, so searches stop at the halo.
     ctx.anchors = (piece.lo, piece.hi)
     ctx.span = (piece.lo, piece.need_hi)
-    answer = get_strategy(strategy)(ctx)
+    answer = evaluate(ctx, strategy)
     ids = index.archive.event_ids[answer.events].tolist()
     rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
                     answer.t_last.tolist()))

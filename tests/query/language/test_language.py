@@ -197,7 +197,19 @@ def test_empty_sequence_expects_a_symbol():
 def test_clauses_out_of_order_are_rejected():
     error = parse_error("PATTERN SEQ(A) CONFIDENCE 0.5 WITHIN 3")
     assert (error.line, error.column) == (1, 31)
+    assert error.expected == ("'LIMIT'", "end of query")
+    error = parse_error("PATTERN SEQ(A) LIMIT 5 CONFIDENCE 0.5")
+    assert (error.line, error.column) == (1, 24)
     assert error.expected == ("end of query",)
+
+
+def test_limit_is_the_last_clause_and_round_trips():
+    p = parse_query("PATTERN SEQ(A, B) WITHIN 3 CONFIDENCE 0.5 limit 7")
+    assert p.limit == 7 and parse_query(str(p)) == p
+    assert parse_query("PATTERN SEQ(A) LIMIT 1e3").limit == 1000
+    for bad, column in (("0", 22), ("-2", 22), ("1.5", 22)):
+        error = parse_error(f"PATTERN SEQ(A) LIMIT {bad}")
+        assert (error.line, error.column) == (1, column) and "LIMIT" in str(error)
 
 
 def test_decimal_window_is_rejected_at_its_position():

@@ -1,0 +1,166 @@
+"""Where a query's answer rows go as they are found: kept whole, the best ``k``, or only
+counted.
+
+A strategy hands every batch of answer rows it finds to its context's sink
+(:attr:`QueryContext.sink <uncertain_cep.query.evaluation.context.QueryContext>`) and
+asks it, between batches, how confident a row must now be to matter (its
+:attr:`~AnswerSink.floor`): the batch engine raises its pruning threshold to it, so a
+top-``k`` query prunes harder as better rows come in (Zhou et al. 5's confidence
+pruning, with a threshold that rises). Each sink is one module-level class behind the
+:class:`AnswerSink` protocol:
+
+* :class:`AllRows`: every row, up to a budget of ``max_rows`` (then an
+  :class:`~uncertain_cep.errors.AnswerTooLargeError` that says how many rows were found
+  and how to ask for less);
+* :class:`TopRows`: the first ``k`` rows of the full answer's order (confidence
+  descending, then event ids: SEMANTICS A4), ties included exactly as the full answer
+  breaks them;
+* :class:`CountedRows`: how many rows, none kept.
+
+>>> ids = np.array(["a", "b", "c", "d"], dtype=object)
+>>> top = TopRows(2, ids)
+>>> top.add(Answer(np.array([[0, 1], [2, 3], [1, 3]]), np.array([0.5, 0.75, 0.5]),
+...                np.zeros(3, np.int64), np.ones(3, np.int64)))
+>>> top.floor, top.finish(2).events.tolist()
+(0.5, [[2, 3], [0, 1]])
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from uncertain_cep.errors import DEFAULT_MAX_ROWS, AnswerTooLargeError
+from uncertain_cep.query.evaluation.answer import Answer, ranked, with_ids
+
+__all__ = ["DEFAULT_MAX_ROWS", "AllRows", "AnswerSink", "CountedRows", "TopRows"]
+
+
+
+class AnswerSink(Protocol):
+    """What a strategy gives the rows it finds to."""
+
+    @property
+    def floor(self) -> float:
+        """The confidence a row needs from now on to be kept (0: any)."""
+
+    @property
+    def rows(self) -> int:
+        """Rows handed in so far (of :class:`TopRows`, those it kept)."""
+
+    def add(self, answer: Answer) -> None:
+        """Take a batch of answer rows (in any order)."""
+
+    def prepare(self, event_ids: np.ndarray) -> None:
+        """Make the kept rows' tuples of event ids now (a spare moment of the engine's:
+        :func:`~uncertain_cep.query.evaluation.answer.with_ids`)."""
+
+    def finish(self, k: int) -> Answer:
+        """The rows kept (``k``: positive items per row), in no particular order."""
+
+
+class AllRows:
+    """Every row, at most ``max_rows`` of them (None: no budget)."""
+
+    def __init__(self, max_rows: int | None = DEFAULT_MAX_ROWS) -> None:
+        self.max_rows = max_rows
+        self._parts: list[Answer] = []
+        self._rows = 0
+
+    @property
+    def floor(self) -> float:
+        return 0.0
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def add(self, answer: Answer) -> None:
+        if not len(answer):
+            return
+        self._parts.append(answer)
+        self._rows += len(answer)
+        if self.max_rows is not None and self._rows > self.max_rows:
+            found, self._parts = self._rows, []
+            raise AnswerTooLargeError(
+                f"the answer holds more than max_rows={self.max_rows:,} rows ({found:,} "
+                "found so far, and the query stopped there): ask for the most confident "
+                "rows (LIMIT k, or limit=k), count them (idx.count), or write them to "
+                "Parquet as they are found (out=PATH); or raise max_rows (None: no "
+                "budget) if this machine's memory holds them", rows=found)
+
+    def prepare(self, event_ids: np.ndarray) -> None:
+        self._parts = [with_ids(a, event_ids) for a in self._parts]
+
+    def finish(self, k: int) -> Answer:
+        return Answer.concat(self._parts, k)
+
+
+class TopRows:
+    """The first ``k`` rows of the answer's order (confidence descending, then the event
+    ids ``event_ids`` of the rows), whichever batches they come in."""
+
+    def __init__(self, k: int, event_ids: np.ndarray) -> None:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f"a top-k sink keeps k >= 1 rows, got {k!r}")
+        self.k = int(k)
+        self.event_ids = event_ids
+        self._held: Answer | None = None
+
+    @property
+    def floor(self) -> float:
+        """The k-th row's confidence once k rows are held: a row below it (by more than
+        the rounding the order allows) can never enter."""
+        held = self._held
+        if held is None or len(held) < self.k:
+            return 0.0
+        return float(held.confidence.min())
+
+    @property
+    def rows(self) -> int:
+        return 0 if self._held is None else len(self._held)
+
+    def add(self, answer: Answer) -> None:
+        if not len(answer):
+            return
+        floor = self.floor
+        if floor > 0:
+            # Cheap first cut: a row whose confidence is below the k-th row's by more than
+            # the order's rounding (12 decimals) ranks after every held row.
+            answer = answer.take(np.flatnonzero(answer.confidence >= floor - 1e-11))
+            if not len(answer):
+                return
+        both = answer if self._held is None else Answer.concat(
+            [self._held, answer], answer.events.shape[1])
+        self._held = both.take(ranked(both, self.event_ids)[:self.k])
+
+    def prepare(self, event_ids: np.ndarray) -> None:
+        pass
+
+    def finish(self, k: int) -> Answer:
+        return self._held if self._held is not None else Answer.concat([], k)
+
+
+class CountedRows:
+    """How many rows there are; none is kept."""
+
+    def __init__(self) -> None:
+        self._rows = 0
+
+    @property
+    def floor(self) -> float:
+        return 0.0
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def add(self, answer: Answer) -> None:
+        self._rows += len(answer)
+
+    def prepare(self, event_ids: np.ndarray) -> None:
+        pass
+
+    def finish(self, k: int) -> Answer:
+        return Answer.concat([], k)

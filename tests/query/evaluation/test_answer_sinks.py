@@ -1,0 +1,125 @@
+"""Top-k, counted and budgeted answers equal the full answer's first rows, its length and
+its rows, on random archives against the possible-worlds baseline (issue 48)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from answer_checks import TOL, cases
+from hypothesis import event, given, note
+from hypothesis import strategies as st
+from top_rows import assert_a_top_k_of, assert_first_rows_of
+
+import uncertain_cep as uc
+from uncertain_cep.errors import AnswerTooLargeError
+from uncertain_cep.query.engine import batch_engine
+from uncertain_cep.query.evaluation.answer import Answer
+from uncertain_cep.query.evaluation.answer_sinks import AllRows, TopRows
+
+
+def _index(df: pd.DataFrame, codes: str, layout: str) -> uc.UncertainIndex:
+    return uc.build_index(df, codes=codes, multi_tree=layout == "multi")
+
+
+@pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@given(case=cases(condition2=False), k=st.integers(1, 6))
+def test_top_k_is_the_first_k_rows_of_the_full_answer(strategy, case, k):
+    df, pattern, _, codes, layout = case
+    note(str(pattern))
+    idx = _index(df, codes, layout)
+    full = idx.query(pattern, strategy=strategy)
+    top = idx.query(pattern, strategy=strategy, limit=k)
+    event(f"rows beyond k: {len(full) > k}")
+    event(f"negation: {bool(pattern.negations)}")
+    assert_first_rows_of(top, full, k)
+    assert_a_top_k_of(top, idx.query(pattern, strategy="possible_worlds"), k)
+    # LIMIT in the text is limit=.
+    assert_first_rows_of(idx.query(f"{pattern}\nLIMIT {k}", strategy=strategy), full, k)
+
+
+@given(case=cases(condition2=False))
+def test_count_is_the_number_of_rows_of_the_full_answer(case):
+    df, pattern, _, codes, layout = case
+    idx = _index(df, codes, layout)
+    oracle = idx.query(pattern, strategy="possible_worlds")
+    for strategy in ("selectivity", "sequential", "tree_traversal"):
+        assert idx.count(pattern, strategy=strategy) == len(oracle)
+
+
+def _many_rows() -> uc.UncertainIndex:
+    n = 40
+    return uc.build_index(pd.DataFrame({"event_id": range(n), "group": [i % 4 for i in range(n)],
+                                        "t_lo": range(n), "t_hi": [i + 2 for i in range(n)],
+                                        "x": [float(i % 7) for i in range(n)]}))
+
+
+QUERY = "PATTERN SEQ(A, B) DEFINE A AS x < 4, B AS x >= 2 WITHIN 6"
+
+
+def test_a_query_beyond_max_rows_stops_saying_what_it_found_and_what_to_ask_instead():
+    idx = _many_rows()
+    n = len(idx.query(QUERY))
+    assert n > 20 and len(idx.query(QUERY, max_rows=n)) == n
+    with pytest.raises(AnswerTooLargeError, match=r"max_rows=20 rows \(\d+ found so far") as e:
+        idx.query(QUERY, max_rows=20)
+    assert 20 < e.value.rows <= n
+    for form in ("LIMIT k", "idx.count", "out=PATH"):
+        assert form in str(e.value)
+    assert isinstance(e.value, MemoryError)
+
+
+def test_limit_is_checked_and_given_once():
+    idx = _many_rows()
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(uc.InputError, match="limit"):
+            idx.query(QUERY, limit=bad)
+    with pytest.raises(uc.QueryParseError, match="line 2, column 7"):
+        idx.query(QUERY + "\nLIMIT 0")
+    with pytest.raises(uc.InputError, match=r"LIMIT 3 .* limit=4"):
+        idx.query(QUERY + " LIMIT 3", limit=4)
+    assert_first_rows_of(idx.query(QUERY + " LIMIT 3", limit=3), idx.query(QUERY), 3)
+
+
+def test_the_threshold_rises_as_a_top_k_query_finds_better_rows(monkeypatch):
+    # Small batches: answers come batch by batch, as on a large archive.
+    monkeypatch.setattr(batch_engine, "BATCH_LIMIT", 8)
+    idx = _many_rows()
+    ex = idx.explain(QUERY + " LIMIT 2")
+    rises = ex.stats.threshold_rises
+    assert rises and all(b[1] >= a[1] for a, b in itertools.pairwise(rises))
+    assert rises[-1][1] == pytest.approx(idx.query(QUERY)["confidence"].iloc[1], abs=TOL)
+    assert "threshold rose (LIMIT): " in str(ex)
+    # It prunes: fewer tuples weighed than for the whole answer.
+    assert ex.stats.tuples_pruned > idx.explain(QUERY).stats.tuples_pruned
+
+
+def _answer(events: list[list[int]], confidence: list[float]) -> Answer:
+    n = len(events)
+    return Answer(np.array(events, dtype=np.int64).reshape(n, -1), np.array(confidence),
+                  np.zeros(n, np.int64), np.ones(n, np.int64))
+
+
+def test_top_rows_break_ties_by_event_ids_whatever_batches_the_rows_come_in():
+    ids = np.array([50, 10, 40, 20, 30])
+    rows = [[0, 1], [2, 3], [1, 4], [3, 4], [0, 4]]
+    conf = [0.5, 0.5, 0.5, 0.25, 0.5]
+    one = TopRows(3, ids)
+    one.add(_answer(rows, conf))
+    for cut in range(1, 5):
+        split = TopRows(3, ids)
+        split.add(_answer(rows[:cut], conf[:cut]))
+        split.add(_answer(rows[cut:], conf[cut:]))
+        assert split.finish(2).events.tolist() == one.finish(2).events.tolist()
+    # Ties by ids (10, 30) < (40, 20) < (50, 10) < (50, 30): rows 2, 1, 0.
+    assert sorted(one.finish(2).events.tolist()) == sorted([[1, 4], [2, 3], [0, 1]])
+    assert one.floor == 0.5
+
+
+def test_all_rows_without_a_budget_keeps_every_row():
+    sink = AllRows(None)
+    for _ in range(3):
+        sink.add(_answer([[0, 1]] * 10, [0.5] * 10))
+    assert sink.rows == 30 and len(sink.finish(2)) == 30
