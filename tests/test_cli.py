@@ -112,6 +112,24 @@ def test_query_prints_the_table_without_out(built, capsys):
     assert printed.strip() == expected.to_string(index=False).strip()
 
 
+def test_query_limit_count_and_max_rows_on_the_command_line(built, tmp_path, capsys):
+    ix, df = built
+    expected = uc.build_index(df, group_by="person").query(QUERY)
+    assert len(expected) > 2
+    report = tmp_path / "top.parquet"
+    assert cli.main(["query", str(ix), QUERY, "--limit", "2", "--out", str(report)]) == 0
+    pd.testing.assert_frame_equal(_read(report), _expected(expected.head(2)),
+                                  check_exact=True)
+    capsys.readouterr()
+    assert cli.main(["query", str(ix), QUERY, "--count"]) == 0
+    assert capsys.readouterr().out.strip() == str(len(expected))
+    assert cli.main(["query", str(ix), QUERY, "--max-rows", "2"]) == 1
+    said = capsys.readouterr().err
+    assert "max_rows=2" in said and "LIMIT k" in said
+    with pytest.raises(SystemExit):
+        cli.main(["query", str(ix), QUERY, "--limit", "0"])
+
+
 def test_query_reads_its_text_from_an_at_file(built, tmp_path):
     ix, df = built
     (tmp_path / "q.txt").write_text(QUERY.replace(" DEFINE", "\nDEFINE") + "\n")
