@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from uncertain_cep.answer_files import read_answer
+    from uncertain_cep.answer_streams import StreamedAnswer
     from uncertain_cep.api import (
         UncertainIndex,
         build_index,
@@ -105,6 +106,7 @@ _EXPORTS = {
     "SequencePattern": "uncertain_cep.query.language.patterns",
     "Explanation": "uncertain_cep.query.evaluation.explain",
     "QueryResult": "uncertain_cep.results",
+    "StreamedAnswer": "uncertain_cep.answer_streams",
     "IndexSummary": "uncertain_cep.index.summary",
     "PatternItem": "uncertain_cep.query.language.patterns",
     "Symbol": "uncertain_cep.query.language.patterns",

@@ -47,10 +47,10 @@ import pandas as pd
 from uncertain_cep.errors import InputError
 from uncertain_cep.files import atomic_write, check_table_path
 
-__all__ = ["item_columns", "read_answer", "write_answer"]
+__all__ = ["METADATA_KEY", "item_columns", "read_answer", "write_answer"]
 
 _TAIL = ["confidence", "t_first", "t_last"]
-_METADATA_KEY = b"uncertain_cep.answer"
+METADATA_KEY = b"uncertain_cep.answer"
 
 
 def item_columns(items: Sequence[str]) -> list[str]:
@@ -114,7 +114,7 @@ def write_answer(frame: pd.DataFrame, path: str | os.PathLike[str], *,
                         *[(name, id_type) for name in names],
                         ("confidence", pa.float64()),
                         *[(c, _time_type(frame[c])) for c in _TAIL[1:]]],
-                       metadata={_METADATA_KEY: json.dumps(
+                       metadata={METADATA_KEY: json.dumps(
                            {"query": query,
                             "items": list(items) if items is not None else None}).encode()})
     atomic_write(target, lambda tmp: table.to_parquet(tmp, index=False, schema=schema))
@@ -126,8 +126,14 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
     Ids come back as they went in: Parquet keeps the archive's type; CSV gives text ids
     (quoted in the file) as strings, whatever they spell, and bare ones as Python ints.
     CSV datetimes come back naive or in UTC (Parquet keeps their zone).
+
+    A directory of Parquet parts (an answer streamed by ``idx.query(..., out=PATH)``,
+    or written by Spark executors) is read whole and sorted into the answer's order
+    (confidence descending, then event ids), which its parts keep only within each part.
     """
     target = Path(path)
+    if target.is_dir():
+        return _read_answer_directory(target)
     check_table_path(target, "answer file")
     if not target.is_file():
         raise InputError(f"answer file {target} does not exist")
@@ -145,6 +151,46 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
                   for e in raw["events"]]
     return pd.DataFrame({"events": pd.Series(events, dtype=object),
                          **{c: raw[c].reset_index(drop=True) for c in _TAIL}})
+
+
+def _read_answer_directory(target: Path) -> pd.DataFrame:
+    """A directory of Parquet answer parts as one sorted answer table."""
+    import pyarrow.parquet as pq
+
+    from uncertain_cep.query.evaluation.answer import table_from_rows
+
+    parts = sorted(p for p in target.iterdir() if p.name.endswith(".parquet"))
+    if not parts:
+        raise InputError(f"{target} is a directory without Parquet parts, not an answer")
+    table = pq.ParquetDataset([str(p) for p in parts]).read(
+        columns=["events", "confidence", "t_first", "t_last"])
+    times = {c: table.column(c) for c in ("t_first", "t_last")}
+    datetimes = _is_timestamp(times["t_first"].type)
+    rows = list(zip((tuple(e) for e in table.column("events").to_pylist()),
+                    table.column("confidence").to_pylist(),
+                    *(_instants(times[c]) for c in ("t_first", "t_last"))))
+    frame = table_from_rows(rows)
+    if datetimes:
+        zone = times["t_first"].type.tz
+        for c in ("t_first", "t_last"):
+            stamps = pd.to_datetime(frame[c].to_numpy(dtype=np.int64), unit="ns", utc=True)
+            frame[c] = stamps.tz_convert(zone) if zone else stamps.tz_localize(None)
+    return frame
+
+
+def _is_timestamp(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_timestamp(kind))
+
+
+def _instants(column: Any) -> list[int]:
+    """A time column as int64 instants (timestamps as their nanoseconds)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(column.type):
+        column = column.cast(pa.timestamp("ns", tz=column.type.tz)).cast(pa.int64())
+    return column.to_pylist()
 
 
 def _read_csv(target: Path) -> tuple[pd.DataFrame, list[str]]:

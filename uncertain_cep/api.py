@@ -15,13 +15,23 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from uncertain_cep.answer_streams import (
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_PART_ROWS,
+    AnswerBatches,
+    AnswerParts,
+    StreamedAnswer,
+    answer_record_batch,
+    answer_schema,
+)
 from uncertain_cep.errors import (
     AnswerTooLargeError,
     InputError,
@@ -35,11 +45,17 @@ from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.query.evaluation.answer import answer_table, table_from_rows
-from uncertain_cep.query.evaluation.answer_sinks import DEFAULT_MAX_ROWS, AllRows, CountedRows
+from uncertain_cep.query.evaluation.answer import Answer, answer_table, ranked, table_from_rows
+from uncertain_cep.query.evaluation.answer_sinks import (
+    DEFAULT_MAX_ROWS,
+    AllRows,
+    CountedRows,
+    StreamedRows,
+)
 from uncertain_cep.query.evaluation.chains import order_instance_fraction
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.explain import Explanation
+from uncertain_cep.query.evaluation.stats import QueryStats
 from uncertain_cep.query.language.parse import bind_query
 from uncertain_cep.query.language.patterns import SequencePattern, with_limit
 from uncertain_cep.query.strategies import StrategyName, evaluate
@@ -154,9 +170,20 @@ class UncertainIndex:
         return int(hits[0])
 
     # ------------------------------------------------------------ queries
+    @overload
+    def query(self, query: str | SequencePattern, strategy: str = ..., *,
+              limit: int | None = ..., max_rows: int | None = ..., out: None = ...,
+              part_rows: int = ...) -> QueryResult: ...
+
+    @overload
+    def query(self, query: str | SequencePattern, strategy: str = ..., *,
+              limit: int | None = ..., max_rows: int | None = ...,
+              out: str | os.PathLike[str], part_rows: int = ...) -> StreamedAnswer: ...
+
     def query(self, query: str | SequencePattern, strategy: str = "selectivity", *,
-              limit: int | None = None, max_rows: int | None = DEFAULT_MAX_ROWS
-              ) -> QueryResult:
+              limit: int | None = None, max_rows: int | None = DEFAULT_MAX_ROWS,
+              out: str | os.PathLike[str] | None = None,
+              part_rows: int = DEFAULT_PART_ROWS) -> QueryResult | StreamedAnswer:
         """Every tuple whose confidence reaches the query's threshold (or the ``limit``
         most confident).
 
@@ -181,6 +208,14 @@ class UncertainIndex:
             :class:`~uncertain_cep.errors.AnswerTooLargeError` saying how many it found;
             ask for the best rows (``limit``), their number (:meth:`count`), or all of
             them written as found (``out=``) instead.
+        out, part_rows
+            Write the answer as it is found to a directory of Parquet parts of up to
+            ``part_rows`` rows (default 1,000,000) and return a
+            :class:`~uncertain_cep.answer_streams.StreamedAnswer` (rows, path,
+            counters), never the rows: memory does not grow with the answer, and
+            ``max_rows`` does not apply. Rows are in the answer's order within each
+            part, not across parts; ``uc.read_answer(out)`` reads it back sorted. The
+            directory appears only once complete (Ctrl-C or an error leaves none).
 
         Returns
         -------
@@ -194,8 +229,76 @@ class UncertainIndex:
             it shows as a compact table, and ``res.plot()`` draws the matched events'
             possible times (:class:`~uncertain_cep.results.QueryResult`).
         """
+        if out is not None:
+            return self._stream_to(out, query, strategy, limit, part_rows)
         return self._evaluate(query, strategy, explain=False, limit=limit,
                               max_rows=_checked_max_rows(max_rows))
+
+    def iter_query(self, query: str | SequencePattern, strategy: str = "selectivity", *,
+                   batch_rows: int = DEFAULT_BATCH_ROWS, limit: int | None = None
+                   ) -> Iterator[pa.RecordBatch]:
+        """The answer's rows as pyarrow record batches of up to ``batch_rows`` rows,
+        yielded as the search finds them (for pipelines that consume them: memory does
+        not grow with the answer). Columns as in a streamed answer
+        (:mod:`~uncertain_cep.answer_streams`); rows in the answer's order within a
+        batch, not across batches. The search runs in a thread of its own, at most two
+        batches ahead; leaving the loop early (or Ctrl-C) stops it.
+
+        >>> import pandas as pd
+        >>> idx = build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": 0,
+        ...                                 "t_lo": 0, "t_hi": 2}))
+        >>> [b.num_rows for b in idx.iter_query("PATTERN SEQ(A, B)", batch_rows=4)]
+        [4, 2]
+        """
+        _check_rows(batch_rows, "batch_rows")
+        pattern = self._bound(query, limit)
+        ctx = self._context(pattern, strategy, explain=False)
+        to_batch = self._batches_of(pattern, query)
+
+        def search(deliver: Callable[[Answer], None]) -> None:
+            if pattern.limit is not None:
+                # The best k are known only at the end: one batch of them, in order.
+                answer = evaluate(ctx, ctx.stats.strategy)
+                deliver(answer.take(ranked(answer, self.archive.event_ids)))
+                return
+            ctx.sink = StreamedRows(deliver, batch_rows, self.archive.event_ids)
+            evaluate(ctx, ctx.stats.strategy)
+
+        return iter(AnswerBatches(search, to_batch))
+
+    def _batches_of(self, pattern: SequencePattern, query: str | SequencePattern
+                    ) -> Callable[[Answer], pa.RecordBatch]:
+        """Answer rows to record batches of the answer's Arrow schema."""
+        archive = self.archive
+        schema = answer_schema(archive.event_ids, _item_symbols(pattern), archive.time_axis,
+                               query if isinstance(query, str) else str(pattern))
+        return lambda answer: answer_record_batch(answer, archive.event_ids, schema,
+                                                  archive.time_axis)
+
+    def _stream_to(self, out: str | os.PathLike[str], query: str | SequencePattern,
+                   strategy: str, limit: int | None, part_rows: int) -> StreamedAnswer:
+        """The answer written to ``out`` as Parquet parts while it is found."""
+        _check_rows(part_rows, "part_rows")
+        if not isinstance(out, str | os.PathLike):
+            raise InputError(f"out= takes the path of a directory, got {type(out).__name__}")
+        pattern = self._bound(query, limit)
+        ctx = self._context(pattern, strategy, explain=False)
+        to_batch = self._batches_of(pattern, query)
+        parts = AnswerParts(out, to_batch(Answer.concat([], len(ctx.positive))).schema,
+                            to_batch)
+        try:
+            if pattern.limit is not None:
+                answer = evaluate(ctx, ctx.stats.strategy)
+                parts.write(answer.take(ranked(answer, self.archive.event_ids)))
+            else:
+                ctx.sink = StreamedRows(parts.write, part_rows, self.archive.event_ids)
+                evaluate(ctx, ctx.stats.strategy)
+            parts.commit()
+        except BaseException:
+            parts.discard()
+            raise
+        return StreamedAnswer(Path(out), parts.rows, parts.parts,
+                              query if isinstance(query, str) else str(pattern), ctx.stats)
 
     def count(self, query: str | SequencePattern, strategy: str = "selectivity") -> int:
         """The number of rows :meth:`query` would answer, found without making any row
@@ -325,6 +428,11 @@ class UncertainIndex:
                 save_index(self._index, target)
 
 
+def _check_rows(rows: object, name: str) -> None:
+    if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:
+        raise InputError(f"{name}= must be a whole number of rows, at least 1, got {rows!r}")
+
+
 def _checked_max_rows(max_rows: object) -> int | None:
     if max_rows is None:
         return None
@@ -342,10 +450,26 @@ def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,
     return table_from_rows(rows, time_axis)
 
 
+@overload
+def query_index(path: str | os.PathLike[str], query: str, strategy: str = ..., *,
+                engine: str = ..., master: str | None = ..., verify: bool = ...,
+                limit: int | None = ..., max_rows: int | None = ..., out: None = ...
+                ) -> QueryResult: ...
+
+
+@overload
+def query_index(path: str | os.PathLike[str], query: str, strategy: str = ..., *,
+                engine: str = ..., master: str | None = ..., verify: bool = ...,
+                limit: int | None = ..., max_rows: int | None = ...,
+                out: str | os.PathLike[str]) -> StreamedAnswer: ...
+
+
 def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selectivity", *,
                 engine: str = "local", master: str | None = None,
                 verify: bool = False, limit: int | None = None,
-                max_rows: int | None = DEFAULT_MAX_ROWS) -> QueryResult:
+                max_rows: int | None = DEFAULT_MAX_ROWS,
+                out: str | os.PathLike[str] | None = None
+                ) -> QueryResult | StreamedAnswer:
     """Answer a query over a saved index, in this process or on Spark, as a pandas table.
 
     With ``engine="spark"`` the answer rows and the slices' counters are collected on the
@@ -367,13 +491,22 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
         The answer's first ``limit`` rows only; the most rows it may hold
         (:meth:`UncertainIndex.query`; on Spark each time slice keeps its best
         ``limit`` rows and the driver the best of those).
+    out
+        Write the answer to this directory of Parquet parts instead, and return a
+        :class:`~uncertain_cep.answer_streams.StreamedAnswer`: in this process as it is
+        found (:meth:`UncertainIndex.query`), on Spark from the executors (the path must
+        be one they share). Either reads back with ``uc.read_answer(out)``.
     """
     from uncertain_cep.files import index_location
 
     path = index_location(path)
     if EngineName.get_value(engine) == "local":
-        return open_index(path, verify=verify).query(query, strategy=strategy, limit=limit,
-                                                     max_rows=max_rows)
+        idx = open_index(path, verify=verify)
+        if out is not None:
+            return idx.query(query, strategy=strategy, limit=limit, out=out)
+        return idx.query(query, strategy=strategy, limit=limit, max_rows=max_rows)
+    if out is not None:
+        return _spark_answer_to(out, path, query, strategy, master, verify, limit)
     from uncertain_cep.pipeline.query_job import query_spark_collected
 
     max_rows = _checked_max_rows(max_rows)
@@ -393,6 +526,25 @@ def query_index(path: str | os.PathLike[str], query: str, strategy: str = "selec
                           event_times=_stored_event_times(
                               path, {e for r in found.rows for e in r[0]}),
                           time_axis=axis)
+
+
+def _spark_answer_to(out: str | os.PathLike[str], path: Path | str, query: str,
+                     strategy: str, master: str | None, verify: bool, limit: int | None
+                     ) -> StreamedAnswer:
+    """A Spark answer written by the executors to ``out`` (Parquet, swapped into place
+    once complete)."""
+    import time
+
+    from uncertain_cep.pipeline.query_job import query_spark, write_answer_directory
+
+    started = time.perf_counter()
+    answer = query_spark(os.fspath(path), query, StrategyName.get_value(strategy),
+                         master=master, verify=verify, limit=limit)
+    rows = write_answer_directory(answer, Path(out))
+    parts = sum(1 for p in Path(out).iterdir() if p.name.endswith(".parquet"))
+    stats = QueryStats(strategy=StrategyName.get_value(strategy), engine="spark",
+                       seconds=time.perf_counter() - started)
+    return StreamedAnswer(Path(out), rows, parts, query, stats)
 
 
 def copy_index(source: str | os.PathLike[str], target: str) -> None:

@@ -146,22 +146,19 @@ def run_query(args: argparse.Namespace) -> int:
     import uncertain_cep as uc
     from uncertain_cep.api import EngineName
     from uncertain_cep.errors import UsageError
-    from uncertain_cep.query.strategies import StrategyName
 
     text = _query_text(args.query)
     if args.out and args.out.endswith(("/", os.sep)):
-        if EngineName.get_value(args.engine) != "spark":
-            raise UsageError(f"--out {args.out} is a directory, which only --engine spark "
-                             "writes; give a .parquet or .csv file")
         if args.explain:
             raise UsageError("--explain needs the answer on this machine; leave it out with "
                              "--out DIRECTORY/, or write a .parquet or .csv file")
-        from uncertain_cep.pipeline.query_job import query_spark, write_answer_directory
-
-        answer = query_spark(args.index, text, StrategyName.get_value(args.strategy),
-                             master=args.master, verify=args.verify, limit=args.limit)
-        rows = write_answer_directory(answer, args.out)
-        print(f"{rows} matches written to {args.out} (Parquet, by the Spark executors)")
+        streamed = uc.query_index(args.index, text, strategy=args.strategy,
+                                  engine=args.engine, master=args.master,
+                                  verify=args.verify, limit=args.limit, out=args.out)
+        by = ("by the Spark executors" if EngineName.get_value(args.engine) == "spark"
+              else "as found; sorted within each part")
+        print(f"{streamed.rows} matches written to {args.out} ({streamed.parts} Parquet "
+              f"parts, {by})")
         return 0
     if args.count:
         if EngineName.get_value(args.engine) != "local" or args.explain or args.out:

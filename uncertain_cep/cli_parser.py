@@ -109,9 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="local: load the index here; spark: by time slices")
     query.add_argument("--master", default=None, help="Spark master URL for --engine spark")
     query.add_argument("--out", default=None, type=_answer_path,
-                       help="write the answer to .parquet or .csv; with --engine spark, a "
-                            "path ending in / is a directory of Parquet files the executors "
-                            "write")
+                       help="write the answer to .parquet or .csv; a path ending in / is "
+                            "a directory of Parquet parts written as the answer is found "
+                            "(with --engine spark, by the executors): any size")
     query.add_argument("--verify", action="store_true",
                        help="hash every file of the index before answering (by default "
                             "only the files opening reads are hashed)")

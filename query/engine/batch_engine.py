@@ -401,6 +401,11 @@ class BatchEngine(QueryInputs):
         top-k sink's k-th confidence: :func:`~uncertain_cep.query.evaluation.context.
         raise_threshold`)."""
         for answer in answers:
+            if self.base:
+                # Back to the index's instants (Python ints would not overflow, nor do
+                # these: relative instants lie in [0, MAX_SPAN] above the base).
+                answer = dataclasses.replace(answer, t_first=answer.t_first + self.base,
+                                             t_last=answer.t_last + self.base)
             self.sink.add(answer)
         raise_threshold(self.ctx)
 
@@ -408,13 +413,7 @@ class BatchEngine(QueryInputs):
         ctx = self.ctx
         ctx.stats.steps.extend(self.counter.in_order())
         ctx.record_time()
-        answer = self.sink.finish(self.k)
-        if self.base:
-            # Back to the index's instants (Python ints would not overflow, nor do these:
-            # relative instants lie in [0, MAX_SPAN] above the base).
-            answer = dataclasses.replace(answer, t_first=answer.t_first + self.base,
-                                         t_last=answer.t_last + self.base)
-        return answer
+        return self.sink.finish(self.k)
 
 
 def _combined_sums(sums: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,

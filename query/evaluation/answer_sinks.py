@@ -15,7 +15,9 @@ pruning, with a threshold that rises). Each sink is one module-level class behin
 * :class:`TopRows`: the first ``k`` rows of the full answer's order (confidence
   descending, then event ids: SEMANTICS A4), ties included exactly as the full answer
   breaks them;
-* :class:`CountedRows`: how many rows, none kept.
+* :class:`CountedRows`: how many rows, none kept;
+* :class:`StreamedRows`: every row, handed on in parts of about ``part_rows`` rows as
+  they are found (to a Parquet writer, a consumer of record batches), none kept.
 
 >>> ids = np.array(["a", "b", "c", "d"], dtype=object)
 >>> top = TopRows(2, ids)
@@ -27,6 +29,7 @@ pruning, with a threshold that rises). Each sink is one module-level class behin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -34,7 +37,8 @@ import numpy as np
 from uncertain_cep.errors import DEFAULT_MAX_ROWS, AnswerTooLargeError
 from uncertain_cep.query.evaluation.answer import Answer, ranked, with_ids
 
-__all__ = ["DEFAULT_MAX_ROWS", "AllRows", "AnswerSink", "CountedRows", "TopRows"]
+__all__ = ["DEFAULT_MAX_ROWS", "AllRows", "AnswerSink", "CountedRows", "StreamedRows",
+           "TopRows"]
 
 
 
@@ -163,4 +167,58 @@ class CountedRows:
         pass
 
     def finish(self, k: int) -> Answer:
+        return Answer.concat([], k)
+
+
+class StreamedRows:
+    """Every row, handed to ``deliver`` in parts of ``part_rows`` rows (the last part
+    fewer), each part in the answer's order (by the event ids ``event_ids``); nothing
+    is kept beyond the part being filled, so memory does not grow with the answer."""
+
+    def __init__(self, deliver: Callable[[Answer], None], part_rows: int,
+                 event_ids: np.ndarray) -> None:
+        if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
+            raise ValueError(f"parts hold part_rows >= 1 rows, got {part_rows!r}")
+        self.deliver = deliver
+        self.part_rows = part_rows
+        self.event_ids = event_ids
+        self._waiting: list[Answer] = []
+        self._held = 0
+        self._rows = 0
+        self.parts = 0
+
+    @property
+    def floor(self) -> float:
+        return 0.0
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def add(self, answer: Answer) -> None:
+        if not len(answer):
+            return
+        self._waiting.append(answer)
+        self._held += len(answer)
+        self._rows += len(answer)
+        if self._held >= self.part_rows:
+            waiting = Answer.concat(self._waiting, answer.events.shape[1])
+            whole = len(waiting) - len(waiting) % self.part_rows
+            rest = waiting.take(np.arange(whole, len(waiting)))
+            self._waiting, self._held = ([rest], len(rest)) if len(rest) else ([], 0)
+            for start in range(0, whole, self.part_rows):
+                self._hand_on(waiting.take(np.arange(start, start + self.part_rows)))
+
+    def _hand_on(self, part: Answer) -> None:
+        self.parts += 1
+        self.deliver(part.take(ranked(part, self.event_ids)))
+
+    def prepare(self, event_ids: np.ndarray) -> None:
+        pass
+
+    def finish(self, k: int) -> Answer:
+        if self._waiting:
+            part = Answer.concat(self._waiting, k)
+            self._waiting, self._held = [], 0
+            self._hand_on(part)
         return Answer.concat([], k)

@@ -11,7 +11,9 @@ which raises a plain ``KeyboardInterrupt`` there. A second Ctrl-C before that ra
 once, as Python's own handler would.
 
 Only the main thread receives signals, so elsewhere (a query run from another thread)
-nothing is installed and :func:`check` never raises.
+nothing is installed; a thread that searches for another (the producer behind
+``idx.iter_query``) is stopped instead by the event it was started with
+(:func:`stopped_by`): :func:`check` raises there once it is set.
 
 >>> with deferred_interrupts():
 ...     check()                      # no Ctrl-C: nothing happens
@@ -26,16 +28,35 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["check", "deferred_interrupts"]
+__all__ = ["check", "deferred_interrupts", "stopped_by"]
 
 _noted = threading.Event()
 
 
+_this_thread = threading.local()
+
+
 def check() -> None:
-    """Raise ``KeyboardInterrupt`` if Ctrl-C was pressed since the search began."""
+    """Raise ``KeyboardInterrupt`` if Ctrl-C was pressed since the search began (or, in a
+    thread searching for another, once that one asked it to stop: :func:`stopped_by`)."""
     if _noted.is_set():
         _noted.clear()
         raise KeyboardInterrupt("query interrupted")
+    stop = getattr(_this_thread, "stop", None)
+    if stop is not None and stop.is_set():
+        raise KeyboardInterrupt("query stopped by its consumer")
+
+
+@contextmanager
+def stopped_by(stop: threading.Event) -> Iterator[None]:
+    """In this (non-main) thread, make :func:`check` raise once ``stop`` is set: how the
+    thread that consumes a search's answers ends the search on Ctrl-C or when it stops
+    reading."""
+    _this_thread.stop = stop
+    try:
+        yield
+    finally:
+        _this_thread.stop = None
 
 
 def _note(signum: int, frame: FrameType | None) -> None:

@@ -163,6 +163,18 @@ def test_cli_query_on_spark_writes_a_parquet_directory_from_the_executors(spark,
         assert sorted(zip(map(tuple, got["events"]), got["confidence"])) == \
             sorted(zip(want["events"], want["confidence"]))
         assert [p.name for p in tmp_path.iterdir()] == ["answers"]   # no draft left
+        # Read back sorted, it is the in-process answer; so is the one streamed here.
+        pd.testing.assert_frame_equal(uc.read_answer(out), pd.DataFrame(want),
+                                      check_exact=True)
+    streamed = uc.query_index(path_index / "ix", QUERY, out=tmp_path / "here", limit=3)
+    assert streamed.rows == 3
+    pd.testing.assert_frame_equal(uc.read_answer(tmp_path / "here"),
+                                  pd.DataFrame(want.head(3)), check_exact=True)
+    on_spark = uc.query_index(path_index / "ix", QUERY, engine="spark", limit=3,
+                              out=tmp_path / "there")
+    assert on_spark.rows == 3
+    pd.testing.assert_frame_equal(uc.read_answer(tmp_path / "there"),
+                                  pd.DataFrame(want.head(3)), check_exact=True)
 
 
 def test_cli_query_refuses_a_directory_it_would_lose_files_in_or_cannot_write(path_index,
@@ -178,10 +190,10 @@ def test_cli_query_refuses_a_directory_it_would_lose_files_in_or_cannot_write(pa
     assert "holds files that are not a Spark answer" in capsys.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
-    # A directory is only for the executors to write.
-    assert cli.main(["query", str(path_index / "ix"), QUERY,
-                     "--out", f"{tmp_path / 'local'}/"]) == 2
-    assert "only --engine spark" in capsys.readouterr().err
+    # In this process the answer streams there as it is found, into the same refusal.
+    assert cli.main(["query", str(path_index / "ix"), QUERY, "--out", f"{mine}/"]) == 1
+    assert "not an answer directory" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
 def test_match_spark_is_a_lazy_dataframe_equal_to_uc_match(spark, tmp_path):
