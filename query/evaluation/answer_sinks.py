@@ -35,7 +35,7 @@ from typing import Protocol
 import numpy as np
 
 from uncertain_cep.errors import DEFAULT_MAX_ROWS, AnswerTooLargeError
-from uncertain_cep.query.evaluation.answer import Answer, ranked, with_ids
+from uncertain_cep.query.evaluation.answer import Answer, best_rows, ranked, with_ids
 
 __all__ = ["DEFAULT_MAX_ROWS", "AllRows", "AnswerSink", "CountedRows", "StreamedRows",
            "TopRows"]
@@ -130,14 +130,15 @@ class TopRows:
             return
         floor = self.floor
         if floor > 0:
-            # Cheap first cut: a row whose confidence is below the k-th row's by more than
-            # the order's rounding (12 decimals) ranks after every held row.
+            # A row below the held k-th by more than the order's rounding (12 decimals)
+            # ranks after k rows already; ties stay, for the ids to decide.
             answer = answer.take(np.flatnonzero(answer.confidence >= floor - 1e-11))
             if not len(answer):
                 return
+        answer = answer.take(best_rows(answer, self.event_ids, self.k))
         both = answer if self._held is None else Answer.concat(
             [self._held, answer], answer.events.shape[1])
-        self._held = both.take(ranked(both, self.event_ids)[:self.k])
+        self._held = both.take(best_rows(both, self.event_ids, self.k))
 
     def prepare(self, event_ids: np.ndarray) -> None:
         pass

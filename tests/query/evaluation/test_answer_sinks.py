@@ -16,7 +16,7 @@ from top_rows import assert_a_top_k_of, assert_first_rows_of
 import uncertain_cep as uc
 from uncertain_cep.errors import AnswerTooLargeError
 from uncertain_cep.query.engine import batch_engine
-from uncertain_cep.query.evaluation.answer import Answer
+from uncertain_cep.query.evaluation.answer import Answer, best_rows, ranked
 from uncertain_cep.query.evaluation.answer_sinks import AllRows, TopRows
 
 
@@ -123,3 +123,22 @@ def test_all_rows_without_a_budget_keeps_every_row():
     for _ in range(3):
         sink.add(_answer([[0, 1]] * 10, [0.5] * 10))
     assert sink.rows == 30 and len(sink.finish(2)) == 30
+
+
+@given(data=st.data(), n=st.integers(1, 40), k=st.integers(1, 12))
+def test_best_rows_are_the_first_k_of_the_answer_order_ties_and_all(data, n, k):
+    # Few distinct confidences and ids: most rows tie somewhere.
+    width = data.draw(st.integers(1, 3))
+    events = np.array(data.draw(st.lists(st.lists(st.integers(0, 5), min_size=width,
+                                                  max_size=width),
+                                         min_size=n, max_size=n)), dtype=np.int64)
+    conf = np.array(data.draw(st.lists(st.sampled_from([1.0, 0.5, 0.25, 0.5 + 1e-14]),
+                                       min_size=n, max_size=n)))
+    ids = np.array(data.draw(st.permutations(["f", "a", "d", "b", "e", "c"])), dtype=object)
+    answer = Answer(events, conf, np.zeros(n, np.int64), np.zeros(n, np.int64))
+    want = ranked(answer, ids)[:k]
+    got = best_rows(answer, ids, k)
+    assert sorted(got.tolist()) == sorted(want.tolist()) or (
+        # Equal rows (same events, same rounded confidence) may stand in for each other.
+        sorted(map(tuple, answer.take(got).events.tolist())) ==
+        sorted(map(tuple, answer.take(want).events.tolist())))
