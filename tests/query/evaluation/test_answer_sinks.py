@@ -142,3 +142,37 @@ def test_best_rows_are_the_first_k_of_the_answer_order_ties_and_all(data, n, k):
         # Equal rows (same events, same rounded confidence) may stand in for each other.
         sorted(map(tuple, answer.take(got).events.tolist())) ==
         sorted(map(tuple, answer.take(want).events.tolist())))
+
+
+@given(data=st.data(), n=st.integers(1, 40), k=st.integers(1, 8))
+def test_top_rows_fed_in_any_batches_keep_the_first_k_rows_of_the_whole(data, n, k):
+    # Confidences tied exactly, within the order's rounding, and apart.
+    width = data.draw(st.integers(1, 3))
+    events = np.array(data.draw(st.lists(st.lists(st.integers(0, 5), min_size=width,
+                                                  max_size=width),
+                                         min_size=n, max_size=n, unique_by=tuple)),
+                      dtype=np.int64).reshape(-1, width)
+    n = len(events)
+    conf = np.array(data.draw(st.lists(st.sampled_from([1.0, 0.5, 0.5 - 4e-13, 0.5 + 6e-12,
+                                                         0.25, 1.0 - 3e-13]),
+                                       min_size=n, max_size=n)))
+    ids = np.array(data.draw(st.permutations([50, 10, 40, 20, 30, 60])), dtype=np.int64)
+    whole = Answer(events, conf, np.zeros(n, np.int64), np.zeros(n, np.int64))
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=4)))
+    sink = TopRows(k, ids)
+    for a, b in itertools.pairwise([0, *cuts, n]):
+        sink.add(whole.take(np.arange(a, b)))
+    got = sink.finish(width)
+    want = whole.take(ranked(whole, ids)[:k])
+    assert got.events[ranked(got, ids)].tolist() == want.events.tolist()
+
+
+def test_a_row_just_above_the_kept_kth_by_more_than_rounding_enters_whatever_its_ids():
+    # 0.5 + 6e-12 orders above 0.5 (12 decimals), so its larger id does not matter; and
+    # 0.5 + 4e-13 ties with 0.5, so its larger id keeps it out.
+    ids = np.array([10, 20, 30, 40])
+    for late, wins in ((0.5 + 6e-12, True), (0.5 + 4e-13, False)):
+        sink = TopRows(1, ids)
+        sink.add(_answer([[0]], [0.5]))
+        sink.add(_answer([[3]], [late]))
+        assert sink.finish(1).events.tolist() == ([[3]] if wins else [[0]])
