@@ -129,7 +129,8 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
 
     A directory of Parquet parts (an answer streamed by ``idx.query(..., out=PATH)``,
     or written by Spark executors) is read whole and sorted into the answer's order
-    (confidence descending, then event ids), which its parts keep only within each part.
+    (confidence descending, then event ids), which its parts keep only within each row
+    group.
     """
     target = Path(path)
     if target.is_dir():

@@ -4,10 +4,11 @@ yielded as Arrow record batches, never held whole.
 A streamed answer is a directory of Parquet parts (``part-00000.parquet``, ...), each in
 the format of :mod:`uncertain_cep.answer_files` (``events`` as a list of ids, one column
 per positive item, ``confidence``, ``t_first``, ``t_last``; the query and items in the
-file's metadata). Each part holds up to ``part_rows`` rows in the answer's order
-(confidence descending, then event ids); parts follow one another in the order the
-search found them, so **rows are not sorted across parts** (the metadata says so too:
-``"order": "within parts"``). :func:`~uncertain_cep.answer_files.read_answer` reads the
+file's metadata). Each part holds up to ``part_rows`` rows, in row groups of up to
+:data:`ROW_GROUP_ROWS` rows, each in the answer's order (confidence descending, then
+event ids); row groups follow one another in the order the search found them, so **rows
+are not sorted across row groups or parts** (the metadata says so too: ``"order":
+"within row groups"``). :func:`~uncertain_cep.answer_files.read_answer` reads the
 directory back as the answer table, sorted, when it fits in memory; any Parquet reader
 (Spark, DuckDB, pyarrow) reads it as one table.
 
@@ -30,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -54,12 +56,17 @@ from uncertain_cep.query.evaluation import interrupts
 from uncertain_cep.query.evaluation.answer import Answer, significant
 from uncertain_cep.query.evaluation.stats import QueryStats
 
-__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_PART_ROWS", "AnswerBatches", "StreamedAnswer",
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_PART_ROWS", "ROW_GROUP_ROWS", "AnswerBatches",
+           "AnswerParts", "StreamedAnswer",
            "answer_record_batch", "answer_schema", "is_answer_directory"]
 
-# Rows per Parquet part of a streamed answer: about 40 MB of part for 3-event tuples,
-# and the most rows held at once while writing (bench/bench_answer_stream.py).
+# Rows per Parquet part (file) of a streamed answer: about 4 MB of file for 3-event
+# tuples (bench/bench_answer_forms.py: 42M rows in 163 MB).
 DEFAULT_PART_ROWS = 1_000_000
+# Rows per row group, the unit a streamed answer is sorted in and holds in memory: about
+# three of them at once (one filling, one waiting, one being written). With 250,000 a
+# streamed answer peaked at 1.3x the memory of LIMIT 10, with 125,000 at 1.2x.
+ROW_GROUP_ROWS = 100_000
 # Rows per record batch of idx.iter_query.
 DEFAULT_BATCH_ROWS = 100_000
 
@@ -106,8 +113,9 @@ def answer_schema(event_ids: np.ndarray, items: Sequence[str], time_axis: TimeAx
     times: pa.DataType = pa.int64()
     if time_axis is not None and time_axis.is_datetime:
         times = pa.timestamp("ns", tz=time_axis.timezone)
-    meta = {"query": query, "items": list(items), "order": "within parts",
-            "note": "rows are in the answer's order within each part, not across parts"}
+    meta = {"query": query, "items": list(items), "order": "within row groups",
+            "note": "rows are in the answer's order within each row group, not across row "
+                    "groups or parts"}
     return pa.schema([("events", pa.list_(ids)),
                       *[(name, ids) for name in item_columns(items)],
                       ("confidence", pa.float64()), ("t_first", times), ("t_last", times)],
@@ -149,11 +157,19 @@ def _times(instants: np.ndarray, axis: TimeAxis | None) -> Any:
 
 class AnswerParts:
     """Parquet parts written into a draft directory beside ``target``, moved into place
-    by :meth:`commit` (or dropped by :meth:`discard`)."""
+    by :meth:`commit` (or dropped by :meth:`discard`).
+
+    Rows come in chunks of at most a row group (:data:`ROW_GROUP_ROWS`); each is made
+    into a record batch (``to_batch``: sorted, ids gathered) and written as a row group
+    of the part being filled (``part_rows`` rows a part) by a thread of its own while the
+    search goes on. One chunk waits at most, so memory holds about three row groups,
+    whatever the parts' size; a failed write is raised at the next :meth:`write` or at
+    :meth:`commit`."""
 
     def __init__(self, target: str | os.PathLike[str], schema: pa.Schema,
-                 to_batch: Callable[[Answer], pa.RecordBatch]) -> None:
+                 to_batch: Callable[[Answer], pa.RecordBatch], part_rows: int) -> None:
         self.target = Path(target)
+        self.part_rows = part_rows
         check_write_target(self.target, "answer directory")
         if self.target.exists() and not is_answer_directory(self.target):
             raise InputError(f"{self.target} exists and is not an answer directory (only "
@@ -167,19 +183,70 @@ class AnswerParts:
                                                dir=self.target.parent))
         self.parts = 0
         self.rows = 0
+        self._queue: queue.Queue[Answer | None] = queue.Queue(maxsize=1)
+        self._failed: BaseException | None = None
+        self._writer = threading.Thread(target=self._write_parts, daemon=True,
+                                        name="uncertain-cep-answer-parts")
+        self._writer.start()
 
     def write(self, answer: Answer) -> None:
-        """Write one part (rows already in the answer's order)."""
-        batch = self.to_batch(answer)
-        with writing_to(self.target, "answer directory"):
-            pq.write_table(pa.Table.from_batches([batch], schema=self.schema),
-                           self.draft / _PART.format(self.parts))
-        self.parts += 1
+        """Queue rows (one row group's worth) for the writer, waiting while the previous
+        ones wait."""
+        self._raise_failure()
+        while self._writer.is_alive():
+            try:
+                self._queue.put(answer, timeout=0.1)
+                break
+            except queue.Full:
+                interrupts.check()      # Ctrl-C while the disk is slow
+        self._raise_failure()
         self.rows += len(answer)
 
+    def _write_parts(self) -> None:
+        """The writer: each queued chunk sorted and written as a row group of the part
+        being filled, a new part begun once one holds ``part_rows`` rows."""
+        writer: pq.ParquetWriter | None = None
+        held = 0
+        try:
+            while (answer := self._queue.get()) is not None:
+                batch = self.to_batch(answer)
+                start = 0
+                while start < batch.num_rows:
+                    if writer is None:
+                        with writing_to(self.target, "answer directory"):
+                            writer = pq.ParquetWriter(self.draft / _PART.format(self.parts),
+                                                      self.schema)
+                        self.parts += 1
+                        held = 0
+                    take = min(batch.num_rows - start, self.part_rows - held)
+                    with writing_to(self.target, "answer directory"):
+                        writer.write_batch(batch.slice(start, take), row_group_size=take)
+                    start += take
+                    held += take
+                    if held >= self.part_rows:
+                        writer.close()
+                        writer = None
+        except BaseException as e:
+            self._failed = e
+        finally:
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    writer.close()
+
+    def _raise_failure(self) -> None:
+        if self._failed is not None:
+            raise self._failed
+
+    def _stop_writer(self) -> None:
+        if self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join()
+
     def commit(self) -> None:
-        """Move the finished directory into place (an answer without rows has one
-        empty part, which holds the schema)."""
+        """Wait for the parts, then move the finished directory into place (an answer
+        without rows has one empty part, which holds the schema)."""
+        self._stop_writer()
+        self._raise_failure()
         with writing_to(self.target, "answer directory"):
             if self.parts == 0:
                 pq.write_table(self.schema.empty_table(), self.draft / _PART.format(0))
@@ -188,6 +255,11 @@ class AnswerParts:
                               old_prefix=f".{self.target.name}.old-")
 
     def discard(self) -> None:
+        """Stop writing and drop the draft."""
+        if self._writer.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self._queue.get_nowait()     # a part not yet begun is not written
+            self._stop_writer()
         shutil.rmtree(self.draft, ignore_errors=True)
 
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 from uncertain_cep.answer_streams import (
     DEFAULT_BATCH_ROWS,
     DEFAULT_PART_ROWS,
+    ROW_GROUP_ROWS,
     AnswerBatches,
     AnswerParts,
     StreamedAnswer,
@@ -210,11 +211,12 @@ class UncertainIndex:
             them written as found (``out=``) instead.
         out, part_rows
             Write the answer as it is found to a directory of Parquet parts of up to
-            ``part_rows`` rows (default 1,000,000) and return a
+            ``part_rows`` rows (default 1,000,000; row groups of up to 100,000) and
+            return a
             :class:`~uncertain_cep.answer_streams.StreamedAnswer` (rows, path,
             counters), never the rows: memory does not grow with the answer, and
             ``max_rows`` does not apply. Rows are in the answer's order within each
-            part, not across parts; ``uc.read_answer(out)`` reads it back sorted. The
+            row group, not across them; ``uc.read_answer(out)`` reads it back sorted. The
             directory appears only once complete (Ctrl-C or an error leaves none).
 
         Returns
@@ -257,23 +259,24 @@ class UncertainIndex:
 
         def search(deliver: Callable[[Answer], None]) -> None:
             if pattern.limit is not None:
-                # The best k are known only at the end: one batch of them, in order.
-                answer = evaluate(ctx, ctx.stats.strategy)
-                deliver(answer.take(ranked(answer, self.archive.event_ids)))
+                # The best k are known only at the end: one batch of them.
+                deliver(evaluate(ctx, ctx.stats.strategy))
                 return
-            ctx.sink = StreamedRows(deliver, batch_rows, self.archive.event_ids)
+            ctx.sink = StreamedRows(deliver, batch_rows)
             evaluate(ctx, ctx.stats.strategy)
 
         return iter(AnswerBatches(search, to_batch))
 
     def _batches_of(self, pattern: SequencePattern, query: str | SequencePattern
                     ) -> Callable[[Answer], pa.RecordBatch]:
-        """Answer rows to record batches of the answer's Arrow schema."""
+        """Answer rows to record batches of the answer's Arrow schema, sorted."""
         archive = self.archive
         schema = answer_schema(archive.event_ids, _item_symbols(pattern), archive.time_axis,
                                query if isinstance(query, str) else str(pattern))
-        return lambda answer: answer_record_batch(answer, archive.event_ids, schema,
-                                                  archive.time_axis)
+        # Each part or batch in the answer's order (the search hands them over as found).
+        return lambda answer: answer_record_batch(
+            answer.take(ranked(answer, archive.event_ids)), archive.event_ids, schema,
+            archive.time_axis)
 
     def _stream_to(self, out: str | os.PathLike[str], query: str | SequencePattern,
                    strategy: str, limit: int | None, part_rows: int) -> StreamedAnswer:
@@ -285,13 +288,14 @@ class UncertainIndex:
         ctx = self._context(pattern, strategy, explain=False)
         to_batch = self._batches_of(pattern, query)
         parts = AnswerParts(out, to_batch(Answer.concat([], len(ctx.positive))).schema,
-                            to_batch)
+                            to_batch, part_rows)
         try:
             if pattern.limit is not None:
-                answer = evaluate(ctx, ctx.stats.strategy)
-                parts.write(answer.take(ranked(answer, self.archive.event_ids)))
+                best = evaluate(ctx, ctx.stats.strategy)
+                for start in range(0, len(best), ROW_GROUP_ROWS):
+                    parts.write(best.rows(start, start + ROW_GROUP_ROWS))
             else:
-                ctx.sink = StreamedRows(parts.write, part_rows, self.archive.event_ids)
+                ctx.sink = StreamedRows(parts.write, min(part_rows, ROW_GROUP_ROWS))
                 evaluate(ctx, ctx.stats.strategy)
             parts.commit()
         except BaseException:

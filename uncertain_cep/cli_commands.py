@@ -156,7 +156,7 @@ def run_query(args: argparse.Namespace) -> int:
                                   engine=args.engine, master=args.master,
                                   verify=args.verify, limit=args.limit, out=args.out)
         by = ("by the Spark executors" if EngineName.get_value(args.engine) == "spark"
-              else "as found; sorted within each part")
+              else "as found; sorted within row groups")
         print(f"{streamed.rows} matches written to {args.out} ({streamed.parts} Parquet "
               f"parts, {by})")
         return 0

@@ -83,6 +83,10 @@ class Answer:
         return Answer(self.events[rows], self.confidence[rows], self.t_first[rows],
                       self.t_last[rows], None if self.ids is None else self.ids[rows])
 
+    def rows(self, start: int, stop: int) -> Answer:
+        """Rows ``start`` to ``stop`` (views, not copies)."""
+        return self.take(slice(start, stop))  # type: ignore[arg-type]
+
 
 def with_ids(answer: Answer, event_ids: np.ndarray) -> Answer:
     """The answer with each row's tuple of event ids made (``answer.ids``), which the

@@ -128,15 +128,15 @@ class TopRows:
     def add(self, answer: Answer) -> None:
         if not len(answer):
             return
-        floor = self.floor
-        if floor > 0:
+        floor, held = self.floor, self._held
+        if floor > 0 and held is not None:
             # A row below the held k-th by more than the order's rounding (12 decimals)
             # ranks after k rows already. One not above the last held row's confidence
             # ranks before it only by its ids, so only if its first event's id is at
             # most that row's: one comparison per row before any ranking (rows tied at
             # the top can be most of an answer: 33M of 39M on bench_answer_forms).
             conf = answer.confidence
-            last = self._held.take(ranked(self._held, self.event_ids)[-1:])
+            last = held.take(ranked(held, self.event_ids)[-1:])
             first_ok = (self.event_ids[answer.events[:, 0]]
                         <= self.event_ids[last.events[0, 0]])
             keep = (conf > last.confidence[0]) | ((conf >= floor - 1e-11) & first_ok)
@@ -181,16 +181,15 @@ class CountedRows:
 
 class StreamedRows:
     """Every row, handed to ``deliver`` in parts of ``part_rows`` rows (the last part
-    fewer), each part in the answer's order (by the event ids ``event_ids``); nothing
-    is kept beyond the part being filled, so memory does not grow with the answer."""
+    fewer) in the order found (the receiver sorts a part if it wants: :func:`~uncertain_
+    cep.query.evaluation.answer.ranked`); nothing is kept beyond the part being filled,
+    so memory does not grow with the answer."""
 
-    def __init__(self, deliver: Callable[[Answer], None], part_rows: int,
-                 event_ids: np.ndarray) -> None:
+    def __init__(self, deliver: Callable[[Answer], None], part_rows: int) -> None:
         if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
             raise ValueError(f"parts hold part_rows >= 1 rows, got {part_rows!r}")
         self.deliver = deliver
         self.part_rows = part_rows
-        self.event_ids = event_ids
         self._waiting: list[Answer] = []
         self._held = 0
         self._rows = 0
@@ -211,16 +210,18 @@ class StreamedRows:
         self._held += len(answer)
         self._rows += len(answer)
         if self._held >= self.part_rows:
-            waiting = Answer.concat(self._waiting, answer.events.shape[1])
+            waiting = (self._waiting[0] if len(self._waiting) == 1
+                       else Answer.concat(self._waiting, answer.events.shape[1]))
             whole = len(waiting) - len(waiting) % self.part_rows
+            # The rest copied: a view would keep the whole batch until the next part.
             rest = waiting.take(np.arange(whole, len(waiting)))
             self._waiting, self._held = ([rest], len(rest)) if len(rest) else ([], 0)
             for start in range(0, whole, self.part_rows):
-                self._hand_on(waiting.take(np.arange(start, start + self.part_rows)))
+                self._hand_on(waiting.rows(start, start + self.part_rows))
 
     def _hand_on(self, part: Answer) -> None:
         self.parts += 1
-        self.deliver(part.take(ranked(part, self.event_ids)))
+        self.deliver(part)
 
     def prepare(self, event_ids: np.ndarray) -> None:
         pass
