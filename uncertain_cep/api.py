@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -64,6 +65,8 @@ from uncertain_cep.results import QueryResult
 
 if TYPE_CHECKING:
     from uncertain_cep.index.store.manifest import Manifest
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["EngineName", "UncertainIndex", "answer_frame", "build_index", "copy_index",
            "open_index", "query_index"]
@@ -301,6 +304,8 @@ class UncertainIndex:
         except BaseException:
             parts.discard()
             raise
+        _log.info("answer streamed to %s: %d rows in %d Parquet parts, %.1f s", out,
+                  parts.rows, parts.parts, ctx.stats.seconds)
         return StreamedAnswer(Path(out), parts.rows, parts.parts,
                               query if isinstance(query, str) else str(pattern), ctx.stats)
 
@@ -374,6 +379,8 @@ class UncertainIndex:
                 "candidate tuples it weighs do not fit in this machine's memory; ask for "
                 "less (a higher CONFIDENCE, a shorter WITHIN, more selective symbols), or "
                 "answer it on a cluster (engine='spark', --engine spark)") from e
+        _log.info("query answered: %d rows, %d entries created, %.1f s", len(frame),
+                  ctx.stats.entries_created, ctx.stats.seconds)
         used = np.zeros(self.archive.n_events, dtype=bool)
         used[answer.events.ravel()] = True
         rows = np.flatnonzero(used)

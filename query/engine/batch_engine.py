@@ -408,6 +408,9 @@ class BatchEngine(QueryInputs):
                                              t_last=answer.t_last + self.base)
             self.sink.add(answer)
         raise_threshold(self.ctx)
+        if answers and not self._progress.disable:
+            # The bar counts entries; beside them, the answer rows found so far.
+            self._progress.set_postfix_str(f"{self.sink.rows:,} rows", refresh=False)
 
     def _matches(self) -> Answer:
         ctx = self.ctx
