@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from answer_checks import assert_same_answer, cases
-from hypothesis import event, given, note
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import uncertain_cep as uc
@@ -34,6 +34,7 @@ def _many_rows(n: int = 40) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=10)
 @given(case=cases(condition2=False), part_rows=st.integers(1, 5))
 def test_a_streamed_answer_read_back_is_the_in_memory_answer(tmp_path_factory, strategy,
                                                              case, part_rows):

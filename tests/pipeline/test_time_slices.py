@@ -30,7 +30,7 @@ def _assert_same_answers(got, want):
     assert all(abs(a[3] - b[3]) <= 1e-12 for a, b in zip(got, want))
 
 
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]),
        shard_events=st.none() | st.integers(1, 6))
@@ -62,7 +62,7 @@ def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, patte
     _assert_same_answers(rows, expected)
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(case=cases(condition2=False), n_slices=st.integers(1, 6),
        shard_events=st.none() | st.integers(1, 6), k=st.integers(1, 5))
 def test_the_best_of_each_slices_best_k_rows_is_the_first_k_rows_of_the_answer(

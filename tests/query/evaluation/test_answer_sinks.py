@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from answer_checks import TOL, cases
-from hypothesis import event, given, note
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from top_rows import assert_a_top_k_of, assert_first_rows_of
 
@@ -25,6 +25,7 @@ def _index(df: pd.DataFrame, codes: str, layout: str) -> uc.UncertainIndex:
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
+@settings(max_examples=12)
 @given(case=cases(condition2=False), k=st.integers(1, 6))
 def test_top_k_is_the_first_k_rows_of_the_full_answer(strategy, case, k):
     df, pattern, _, codes, layout = case
