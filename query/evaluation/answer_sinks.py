@@ -64,12 +64,11 @@ class AnswerSink(Protocol):
         """The rows kept (``k``: positive items per row), in no particular order."""
 
 
-class AllRows:
-    """Every row, at most ``max_rows`` of them (None: no budget)."""
+class _CountingSink:
+    """What the sinks without a floor share: any row matters (floor 0), the rows handed
+    in are counted, and nothing is made ahead of the end."""
 
-    def __init__(self, max_rows: int | None = DEFAULT_MAX_ROWS) -> None:
-        self.max_rows = max_rows
-        self._parts: list[Answer] = []
+    def __init__(self) -> None:
         self._rows = 0
 
     @property
@@ -79,6 +78,18 @@ class AllRows:
     @property
     def rows(self) -> int:
         return self._rows
+
+    def prepare(self, event_ids: np.ndarray) -> None:
+        pass
+
+
+class AllRows(_CountingSink):
+    """Every row, at most ``max_rows`` of them (None: no budget)."""
+
+    def __init__(self, max_rows: int | None = DEFAULT_MAX_ROWS) -> None:
+        super().__init__()
+        self.max_rows = max_rows
+        self._parts: list[Answer] = []
 
     def add(self, answer: Answer) -> None:
         if not len(answer):
@@ -155,31 +166,17 @@ class TopRows:
         return self._held if self._held is not None else Answer.concat([], k)
 
 
-class CountedRows:
+class CountedRows(_CountingSink):
     """How many rows there are; none is kept."""
-
-    def __init__(self) -> None:
-        self._rows = 0
-
-    @property
-    def floor(self) -> float:
-        return 0.0
-
-    @property
-    def rows(self) -> int:
-        return self._rows
 
     def add(self, answer: Answer) -> None:
         self._rows += len(answer)
-
-    def prepare(self, event_ids: np.ndarray) -> None:
-        pass
 
     def finish(self, k: int) -> Answer:
         return Answer.concat([], k)
 
 
-class StreamedRows:
+class StreamedRows(_CountingSink):
     """Every row, handed to ``deliver`` in parts of ``part_rows`` rows (the last part
     fewer) in the order found (the receiver sorts a part if it wants: :func:`~uncertain_
     cep.query.evaluation.answer.ranked`); nothing is kept beyond the part being filled,
@@ -188,20 +185,12 @@ class StreamedRows:
     def __init__(self, deliver: Callable[[Answer], None], part_rows: int) -> None:
         if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
             raise ValueError(f"parts hold part_rows >= 1 rows, got {part_rows!r}")
+        super().__init__()
         self.deliver = deliver
         self.part_rows = part_rows
         self._waiting: list[Answer] = []
         self._held = 0
-        self._rows = 0
         self.parts = 0
-
-    @property
-    def floor(self) -> float:
-        return 0.0
-
-    @property
-    def rows(self) -> int:
-        return self._rows
 
     def add(self, answer: Answer) -> None:
         if not len(answer):
@@ -222,9 +211,6 @@ class StreamedRows:
     def _hand_on(self, part: Answer) -> None:
         self.parts += 1
         self.deliver(part)
-
-    def prepare(self, event_ids: np.ndarray) -> None:
-        pass
 
     def finish(self, k: int) -> Answer:
         if self._waiting:
