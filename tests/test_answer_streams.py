@@ -183,7 +183,7 @@ def test_ctrl_c_while_streaming_leaves_no_draft_and_the_older_answer_whole(tmp_p
         before = uc.read_answer(out)
         # Interrupted once parts are being written into the draft.
         deadline = time.monotonic() + 120
-        while not any(tmp_path.glob(".answer.draft-*/part-*.parquet")):
+        while not any(tmp_path.glob(".answer.draft-*/answer-*.parquet")):
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)

@@ -156,42 +156,27 @@ def read_answer(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 def _read_answer_directory(target: Path) -> pd.DataFrame:
     """A directory of Parquet answer parts as one sorted answer table."""
-    import pyarrow.parquet as pq
-
     from uncertain_cep.query.evaluation.answer import table_from_rows
 
-    parts = sorted(p for p in target.iterdir() if p.name.endswith(".parquet"))
-    if not parts:
+    if not any(p.name.endswith(".parquet") for p in target.iterdir()):
         raise InputError(f"{target} is a directory without Parquet parts, not an answer")
-    table = pq.ParquetDataset([str(p) for p in parts]).read(
-        columns=["events", "confidence", "t_first", "t_last"])
-    times = {c: table.column(c) for c in ("t_first", "t_last")}
-    datetimes = _is_timestamp(times["t_first"].type)
-    rows = list(zip((tuple(e) for e in table.column("events").to_pylist()),
-                    table.column("confidence").to_pylist(),
-                    *(_instants(times[c]) for c in ("t_first", "t_last"))))
+    raw = pd.read_parquet(target, columns=["events", *_TAIL])
+    times = {c: raw[c] for c in _TAIL[1:]}
+    zoned = {c: pd.api.types.is_datetime64_any_dtype(v) for c, v in times.items()}
+    instants = {c: (v.dt.tz_convert("UTC").dt.tz_localize(None) if zoned[c] and v.dt.tz
+                    else v).astype("datetime64[ns]").astype(np.int64).tolist()
+                if zoned[c] else v.astype(np.int64).tolist()
+                for c, v in times.items()}
+    rows = list(zip((tuple(e.tolist()) if isinstance(e, np.ndarray) else tuple(e)
+                     for e in raw["events"]), raw["confidence"].tolist(),
+                    instants["t_first"], instants["t_last"]))
     frame = table_from_rows(rows)
-    if datetimes:
-        zone = times["t_first"].type.tz
-        for c in ("t_first", "t_last"):
+    for c in _TAIL[1:]:
+        if zoned[c]:
+            zone = times[c].dt.tz
             stamps = pd.to_datetime(frame[c].to_numpy(dtype=np.int64), unit="ns", utc=True)
-            frame[c] = stamps.tz_convert(zone) if zone else stamps.tz_localize(None)
+            frame[c] = stamps.tz_convert(zone) if zone is not None else stamps.tz_localize(None)
     return frame
-
-
-def _is_timestamp(kind: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(pa.types.is_timestamp(kind))
-
-
-def _instants(column: Any) -> list[int]:
-    """A time column as int64 instants (timestamps as their nanoseconds)."""
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(column.type):
-        column = column.cast(pa.timestamp("ns", tz=column.type.tz)).cast(pa.int64())
-    return column.to_pylist()
 
 
 def _read_csv(target: Path) -> tuple[pd.DataFrame, list[str]]:

@@ -1,7 +1,7 @@
 """Answers of any size (issue 48): written to a Parquet dataset as they are found, or
 yielded as Arrow record batches, never held whole.
 
-A streamed answer is a directory of Parquet parts (``part-00000.parquet``, ...), each in
+A streamed answer is a directory of Parquet parts (``answer-00000.parquet``, ...), each in
 the format of :mod:`uncertain_cep.answer_files` (``events`` as a list of ids, one column
 per positive item, ``confidence``, ``t_first``, ``t_last``; the query and items in the
 file's metadata). Each part holds up to ``part_rows`` rows, in row groups of up to
@@ -24,7 +24,7 @@ older answer at the path stays whole until then.
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "answer"
 >>> summary = idx.query("PATTERN SEQ(A, B)", out=out, part_rows=4)
 >>> summary.rows, summary.parts, sorted(p.name for p in out.iterdir())
-(6, 2, ['part-00000.parquet', 'part-00001.parquet'])
+(6, 2, ['answer-00000.parquet', 'answer-00001.parquet'])
 >>> uc.read_answer(out).equals(pd.DataFrame(idx.query("PATTERN SEQ(A, B)")))
 True
 """
@@ -70,7 +70,7 @@ ROW_GROUP_ROWS = 100_000
 # Rows per record batch of idx.iter_query.
 DEFAULT_BATCH_ROWS = 100_000
 
-_PART = "part-{:05d}.parquet"
+_PART = "answer-{:05d}.parquet"
 
 
 @dataclass(frozen=True)

