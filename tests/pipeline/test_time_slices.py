@@ -30,7 +30,7 @@ def _assert_same_answers(got, want):
     assert all(abs(a[3] - b[3]) <= 1e-12 for a, b in zip(got, want))
 
 
-@settings(max_examples=20)
+@settings(max_examples=15)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]),
        shard_events=st.none() | st.integers(1, 6))

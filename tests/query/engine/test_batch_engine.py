@@ -33,7 +33,7 @@ QUERY = "PATTERN SEQ(A, B, C) DEFINE A AS x < 5, B AS x >= 1, C AS tag = 'a' WIT
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(df=archives(), pattern=patterns(("x",)), limit=st.integers(1, 4))
 def test_answers_do_not_depend_on_where_batches_are_cut(strategy, df, pattern, limit):
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
