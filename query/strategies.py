@@ -87,20 +87,14 @@ STRATEGIES: dict[StrategyName, Strategy] = {
 }
 
 
-# The strategies that hand answers to the context's sink as they find them (and prune by
-# its rising threshold); the others' whole answer is handed to it at the end.
-_FEEDING_THE_SINK = {StrategyName.selectivity, StrategyName.sequential}
-
-
 def evaluate(ctx: QueryContext, name: str | StrategyName) -> Answer:
     """The answer rows of ``ctx`` by the strategy ``name``, as its sink
     (:attr:`QueryContext.sink`) keeps them: every row, the best ``LIMIT`` rows, or none
     (a count: ``ctx.sink.rows``). The batch engine feeds the sink as it goes and prunes
     by its rising threshold; the baselines answer whole, then feed it."""
-    strategy = StrategyName(StrategyName.get_value(
-        name.value if isinstance(name, StrategyName) else name))
-    answer = STRATEGIES[strategy](ctx)
-    if strategy in _FEEDING_THE_SINK:
+    strategy = get_strategy(name)
+    answer = strategy(ctx)
+    if strategy in (selectivity, sequential):      # the batch engine fed the sink
         return answer
     ctx.sink.add(answer)
     return ctx.sink.finish(len(ctx.positive))

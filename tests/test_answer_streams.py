@@ -98,6 +98,7 @@ def test_limit_and_an_empty_answer_stream_too(tmp_path):
     idx = uc.build_index(_many_rows())
     summary = idx.query(QUERY + " LIMIT 5", out=tmp_path / "top", part_rows=2)
     assert summary.rows == 5
+    assert [b.num_rows for b in idx.iter_query(QUERY + " LIMIT 5", batch_rows=2)] == [2, 2, 1]
     pd.testing.assert_frame_equal(uc.read_answer(tmp_path / "top"),
                                   pd.DataFrame(idx.query(QUERY).head(5)), check_exact=True)
     none = "PATTERN SEQ(A, B) DEFINE A AS x > 100 WITHIN 6"

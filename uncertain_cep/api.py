@@ -260,15 +260,7 @@ class UncertainIndex:
         ctx = self._context(pattern, strategy, explain=False)
         to_batch = self._batches_of(pattern, query)
 
-        def search(deliver: Callable[[Answer], None]) -> None:
-            if pattern.limit is not None:
-                # The best k are known only at the end: one batch of them.
-                deliver(evaluate(ctx, ctx.stats.strategy))
-                return
-            ctx.sink = StreamedRows(deliver, batch_rows)
-            evaluate(ctx, ctx.stats.strategy)
-
-        return iter(AnswerBatches(search, to_batch))
+        return iter(AnswerBatches(lambda deliver: _feed(ctx, deliver, batch_rows), to_batch))
 
     def _batches_of(self, pattern: SequencePattern, query: str | SequencePattern
                     ) -> Callable[[Answer], pa.RecordBatch]:
@@ -293,13 +285,7 @@ class UncertainIndex:
         parts = AnswerParts(out, to_batch(Answer.concat([], len(ctx.positive))).schema,
                             to_batch, part_rows)
         try:
-            if pattern.limit is not None:
-                best = evaluate(ctx, ctx.stats.strategy)
-                for start in range(0, len(best), ROW_GROUP_ROWS):
-                    parts.write(best.rows(start, start + ROW_GROUP_ROWS))
-            else:
-                ctx.sink = StreamedRows(parts.write, min(part_rows, ROW_GROUP_ROWS))
-                evaluate(ctx, ctx.stats.strategy)
+            _feed(ctx, parts.write, min(part_rows, ROW_GROUP_ROWS))
             parts.commit()
         except BaseException:
             parts.discard()
@@ -439,19 +425,29 @@ class UncertainIndex:
                 save_index(self._index, target)
 
 
-def _check_rows(rows: object, name: str) -> None:
+def _feed(ctx: QueryContext, deliver: Callable[[Answer], None], rows: int) -> None:
+    """Search, handing the answer to ``deliver`` in chunks of ``rows`` rows as it is
+    found (of a LIMIT, its best rows once the search is done)."""
+    chunks = StreamedRows(deliver, rows)
+    if ctx.pattern.limit is None:
+        ctx.sink = chunks
+        evaluate(ctx, ctx.stats.strategy)
+        return
+    chunks.add(evaluate(ctx, ctx.stats.strategy))
+    chunks.finish(len(ctx.positive))
+
+
+def _check_rows(rows: object, name: str, hint: str = "") -> None:
     if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:
-        raise InputError(f"{name}= must be a whole number of rows, at least 1, got {rows!r}")
+        raise InputError(f"{name}= must be a whole number of rows, at least 1{hint}, got "
+                         f"{rows!r}")
 
 
 def _checked_max_rows(max_rows: object) -> int | None:
     if max_rows is None:
         return None
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or \
-            max_rows < 1:
-        raise InputError(f"max_rows= must be a whole number of rows, at least 1, or None "
-                         f"(no budget), got {max_rows!r}")
-    return int(max_rows)
+    _check_rows(max_rows, "max_rows", ", or None (no budget)")
+    return int(max_rows)  # type: ignore[call-overload]
 
 
 def answer_frame(rows: Sequence[tuple[tuple[Any, ...], float, int, int]], *,

@@ -142,11 +142,10 @@ def best_rows(answer: Answer, event_ids: np.ndarray, k: int) -> np.ndarray:
         keys = _event_keys(answer.events[tied], event_ids)
         first = keys[-1]            # lexsort's primary key: the first columns' ranks
         bound = np.partition(first, need - 1)[need - 1]
-        tied = tied[first <= bound]
+        near = first <= bound
+        tied = tied[near]
         if len(tied) > need:
-            sub = answer.take(tied)
-            tied = tied[_sort_order(_event_keys(sub.events, event_ids),
-                                    np.zeros(len(tied)))[:need]]
+            tied = tied[np.lexsort([key[near] for key in keys])[:need]]
     return np.concatenate([above, tied])
 
 

@@ -38,7 +38,7 @@ from uncertain_cep.errors import DEFAULT_MAX_ROWS, AnswerTooLargeError
 from uncertain_cep.query.evaluation.answer import Answer, best_rows, ranked, with_ids
 
 __all__ = ["DEFAULT_MAX_ROWS", "AllRows", "AnswerSink", "CountedRows", "StreamedRows",
-           "TopRows"]
+           "TopRows", "over_budget"]
 
 
 
@@ -62,6 +62,17 @@ class AnswerSink(Protocol):
 
     def finish(self, k: int) -> Answer:
         """The rows kept (``k``: positive items per row), in no particular order."""
+
+
+def over_budget(found: int, max_rows: int) -> AnswerTooLargeError:
+    """The error of an answer past its ``max_rows`` budget, ``found`` rows found when the
+    query stopped, naming what to ask for instead."""
+    return AnswerTooLargeError(
+        f"the answer holds more than max_rows={max_rows:,} rows ({found:,} found so far, "
+        "and the query stopped there): ask for the most confident rows (LIMIT k, or "
+        "limit=k), count them (idx.count), or write them to Parquet as they are found "
+        "(out=PATH); or raise max_rows (None: no budget) if this machine's memory holds "
+        "them", rows=found)
 
 
 class _CountingSink:
@@ -98,12 +109,7 @@ class AllRows(_CountingSink):
         self._rows += len(answer)
         if self.max_rows is not None and self._rows > self.max_rows:
             found, self._parts = self._rows, []
-            raise AnswerTooLargeError(
-                f"the answer holds more than max_rows={self.max_rows:,} rows ({found:,} "
-                "found so far, and the query stopped there): ask for the most confident "
-                "rows (LIMIT k, or limit=k), count them (idx.count), or write them to "
-                "Parquet as they are found (out=PATH); or raise max_rows (None: no "
-                "budget) if this machine's memory holds them", rows=found)
+            raise over_budget(found, self.max_rows)
 
     def prepare(self, event_ids: np.ndarray) -> None:
         self._parts = [with_ids(a, event_ids) for a in self._parts]
@@ -155,8 +161,10 @@ class TopRows:
             if not len(answer):
                 return
         answer = answer.take(best_rows(answer, self.event_ids, self.k))
-        both = answer if self._held is None else Answer.concat(
-            [self._held, answer], answer.events.shape[1])
+        if held is None:
+            self._held = answer
+            return
+        both = Answer.concat([held, answer], answer.events.shape[1])
         self._held = both.take(best_rows(both, self.event_ids, self.k))
 
     def prepare(self, event_ids: np.ndarray) -> None:
@@ -190,7 +198,6 @@ class StreamedRows(_CountingSink):
         self.part_rows = part_rows
         self._waiting: list[Answer] = []
         self._held = 0
-        self.parts = 0
 
     def add(self, answer: Answer) -> None:
         if not len(answer):
@@ -206,15 +213,11 @@ class StreamedRows(_CountingSink):
             rest = waiting.take(np.arange(whole, len(waiting)))
             self._waiting, self._held = ([rest], len(rest)) if len(rest) else ([], 0)
             for start in range(0, whole, self.part_rows):
-                self._hand_on(waiting.rows(start, start + self.part_rows))
-
-    def _hand_on(self, part: Answer) -> None:
-        self.parts += 1
-        self.deliver(part)
+                self.deliver(waiting.rows(start, start + self.part_rows))
 
     def finish(self, k: int) -> Answer:
         if self._waiting:
             part = Answer.concat(self._waiting, k)
             self._waiting, self._held = [], 0
-            self._hand_on(part)
+            self.deliver(part)
         return Answer.concat([], k)
