@@ -77,3 +77,10 @@ fi
 .venv/bin/python -m compileall -q -j 0 uncertain_cep index query >>"$log" 2>&1 || true
 .venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow, pyspark' || {
   echo "setup failed: the virtual environment cannot import the project" >&2; exit 1; }
+# The query kernels, compiled at install time rather than by a first query: into the
+# machine's cache, shared by every checkout, environment and Spark worker of the machine,
+# once per version of the kernels (about a minute on two cores; a version the machine
+# knows costs a look at one file). An editable install ships none (a wheel does:
+# build_backend/uncertain_cep_build.py).
+.venv/bin/python -m uncertain_cep.kernel_build || {
+  echo "setup failed: the query kernels did not compile (above)" >&2; exit 1; }

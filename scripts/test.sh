@@ -10,12 +10,6 @@ bash scripts/setup.sh
 # scripts/setup.sh), so a fresh clone checks only what changed (0.6 s instead of 38 s).
 .venv/bin/python -m mypy --cache-dir .venv/.mypy_cache >.venv/mypy.log 2>&1 &
 mypy_pid=$!
-# Compile the numba kernels once (scripts/warm_kernels.py), beside mypy, so that the test
-# processes and their Spark workers load them from numba's cache instead of each
-# compiling them at once. The cache is per version of the kernels' sources, shared by the
-# checkouts of the machine (uncertain_cep/kernel_cache.py): where the kernels did not
-# change since the last run, this only loads them (5 s instead of 70 s).
-.venv/bin/python scripts/warm_kernels.py
 status=0
 # Two workers, each with at most one SparkSession (tests/conftest.py). A worker that
 # crashes is not restarted: the run ends and reports the crash. A worker that runs out

@@ -1,14 +1,16 @@
-"""The wheel built from this checkout (scripts/build_wheel.sh) is one namespace and works
-away from the checkout: only ``uncertain_cep`` (index, query, the sample archive and the
-compiled kernels inside it), the demo finds its archive, ``--version`` answers, a user's
-``query.py`` or ``index.py`` shadows nothing, and with an empty kernel cache the first
-queries compile nothing (issue "No compile wait")."""
+"""The wheel built from this checkout's sdist (tests/wheel_build.py: as pip installs a
+release) is one namespace and works away from the checkout: only ``uncertain_cep``
+(index, query, the sample archive and the compiled kernels inside it), the demo finds
+its archive, ``--version`` answers, a user's ``query.py`` or ``index.py`` shadows
+nothing, and with an empty kernel cache the first queries compile nothing (issue "No
+compile wait")."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -37,6 +39,15 @@ def test_the_wheel_holds_one_namespace_with_index_query_and_the_sample(wheel):
     shipped = [n for n in names if n.startswith(f"uncertain_cep/_kernels/{version}/")]
     assert any(n.endswith(".nbi") for n in shipped) and any(n.endswith(".nbc")
                                                            for n in shipped), names
+
+
+def test_the_sdist_carries_the_build_backend_that_ships_the_kernels(sdist):
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"pyproject.toml", "build_backend/uncertain_cep_build.py",
+            "uncertain_cep/kernel_build.py",
+            "uncertain_cep/query/engine/kernels/negation.py"} <= names, sorted(names)
+    assert not any("_kernels/" in n for n in names)     # compiled when the wheel is built
 
 
 def test_the_wheel_says_pyspark_is_an_extra(wheel):

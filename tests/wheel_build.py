@@ -1,8 +1,9 @@
-"""The wheel built from this checkout, as a release is built (scripts/build_wheel.sh: the
-compiled kernels inside it), and that wheel installed into a folder of its own.
+"""The wheel built from this checkout as ``pip install`` of a release builds it: the sdist
+first, then the wheel from the sdist by the package's build backend (the compiled kernels
+inside it); and that wheel installed into a folder of its own.
 
-A plugin of the test suite (``tests/conftest.py``): ``wheel`` and ``installed`` are
-session-scoped fixtures (built once per test worker that asks)."""
+A plugin of the test suite (``tests/conftest.py``): ``sdist``, ``wheel`` and ``installed``
+are session-scoped fixtures (built once per test worker that asks)."""
 
 from __future__ import annotations
 
@@ -14,25 +15,37 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["installed", "wheel"]
+__all__ = ["installed", "sdist", "wheel"]
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+def sdist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sdist")
     # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
     source = tmp_path_factory.mktemp("source") / "uncertain-cep"
     shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
         ".git", ".venv", "build", "out", "__pycache__", ".hypothesis", "*.egg-info",
         "_kernels", "dist"))
-    # No build isolation (the test group installs setuptools).
-    proc = subprocess.run(["bash", str(source / "scripts" / "build_wheel.sh"), str(out)],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHON": sys.executable})
+    proc = subprocess.run([sys.executable, "-c", "import sys, uncertain_cep_build; "
+                           "uncertain_cep_build.build_sdist(sys.argv[1])", str(out)],
+                          cwd=source, env={**os.environ, "PYTHONPATH": "build_backend"},
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert not (source / "uncertain_cep" / "_kernels").exists()     # only in the wheel
+    (built,) = out.glob("uncertain_cep-*.tar.gz")
+    return built
+
+
+@pytest.fixture(scope="session")
+def wheel(sdist, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    # No build isolation (the test group installs setuptools; isolation would download
+    # the dependencies again).
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "-q", "-w", str(out), str(sdist)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
     (built,) = out.glob("uncertain_cep-*.whl")
     return built
 

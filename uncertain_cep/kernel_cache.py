@@ -14,7 +14,7 @@ kernels or the helpers kernels inline) together with numba's version, so that
 * every checkout, virtual environment and Spark worker of one machine with the same
   kernel sources shares one compiled copy, wherever the package is installed.
 
-A wheel built by scripts/build_wheel.sh ships the kernels compiled on the machine that
+Every wheel (build_backend/uncertain_cep_build.py) ships the kernels compiled on the machine that
 built it (``uncertain_cep/_kernels/<version>/``): a new cache directory of that version
 starts as their copy, so a fresh install on a machine of the same CPU kind compiles nothing.
 
@@ -49,7 +49,7 @@ __all__ = ["compile_seconds", "install_kernel_cache", "kernel_cache_dir", "kerne
            "kernel_version", "kernels_compiled"]
 
 _PACKAGE = Path(__file__).resolve().parent
-# Kernels compiled when the wheel was built (scripts/build_wheel.sh), one folder per
+# Kernels compiled when the wheel was built (uncertain_cep/kernel_build.py), one folder per
 # kernel version: a new cache directory starts as a copy of its version's.
 _SHIPPED = _PACKAGE / "_kernels"
 _UNUSED_SECONDS = 7 * 24 * 3600

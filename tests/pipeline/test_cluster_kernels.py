@@ -1,16 +1,18 @@
 """Spark workers never compile (issue "No compile wait", item 2): under
 ``local-cluster[2,1,1024]``, with the package installed from its wheel
-(scripts/build_wheel.sh) and a kernel cache directory that nothing has used, the
-executors' Python workers answer a query's slices, with NOT among its items, loading the
-kernels the wheel ships: the slices' counters report no second of compiling, and the
-answer is the in-process one."""
+(tests/wheel_build.py) and, per executor, a kernel cache directory that nothing has
+used, the executors' Python workers answer a query's slices, with NOT among its items,
+loading the kernels the wheel ships: the slices' counters report no second of compiling,
+and the answer is the in-process one."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from answer_checks import assert_same_pairs
 
@@ -35,12 +37,15 @@ def where(batches):
     from uncertain_cep import kernel_cache
     for batch in batches:
         yield pd.DataFrame({"package": [uncertain_cep.__file__] * len(batch),
-                            "cache": [str(kernel_cache.kernel_cache_dir())] * len(batch)})
+                            "cache": [str(kernel_cache.kernel_cache_dir().resolve())]
+                                     * len(batch),
+                            "cwd": [os.getcwd()] * len(batch)})
 
-seen = spark.range(4, numPartitions=4).mapInPandas(where, "package string, cache string")
+seen = spark.range(4, numPartitions=4).mapInPandas(where,
+                                                   "package string, cache string, cwd string")
 print("RESULT", json.dumps({
     "compile_seconds": answer.stats.compile_seconds, "slices": answer.stats.slices,
-    "places": sorted({(r[0], r[1]) for r in seen.distinct().collect()}),
+    "places": sorted({(r[0], r[1], r[2]) for r in seen.distinct().collect()}),
     "answer": [[list(map(int, e)), c] for e, c in zip(answer["events"],
                                                      answer["confidence"])]}))
 """
@@ -53,20 +58,28 @@ def test_executors_with_empty_kernel_caches_answer_from_the_wheels_kernels(insta
     df = generate_synthetic(3000, groups=4, d=1, seed=7)
     idx = uc.build_index(df)
     idx.save(tmp_path / "ix")
-    cache = tmp_path / "kernels"
     # The executors inherit the driver's environment (local-cluster starts them from its
-    # JVM): the installed wheel ahead of the checkout, and a cache nothing has used.
+    # JVM): the installed wheel ahead of the checkout, and a relative cache directory,
+    # which each executor's Python workers find in their executor's own working folder
+    # (a new one per application and executor): one cache per executor, nothing in it.
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(installed),
-               UNCERTAIN_CEP_KERNEL_CACHE=str(cache))
+               UNCERTAIN_CEP_KERNEL_CACHE="kernels")
     proc = subprocess.run([sys.executable, "-c", _JOB, str(tmp_path / "ix"), QUERY],
                           capture_output=True, text=True, timeout=480, env=env,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     got = json.loads(proc.stdout.split("RESULT", 1)[1].strip().splitlines()[0])
-    # The workers ran the wheel's package, with the empty cache (now holding its copy).
-    assert got["places"] and all(package.startswith(str(installed))
-                                 and folder.startswith(str(cache))
-                                 for package, folder in got["places"]), got["places"]
+    # The workers ran the wheel's package, each with its executor's cache (new with the
+    # application, now holding the wheel's copy), never the driver's.
+    places = got["places"]
+    try:
+        assert places and all(package.startswith(str(installed)) for package, _, _ in places)
+        for _, folder, cwd in places:
+            assert Path(folder).parent == Path(cwd) / "kernels" != tmp_path / "kernels"
+            assert any(Path(folder).iterdir()), folder
+    finally:
+        for _, _, cwd in places:
+            shutil.rmtree(Path(cwd) / "kernels", ignore_errors=True)
     assert got["slices"] >= 2
     assert got["compile_seconds"] == 0.0
     assert "compiling the query kernels" not in proc.stderr

@@ -23,5 +23,6 @@ reads of a query as NamedTuples beside it, never as loose lists of arrays. By st
 
 Every kernel is compiled with ``cache=True``, into the cache of
 :mod:`uncertain_cep.kernel_cache` (one per version of the kernels' sources, shared by every
-checkout and process of a machine; scripts/warm_kernels.py fills it).
+checkout and process of a machine), when the package is built or installed
+(:mod:`uncertain_cep.kernel_build`).
 """

@@ -27,8 +27,8 @@ from uncertain_cep.query.engine.kernels.core import KERNEL_LOCK
 from uncertain_cep.query.engine.kernels.grouping import group_rows
 from uncertain_cep.query.engine.kernels.memo import grown_memo, memo_add, memo_lookup, new_memo
 
-__all__ = ["NegatedArrays", "NegatedNodes", "SumScratch", "group_factor", "negation_factors",
-           "scratch_arrays", "thread_scratch", "weighted_sums"]
+__all__ = ["NegatedArrays", "NegatedNodes", "SumScratch", "compile_negation_factors",
+           "group_factor", "negation_factors", "scratch_arrays", "thread_scratch", "weighted_sums"]
 
 
 class NegatedArrays(NamedTuple):
@@ -388,8 +388,8 @@ def negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
 def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
                       negated: NegatedNodes) -> tuple:
     """The arguments of :func:`_negation_factors` for entries ``events``/``nodes`` (at
-    least one), the free groups' sums among them (scripts/warm_kernels.py compiles the
-    kernel for their types without running it)."""
+    least one), the free groups' sums among them (:func:`compile_negation_factors`
+    compiles the kernel for their types without running it)."""
     events = np.ascontiguousarray(events, dtype=np.int64)
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     instants = table.instant[nodes]
@@ -403,6 +403,15 @@ def _factor_arguments(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
     free = _free_sums(gaps, neg, node_arrays, thread_scratch(scratches, 0))
     return (nodes, events, gap_id, gaps, np.unique(negated.columns).astype(np.int64), neg,
             node_arrays, scratches, free)
+
+
+def compile_negation_factors(table: NodeTable, events: np.ndarray, nodes: np.ndarray,
+                             negated: NegatedNodes) -> None:
+    """Compile (or load) :func:`_negation_factors` for the argument types of these
+    entries without running it: what :mod:`uncertain_cep.kernel_build` does at install
+    time, where one made-up entry stands for a query's."""
+    arguments = _factor_arguments(table, events, nodes, negated)
+    _negation_factors.compile(tuple(numba.typeof(a) for a in arguments))
 
 
 def scratch_arrays(table: NodeTable, threads: int) -> SumScratch:
