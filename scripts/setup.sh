@@ -50,15 +50,24 @@ fi
 # a fresh setup's 86 s, PySpark's thousands of files among them): compileall does it on
 # every core afterwards (27 s). Once an environment holds them (.venv/.installed-<key>),
 # only the project itself is installed again (this checkout's path, a few seconds).
+# `setup.sh demo` (scripts/demo.sh) installs what the demo runs, without the test, lint,
+# benchmark and notebook groups (half the download and bytecode of a fresh setup): a
+# later full setup adds them.
 log=.venv/setup.log
 installed=".venv/.installed-$key"
+if [ "${1:-}" = demo ] && [ ! -e "$installed" ]; then
+  installed=".venv/.installed-$key-demo"
+  wanted=(-e ".[spark,plot]")
+else
+  wanted=(--group dev -e ".[spark,connect,plot]")
+fi
 # pip writes its interpreter's path into the scripts it installs (mypy, ruff's wrapper):
 # the environment's own, not this checkout's link to it, which goes with the checkout.
 py="$(cd .venv && pwd -P)/bin/python"
 if [ -e "$installed" ]; then
   install=("$py" -m pip install -q --no-compile --no-deps -e .)
 else
-  install=("$py" -m pip install -q --no-compile --group dev -e ".[spark,connect,plot]")
+  install=("$py" -m pip install -q --no-compile "${wanted[@]}")
 fi
 if ! { "$py" -m pip install -q --upgrade "pip>=25.1" && "${install[@]}"; } \
      >"$log" 2>&1; then
@@ -66,6 +75,14 @@ if ! { "$py" -m pip install -q --upgrade "pip>=25.1" && "${install[@]}"; } \
   echo "setup failed: pip could not install the project (log above, also in $log)" >&2
   exit 1
 fi
+# The query kernels, compiled at install time rather than by a first query: into the
+# machine's cache, shared by every checkout, environment and Spark worker of the machine,
+# once per version of the kernels (about a minute on two cores; a version the machine
+# knows costs a look at one file). An editable install ships none (a wheel does:
+# build_backend/uncertain_cep_build.py). Beside the bytecode compilation below: the
+# kernels' compiler leaves a core idle for a third of its minute.
+.venv/bin/python -m uncertain_cep.kernel_build &
+kernels=$!
 if [ ! -e "$installed" ]; then
   # As with pip's own step, a file that does not compile is left to fail if imported.
   site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -75,12 +92,7 @@ fi
 # The project's own modules too: where PYTHONDONTWRITEBYTECODE is set, every process
 # (each test command, each Spark Python worker) would otherwise compile them again.
 .venv/bin/python -m compileall -q -j 0 uncertain_cep index query >>"$log" 2>&1 || true
+wait "$kernels" || {
+  echo "setup failed: the query kernels did not compile (above)" >&2; exit 1; }
 .venv/bin/python -c 'import uncertain_cep, rtree, lark, pyarrow, pyspark' || {
   echo "setup failed: the virtual environment cannot import the project" >&2; exit 1; }
-# The query kernels, compiled at install time rather than by a first query: into the
-# machine's cache, shared by every checkout, environment and Spark worker of the machine,
-# once per version of the kernels (about a minute on two cores; a version the machine
-# knows costs a look at one file). An editable install ships none (a wheel does:
-# build_backend/uncertain_cep_build.py).
-.venv/bin/python -m uncertain_cep.kernel_build || {
-  echo "setup failed: the query kernels did not compile (above)" >&2; exit 1; }
