@@ -40,7 +40,7 @@ RESULTS = ROOT / "bench" / "results" / "side_by_side.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 
 _CHILD = """
-import json, sys, time
+import inspect, json, sys, time
 import pandas as pd
 import uncertain_cep as uc
 source, query, strategy, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -48,11 +48,13 @@ if source.endswith(".parquet"):
     idx = uc.build_index(pd.read_parquet(source))
 else:
     idx = uc.open_index(source)
-res = idx.query(query, strategy=strategy)      # loads the compiled kernels
+# The whole table however large (trees since issue 48 stop at max_rows by default).
+budget = {"max_rows": None} if "max_rows" in inspect.signature(idx.query).parameters else {}
+res = idx.query(query, strategy=strategy, **budget)      # loads the compiled kernels
 best = float("inf")
 for _ in range(repeats):
     t = time.perf_counter()
-    res = idx.query(query, strategy=strategy)
+    res = idx.query(query, strategy=strategy, **budget)
     best = min(best, time.perf_counter() - t)
 conf = float(res["confidence"].sum()) if len(res) else 0.0
 print("RESULT", json.dumps({"seconds": best, "rows": len(res), "confidence": conf}))
@@ -68,8 +70,26 @@ def run(tree: Path, source: Path, query: str, strategy: str, repeats: int) -> di
     return json.loads(done.stdout.split("RESULT", 1)[1])
 
 
+def tree_index(tree: Path, events: int, work: Path) -> Path:
+    """The 1M archive's index as ``tree`` builds it (an older tree may not read this
+    tree's index format): this tree's is bench_archive's; another's is built once by its
+    own command line, beside it, named by its commit."""
+    index = ensure_index(events, work)
+    if tree == ROOT:
+        return index
+    rev = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    own = work / f"index-{events}-at-{rev}"
+    if not (own / "manifest.json").exists():
+        subprocess.run([sys.executable, "-m", "uncertain_cep.cli", "build",
+                        str(work / f"synthetic-{events}.parquet"), "--out", str(own)],
+                       check=True, env=dict(os.environ, PYTHONPATH=str(tree)), cwd=tree)
+    return own
+
+
 def workloads(work: Path, archive_events: int) -> list[tuple[str, Path, str, str]]:
-    """(name, data or index, query, strategy) for every case timed."""
+    """(name, data or index, query, strategy) for every case timed (an index: this
+    tree's; :func:`tree_index` gives the other tree its own)."""
     from uncertain_cep.datasets.synthetic import generate_synthetic
 
     data = {"skewed": (lambda: dense(2_000, 8, 5), SKEWED),
@@ -99,7 +119,9 @@ def measure(against: Path, work: Path, rounds: int, repeats: int,
         best: dict[str, dict[str, Any]] = {}
         for _ in range(rounds):
             for label, tree in (("before", against), ("after", ROOT)):
-                got = run(tree, source, query, strategy, repeats)
+                data = (source if source.suffix == ".parquet"
+                        else tree_index(tree, archive_events, work))
+                got = run(tree, data, query, strategy, repeats)
                 if label not in best or got["seconds"] < best[label]["seconds"]:
                     best[label] = got
         before, after = best["before"], best["after"]

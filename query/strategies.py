@@ -41,6 +41,7 @@ from uncertain_cep.query.baselines.possible_worlds import possible_worlds
 from uncertain_cep.query.baselines.tree_traversal import tree_traversal
 from uncertain_cep.query.engine.batch_engine import BatchEngine
 from uncertain_cep.query.evaluation.answer import Answer
+from uncertain_cep.query.evaluation.certain_first import certain_rows_first
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.plan.choosers import cheapest_item, in_pattern_order
 
@@ -91,11 +92,14 @@ def evaluate(ctx: QueryContext, name: str | StrategyName) -> Answer:
     """The answer rows of ``ctx`` by the strategy ``name``, as its sink
     (:attr:`QueryContext.sink`) keeps them: every row, the best ``LIMIT`` rows, or none
     (a count: ``ctx.sink.rows``). The batch engine feeds the sink as it goes and prunes
-    by its rising threshold; the baselines answer whole, then feed it."""
+    by its rising threshold, a top k first over the rows of confidence 1 alone
+    (:mod:`~uncertain_cep.query.evaluation.certain_first`); the baselines answer whole,
+    then feed it."""
     strategy = get_strategy(name)
+    if strategy in (selectivity, sequential):      # the batch engine feeds the sink
+        certain = certain_rows_first(ctx, strategy)
+        return certain if certain is not None else strategy(ctx)
     answer = strategy(ctx)
-    if strategy in (selectivity, sequential):      # the batch engine fed the sink
-        return answer
     ctx.sink.add(answer)
     return ctx.sink.finish(len(ctx.positive))
 

@@ -139,6 +139,18 @@ def extend_tuples(engine: TupleEngine, tuples: TupleBatch, items: np.ndarray, de
         latest = np.take(tuples.latest, owner, axis=0)
         events[row, made_by] = rows
         earliest[row, made_by], latest[row, made_by] = new_lo, new_hi
+        outranked = ctx.sink.outranked(events)
+        if outranked is not None and outranked.any():
+            # A top k's held rows all at confidence 1: tuples whose ids already rank
+            # them after the k-th cannot enter (answer_sinks.TopRows.outranked).
+            fit = np.flatnonzero(~outranked)
+            ctx.stats.tuples_pruned += len(rows) - len(fit)
+            owner, made_by, rows = owner[fit], made_by[fit], rows[fit]
+            attribute, new_lo, new_hi = attribute[fit], new_lo[fit], new_hi[fit]
+            total, events = total[fit], events[fit]
+            earliest, latest = earliest[fit], latest[fit]
+            if len(rows) == 0:
+                continue
         # The bound's factors besides the programme's: Pr(S | e), and the events
         # certainly inside a gap whose neighbours are matched.
         factor = attribute.copy()

@@ -56,6 +56,10 @@ class AnswerSink(Protocol):
     def add(self, answer: Answer) -> None:
         """Take a batch of answer rows (in any order)."""
 
+    def outranked(self, events: np.ndarray) -> np.ndarray | None:
+        """Which partial tuples (rows of event rows, -1 unmatched) can no longer enter
+        whatever their completions, beyond the floor's test; None: none can be told."""
+
     def prepare(self, event_ids: np.ndarray) -> None:
         """Make the kept rows' tuples of event ids now (a spare moment of the engine's:
         :func:`~uncertain_cep.query.evaluation.answer.with_ids`)."""
@@ -89,6 +93,9 @@ class _CountingSink:
     @property
     def rows(self) -> int:
         return self._rows
+
+    def outranked(self, events: np.ndarray) -> np.ndarray | None:
+        return None
 
     def prepare(self, event_ids: np.ndarray) -> None:
         pass
@@ -166,6 +173,39 @@ class TopRows:
             return
         both = Answer.concat([held, answer], answer.events.shape[1])
         self._held = both.take(best_rows(both, self.event_ids, self.k))
+
+    def outranked(self, events: np.ndarray) -> np.ndarray | None:
+        """Which partial tuples ``events`` (one row each, -1 where unmatched) rank after
+        the k rows held whatever their completions, or None while that cannot be told.
+
+        Once the held k-th row's confidence rounds to 1, as the order rounds it, no row
+        ranks before it by confidence: ties are broken by event ids, column by column.
+        A partial tuple whose leading matched columns' ids already compare greater than
+        that row's (equal up to a column, greater there) ranks after it, and so does
+        every completion. Columns from the first unmatched one on decide nothing.
+
+        >>> top = TopRows(1, np.array([10, 20, 30, 40]))
+        >>> top.add(Answer(np.array([[1, 2]]), np.array([1.0]), np.zeros(1, np.int64),
+        ...                np.ones(1, np.int64)))
+        >>> top.outranked(np.array([[0, -1], [2, -1], [1, 3], [1, 0], [-1, 3]])).tolist()
+        [False, True, True, False, False]
+        """
+        held = self._held
+        if held is None or len(held) < self.k or np.round(self.floor, 12) < 1.0:
+            return None
+        last = held.events[ranked(held, self.event_ids)[-1]]
+        ids = self.event_ids
+        after = np.zeros(len(events), dtype=bool)
+        tied = np.ones(len(events), dtype=bool)
+        for column, mine in enumerate(last):
+            tied &= events[:, column] >= 0
+            if not tied.any():
+                break
+            at = np.flatnonzero(tied)
+            theirs = ids[events[at, column]]
+            after[at[theirs > ids[mine]]] = True
+            tied[at[theirs != ids[mine]]] = False
+        return after
 
     def prepare(self, event_ids: np.ndarray) -> None:
         pass

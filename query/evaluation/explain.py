@@ -98,24 +98,36 @@ class Explanation:
     def threshold(self) -> str:
         """How a top-k query's pruning threshold rose as better rows came in (empty if it
         never rose): the paper's confidence pruning with a threshold that is the k-th
-        best confidence found so far.
+        best confidence found so far; first, its pass over the rows of confidence 1
+        alone (:mod:`~uncertain_cep.query.evaluation.certain_first`). On Spark each time
+        slice's threshold rises on its own: their rises, by threshold.
 
-        >>> s = QueryStats("selectivity", threshold_rises=[(120, 0.25), (900, 0.5)])
+        >>> s = QueryStats("selectivity", threshold_rises=[(120, 0.25), (900, 0.5)],
+        ...                certain_pass=(3, 40, False))
         >>> print(Explanation("q", 2, s).threshold())
+        First pass, rows of confidence 1 only: 3 found (40 entries), too few: searched again
         Pruning threshold rose (LIMIT): 0.25 after 120 entries, 0.5 after 900 entries
         """
+        lines = []
+        if self.stats.certain_pass is not None:
+            found, entries, enough = self.stats.certain_pass
+            lines.append(f"First pass, rows of confidence 1 only: {found:,} found "
+                         f"({entries:,} entries), "
+                         + ("enough" if enough else "too few: searched again"))
         rises = self.stats.threshold_rises
-        if not rises:
-            return ""
-        shown = rises if len(rises) <= 6 else [*rises[:3], *rises[-3:]]
-        steps = [f"{theta:.6g} after {entries:,} entries" for entries, theta in shown]
-        if len(rises) > 6:
-            steps.insert(3, f"... ({len(rises) - 6} more)")
-        return "Pruning threshold rose (LIMIT): " + ", ".join(steps)
+        if rises:
+            shown = rises if len(rises) <= 6 else [*rises[:3], *rises[-3:]]
+            steps = [f"{theta:.6g} after {entries:,} entries" for entries, theta in shown]
+            if len(rises) > 6:
+                steps.insert(3, f"... ({len(rises) - 6} more)")
+            where = (f"LIMIT, each of {self.stats.slices} time slices"
+                     if self.stats.slices is not None else "LIMIT")
+            lines.append(f"Pruning threshold rose ({where}): " + ", ".join(steps))
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         text = self.summary()
-        if self.stats.threshold_rises:
+        if self.threshold():
             text += "\n" + self.threshold()
         if self.stats.shards is not None:
             text += "\n" + self.shards()
@@ -131,7 +143,7 @@ class Explanation:
         table = self.steps_frame().to_html(index=False) if self.steps else ""
         shards = (f"<p>{html.escape(self.shards())}</p>" if self.stats.shards is not None
                   else "")
-        if self.stats.threshold_rises:
+        if self.threshold():
             shards = f"<p>{html.escape(self.threshold())}</p>" + shards
         return (f"<div><pre>{html.escape(self.query)}</pre>"
                 f"<p>{html.escape(self.summary())}</p>{shards}{table}</div>")

@@ -64,6 +64,11 @@ class QueryStats:
     # A top-k query's pruning threshold as it rose: (entries created by then, the new
     # threshold), in order.
     threshold_rises: list[tuple[int, float]] = field(default_factory=list)
+    # A top-k query's first pass over the rows of confidence 1 alone
+    # (query/evaluation/certain_first.py): (rows found, entries it created, whether they
+    # were enough); None where it did not run. Summed over a Spark query's slices (enough
+    # if every slice's was).
+    certain_pass: tuple[int, int, bool] | None = None
 
     @classmethod
     def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
@@ -82,6 +87,14 @@ class QueryStats:
             out.seconds += p.seconds
             out.compile_seconds += p.compile_seconds
             out.shards = p.shards if p.shards is not None else out.shards
+            if p.certain_pass is not None:
+                found, entries, enough = out.certain_pass or (0, 0, True)
+                out.certain_pass = (found + p.certain_pass[0], entries + p.certain_pass[1],
+                                    enough and p.certain_pass[2])
+        # Each slice's threshold rose on its own: its rises, by threshold, with the
+        # slice's own entry counts.
+        out.threshold_rises = sorted((r for p in parts for r in p.threshold_rises),
+                                     key=lambda r: (r[1], r[0]))
         out.shards_read = sorted({k for p in parts for k in p.shards_read})
         if seconds is not None:
             out.seconds = seconds
@@ -100,6 +113,15 @@ class QueryStats:
             rows.append(("steps", f"{len(self.steps)} (idx.explain(query) shows them)"))
         if self.shards is not None:
             rows.append(("shards read", self.shards_text()))
+        if self.certain_pass is not None:
+            found, entries, enough = self.certain_pass
+            rows.append(("first pass (LIMIT)", f"{found:,} rows of confidence 1 "
+                         f"({entries:,} entries): "
+                         + ("enough" if enough else "too few, searched again")))
+        if self.threshold_rises:
+            each = "" if self.slices is None else f", each of {self.slices} slices its own"
+            rows.append(("threshold rose (LIMIT)", f"{len(self.threshold_rises):,} times, "
+                         f"to {max(r[1] for r in self.threshold_rises):.6g}{each}"))
         if self.compile_seconds:
             # In this process the time above leaves them out; a Spark query's wall time
             # holds its workers' (summed here over its slices).

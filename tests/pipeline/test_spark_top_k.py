@@ -28,6 +28,14 @@ def test_a_top_k_query_on_spark_is_the_first_k_rows_of_the_in_process_answer(spa
     for k in (1, 7, len(full) + 3):
         got = uc.query_index(tmp_path / "ix", QUERY, engine="spark", limit=k)
         assert_first_rows_of(got, full, k)
+        # Each slice looked at its rows of confidence 1 first: the stats say so.
+        assert got.stats.certain_pass is not None
+        assert "first pass (LIMIT)" in str(got.stats)
+    # Beyond the certain rows: the slices' thresholds rose, and the stats say so.
+    k = int((full["confidence"] >= 1 - 1e-9).sum()) + 2
+    got = uc.query_index(tmp_path / "ix", QUERY, engine="spark", limit=k)
+    assert_first_rows_of(got, full, k)
+    assert got.stats.threshold_rises and "slices its own" in str(got.stats), got.stats
     lazy = uc.query_spark(tmp_path / "ix", QUERY + " LIMIT 7", spark=spark).toPandas()
     assert [tuple(e) for e in lazy["events"]] == list(full["events"].head(7))
     assert lazy["confidence"].tolist() == full["confidence"].head(7).tolist()

@@ -88,10 +88,16 @@ def test_the_threshold_rises_as_a_top_k_query_finds_better_rows(monkeypatch):
     # Small batches: answers come batch by batch, as on a large archive.
     monkeypatch.setattr(batch_engine, "BATCH_LIMIT", 8)
     idx = _many_rows()
-    ex = idx.explain(QUERY + " LIMIT 2")
+    full = idx.query(QUERY)
+    # More rows than the certain ones: the first pass (rows of confidence 1 alone) does
+    # not suffice, and the search proper prunes by its rising k-th confidence.
+    k = int((full["confidence"] >= 1 - TOL).sum()) + 2
+    assert full["confidence"].iloc[k - 1] < 1
+    ex = idx.explain(QUERY + f" LIMIT {k}")
+    assert ex.stats.certain_pass is not None and not ex.stats.certain_pass[2]
     rises = ex.stats.threshold_rises
     assert rises and all(b[1] >= a[1] for a, b in itertools.pairwise(rises))
-    assert rises[-1][1] == pytest.approx(idx.query(QUERY)["confidence"].iloc[1], abs=TOL)
+    assert rises[-1][1] == pytest.approx(full["confidence"].iloc[k - 1], abs=TOL)
     assert "threshold rose (LIMIT): " in str(ex)
     # It prunes: fewer tuples weighed than for the whole answer.
     assert ex.stats.tuples_pruned > idx.explain(QUERY).stats.tuples_pruned
