@@ -101,6 +101,67 @@ def first_queries(wheel: Path, work: Path, kind: str) -> dict[str, Any]:
     return result
 
 
+# The same two queries on Spark under local-cluster[2,1,1024] (real executor processes),
+# each executor with a new, empty kernel cache of its own (a relative
+# UNCERTAIN_CEP_KERNEL_CACHE, resolved in each executor's new working folder): each query
+# first, then again (warm), timed on the driver; compiling as the slices count it.
+_SPARK_CHILD = """
+import json, sys, time
+import pandas as pd, uncertain_cep as uc
+from uncertain_cep.pipeline.session import spark_session
+uc.build_index(pd.read_parquet(sys.argv[1]), group_by="person",
+               max_speed=2.0).save(sys.argv[4], shard_events=120)
+spark = spark_session("local-cluster[2,1,1024]")
+spark.range(4, numPartitions=4).count()     # executors up before the first query
+out = {}
+for name, q in (("first_query", sys.argv[2]), ("first_not_query", sys.argv[3])):
+    for run in ("", "_warm"):
+        t = time.perf_counter()
+        res = uc.query_index(sys.argv[4], q, engine="spark")
+        out[name + run + "_s"] = time.perf_counter() - t
+        out[name + run + "_rows"] = len(res)
+        out[name + run + "_compile_s"] = res.stats.compile_seconds
+        out[name + run + "_slices"] = res.stats.slices
+out["installed_at"] = uc.__file__
+print("RESULT " + json.dumps(out))
+"""
+
+
+def spark_first_queries(wheel: Path, work: Path, kind: str) -> dict[str, Any]:
+    """Both queries on Spark, from the installed ``wheel``, executors' caches empty."""
+    site = work / f"site-{kind}"
+    env = {**os.environ, "PYTHONPATH": str(site), "UNCERTAIN_CEP_KERNEL_CACHE": "kernels"}
+    run = work / f"spark-{kind}"
+    run.mkdir()
+    proc = subprocess.run([sys.executable, "-c", _SPARK_CHILD, str(SAMPLE), QUERY, NOT_QUERY,
+                           str(run / "index")], cwd=run, env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert result["installed_at"].startswith(str(site)), result["installed_at"]
+    result["wheel"] = kind
+    return result
+
+
+def spark_section(rows: list[dict[str, Any]]) -> str:
+    lines = [f"<!-- first_query_spark:start (written by bench/bench_first_query.py on "
+             f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+             "local-cluster[2,1,1024]) -->",
+             "| wheel | first query s | warm s | first / warm | compiling s (slices) | "
+             "first NOT query s | warm s | first / warm | compiling s (slices) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        cells = [r["wheel"]]
+        for name in ("first_query", "first_not_query"):
+            first, warm = r[name + "_s"], r[name + "_warm_s"]
+            cells += [f"{first:.2f}", f"{warm:.2f}", f"{first / warm:.2f}",
+                      f"{r[name + '_compile_s']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("<!-- first_query_spark:end -->")
+    return "\n".join(lines)
+
+
 def section(rows: list[dict[str, Any]]) -> str:
     lines = [f"<!-- first_query:start (written by bench/bench_first_query.py on "
              f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
@@ -125,13 +186,18 @@ def main() -> None:
         work = Path(tmp)
         wheels = build_wheels(work)
         rows = [first_queries(wheels[kind], work, kind) for kind in ("shipped", "plain")]
-    for r in rows:
+        spark_rows = [spark_first_queries(wheels[kind], work, kind)
+                      for kind in ("shipped", "plain")]
+    for r in [*rows, *spark_rows]:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     assert rows[0]["first_query_rows"] == rows[1]["first_query_rows"]
     assert rows[0]["first_not_query_rows"] == rows[1]["first_not_query_rows"]
-    write_json(RESULTS, {"machine": platform.machine(), "rows": rows}, indent=1)
+    write_json(RESULTS, {"machine": platform.machine(), "rows": rows, "spark": spark_rows},
+               indent=1)
     replace_section(DOC, "first_query", "First queries of a fresh install (issue 49)",
                     section(rows))
+    replace_section(DOC, "first_query_spark", "First queries of a fresh install (issue 49)",
+                    spark_section(spark_rows))
 
 
 if __name__ == "__main__":

@@ -91,7 +91,9 @@ def kernel_version() -> str:
 def kernel_cache_dir() -> Path:
     """The directory this version of the kernels is compiled into and loaded from."""
     if os.environ.get("UNCERTAIN_CEP_KERNEL_CACHE"):
-        root = Path(os.environ["UNCERTAIN_CEP_KERNEL_CACHE"])
+        # A relative folder is the working directory's (each Spark executor's own, in a
+        # cluster), fixed once: a later chdir must not move a process's cache.
+        root = Path(os.environ["UNCERTAIN_CEP_KERNEL_CACHE"]).absolute()
     elif os.environ.get("NUMBA_CACHE_DIR"):
         root = Path(os.environ["NUMBA_CACHE_DIR"]) / "uncertain-cep"
     else:

@@ -2,8 +2,10 @@
 
 Nothing here uses the OI-tree index. Each group's order instances are enumerated by brute
 force over every assignment of instants (Condition 1, and Condition 2 on every pair);
-groups are independent and each group's OIs equally likely, so the probability of a
-world restricted to some groups is the product of per-group fractions. For every tuple
+groups are independent, and each group's OIs equally likely, or, where events weigh
+their instants (SEMANTICS A6), each OI as likely as the product of its events' weights
+at their instants (OIs of weight zero are no world); so the probability of a world
+restricted to some groups is the product of per-group (weighted) fractions. For every tuple
 of events and every strictly increasing assignment of instants within the window, the
 contribution is, per group, the fraction of its OIs that agree with the assignment,
 weighted by ``1 - Pr(C | x)`` for every other event ``x`` standing in a negation's gap.
@@ -41,7 +43,7 @@ from uncertain_cep.query.evaluation.context import TOLERANCE, QueryContext
 from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.language.symbols import check_symbols, symbol_probability
 
-__all__ = ["MAX_ASSIGNMENTS", "enumerate_order_instances", "possible_worlds",
+__all__ = ["MAX_ASSIGNMENTS", "enumerate_order_instances", "group_worlds", "possible_worlds",
            "possible_worlds_answer"]
 
 MAX_ASSIGNMENTS = 2_000_000
@@ -92,25 +94,47 @@ def possible_worlds_answer(archive: Archive, pattern: SequencePattern,
     check_symbols(archive, pattern)
     pattern = pattern.in_instants(archive.time_axis)
     members = archive.group_members()
-    worlds = []
-    for g, m in enumerate(members):
-        check = condition2.for_group(archive, m) if condition2 is not None else None
-        w = enumerate_order_instances(archive.t_lo[m], archive.t_hi[m], check)
-        if len(w) == 0:
-            raise InputError(f"group {archive.group_labels[g]!r} has no order instance")
+    worlds, weights = [], []
+    for m in members:
+        w, omega = group_worlds(archive, m, condition2)
         worlds.append(w)
+        weights.append(omega)
     pos = np.zeros(archive.n_events, dtype=np.int64)
     for m in members:
         pos[m] = np.arange(len(m))
-    return _Enumerator(archive, pattern, worlds, pos).run()
+    return _Enumerator(archive, pattern, worlds, weights, pos).run()
+
+
+def group_worlds(archive: Archive, members: np.ndarray,
+                 condition2: PairConstraint | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One group's worlds (its OIs of positive probability, one column per event of
+    ``members``) and their weights: ones, or where events weigh their instants
+    (SEMANTICS A6) the product of the events' weights at their instants."""
+    label = archive.group_labels[archive.group_of[members[0]]] if len(members) else None
+    check = condition2.for_group(archive, members) if condition2 is not None else None
+    worlds = enumerate_order_instances(archive.t_lo[members], archive.t_hi[members], check)
+    if len(worlds) == 0:
+        raise InputError(f"group {label!r} has no order instance")
+    omega = np.ones(len(worlds))
+    if archive.instant_weights is not None:
+        for col, e in enumerate(members):
+            omega *= archive.instant_weights.at(int(e), int(archive.t_lo[e]), worlds[:, col])
+        keep = omega > 0
+        if not keep.any():
+            raise InputError(f"group {label!r}: every order instance of its events weighs "
+                             "zero (their instant weights leave no instants that fit "
+                             "together; SEMANTICS A6)")
+        worlds, omega = worlds[keep], omega[keep]
+    return worlds, omega
 
 
 class _Enumerator:
     def __init__(self, archive: Archive, pattern: SequencePattern, worlds: list[np.ndarray],
-                 pos: np.ndarray) -> None:
+                 omegas: list[np.ndarray], pos: np.ndarray) -> None:
         self.archive = archive
         self.group = archive.group_of
         self.worlds = worlds
+        self.omegas = omegas
         self.pos = pos
         self.window = pattern.window
         self.theta = pattern.confidence if pattern.confidence is not None else 0.0
@@ -167,10 +191,10 @@ class _Enumerator:
                     weights[g] = w * np.where(inside, 1.0 - q[x], 1.0)
         p = 1.0
         for g in set(masks) | set(weights):
-            n_oi = len(self.worlds[g])
-            mask = masks.get(g, np.ones(n_oi, dtype=bool))
-            w = weights.get(g, np.ones(n_oi))
-            p *= float(np.sum(w[mask])) / n_oi
+            omega = self.omegas[g]
+            mask = masks.get(g, np.ones(len(omega), dtype=bool))
+            w = weights.get(g, np.ones(len(omega))) * omega
+            p *= float(np.sum(w[mask])) / float(np.sum(omega))
         if p <= 0:
             return
         acc = self.total.get(rows)

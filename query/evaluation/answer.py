@@ -171,16 +171,12 @@ def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray
     is one Python object, made once per distinct event: answer rows share events, and
     making an int per cell would cost (and free) millions of objects. The rows are put
     in order before the objects are gathered (one gather of objects, not two)."""
-    used = np.zeros(len(event_ids), dtype=bool)
-    used[rows.ravel()] = True
-    distinct = np.flatnonzero(used)
+    distinct, position = _distinct_events(rows, len(event_ids))
     objects = np.empty(len(distinct), dtype=object)
     objects[:] = event_ids[distinct].tolist()
-    position = np.zeros(len(event_ids), dtype=np.int64)
-    position[distinct] = np.arange(len(distinct))
     # (One gather of whole rows, then per column: gathering a column of a row-major
     # matrix reads every row's cache line once per column.)
-    return lambda order: list(objects[position[rows[order]].T.copy()])
+    return lambda order: list(objects[position[order].T.copy()])
 
 
 def table_from_rows(rows: Sequence[tuple[tuple[Any, ...], float, int, int]],
@@ -291,15 +287,28 @@ def _event_keys(events: np.ndarray, event_ids: np.ndarray) -> list[np.ndarray]:
     n, k = events.shape
     if n == 0 or k == 0:
         return []
-    used = np.zeros(len(event_ids), dtype=bool)
-    used[events.ravel()] = True
-    distinct = np.flatnonzero(used)
-    rank = np.zeros(len(event_ids), dtype=np.int64)
-    rank[distinct] = np.unique(event_ids[distinct], return_inverse=True)[1].ravel()
+    distinct, position = _distinct_events(events, len(event_ids))
+    rank = np.unique(event_ids[distinct], return_inverse=True)[1].ravel().astype(np.int64)
     bits = max(len(distinct) - 1, 1).bit_length()
-    keys = _packed_ranks(np.ascontiguousarray(events, dtype=np.int64), rank, bits,
-                         max(62 // bits, 1))
+    keys = _packed_ranks(position, rank, bits, max(62 // bits, 1))
     return list(keys[::-1])
+
+
+def _distinct_events(rows: np.ndarray, n_events: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct events of ``rows`` (ascending) and each cell's position among them
+    (``rows``' shape, int64): by a mark per archive event where the rows are many, by a
+    sort of the cells where they are few (a 134-row answer over 1M events need not
+    clear and scan two arrays of 1M)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    if rows.size * 16 < n_events:
+        distinct, inverse = np.unique(rows.ravel(), return_inverse=True)
+        return distinct, inverse.reshape(rows.shape).astype(np.int64, copy=False)
+    used = np.zeros(n_events, dtype=bool)
+    used[rows.ravel()] = True
+    distinct = np.flatnonzero(used)
+    position = np.zeros(n_events, dtype=np.int64)
+    position[distinct] = np.arange(len(distinct))
+    return distinct, position[rows]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -311,9 +320,10 @@ def _packed_ranks(events: np.ndarray, rank: np.ndarray, bits: int, per_key: int
     Parameters
     ----------
     events : (n, k) int64
-        The answer's rows (archive rows, one column per positive item).
+        The answer's rows, one column per positive item, each cell an index into
+        ``rank`` (the event's position among the answer's distinct events).
     rank : int64
-        Per archive row, its id's rank among the ids the answer holds.
+        Per distinct event, its id's rank among the ids the answer holds.
     bits : int
         The bits a rank takes.
     per_key : int

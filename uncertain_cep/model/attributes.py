@@ -29,7 +29,8 @@ from uncertain_cep.model.values import as_written
 __all__ = ["RESERVED_COLUMNS", "NumericAttribute", "read_attributes", "text_values"]
 
 # The archive's columns that are no attributes (besides the dependency-group column).
-RESERVED_COLUMNS = {"event_id", "t_lo", "t_hi", "t"}
+# The event id, its time bounds and its instants' weights (model/instant_weights.py).
+RESERVED_COLUMNS = {"event_id", "t_lo", "t_hi", "t", "t_mu", "t_sigma", "t_weights"}
 
 
 @dataclass(frozen=True, eq=False)

@@ -66,6 +66,11 @@ from uncertain_cep.model.attributes import (
     text_values,
 )
 from uncertain_cep.model.event_times import time_columns
+from uncertain_cep.model.instant_weights import (
+    WEIGHT_COLUMNS,
+    InstantWeights,
+    read_instant_weights,
+)
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import as_written
 
@@ -91,6 +96,9 @@ class Archive:
     numeric: dict[str, NumericAttribute] = field(default_factory=dict)
     categorical: dict[str, np.ndarray] = field(default_factory=dict)
     time_axis: TimeAxis | None = None
+    # Per event, a weight per instant (SEMANTICS A6); None: every instant of every
+    # interval equally likely.
+    instant_weights: InstantWeights | None = None
 
     @property
     def n_events(self) -> int:
@@ -131,7 +139,9 @@ class Archive:
                        group_labels=self.group_labels[present],
                        group_of=group_of.astype(self.group_of.dtype, copy=False),
                        t_lo=self.t_lo[rows], t_hi=self.t_hi[rows], numeric=numeric,
-                       categorical={k: v[rows] for k, v in self.categorical.items()})
+                       categorical={k: v[rows] for k, v in self.categorical.items()},
+                       instant_weights=(None if self.instant_weights is None
+                                        else self.instant_weights.take(rows)))
 
     def describe_event(self, i: int) -> str:
         return f"event {as_written(self.event_ids[i])}"
@@ -153,6 +163,10 @@ class Archive:
                 cols[f"{name}_sigma"] = attr.sigma
         for name, values in self.categorical.items():
             cols[name] = values
+        if self.instant_weights is not None:
+            cols["t_weights"] = np.array([None if (w := self.instant_weights.of(i)) is None
+                                          else w.tolist() for i in range(self.n_events)],
+                                         dtype=object)
         return cols
 
 
@@ -177,7 +191,8 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
                  columns: Mapping[str, str] | None = None,
                  check_unique_ids: bool = True,
                  numeric_text: Collection[str] | None = None,
-                 renamed: Mapping[str, str] | None = None) -> Archive:
+                 renamed: Mapping[str, str] | None = None,
+                 weighted: bool = False) -> Archive:
     """Validate a table (or a Parquet/CSV file) of uncertain events into an :class:`Archive`.
 
     Parameters
@@ -200,6 +215,11 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
         "t_lo": "start", "t_hi": "end"}`` (keys ``event_id``, ``t_lo``, ``t_hi``, ``t``;
         see :func:`~uncertain_cep.input_tables.check_column_mapping` for what is refused).
         Applied before validation; messages name the input's columns.
+    weighted
+        Read instant weights (``t_mu``/``t_sigma`` or ``t_weights``, SEMANTICS A6) into
+        :attr:`Archive.instant_weights`. Off (default): an archive that gives them is
+        refused once they are checked, since indexes do not weigh possible worlds by
+        them yet (only the possible-worlds baseline does, reading with this on).
     check_unique_ids
         Refuse repeated event ids (default). An index's own events table was checked
         when it was built (and its checksum vouches for it since), so opening one skips
@@ -238,10 +258,21 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
                          "every event needs a dependency group", row=i)
     labels, group_of = _dense_codes(groups)
     t_lo, t_hi, time_axis = time_columns(df, ids, time_unit, shown)
+    weights = read_instant_weights(df, ids, t_lo, t_hi, time_unit, shown)
+    if weights is not None and not weighted:
+        # Checked (each error names its event and column), but indexes do not weigh OIs
+        # yet: answering as if the instants were equally likely would be wrong.
+        given = ", ".join(shown.quoted(c) for c in WEIGHT_COLUMNS if c in df.columns)
+        raise InputError(f"the archive gives its instants weights (column {given}, "
+                         "SEMANTICS A6); this version of uncertain-cep checks them but "
+                         "cannot yet weigh possible worlds by them: drop the column to "
+                         "answer with every instant of an interval equally likely")
     numeric, categorical = read_attributes(df, ids, group_by, numeric_text)
+    if weights is not None and not weights.weighted.any():
+        weights = None          # null in every row: equal weights, as without the columns
     return Archive(event_ids=ids, group_by=group_by, group_labels=labels,
                    group_of=group_of, t_lo=t_lo, t_hi=t_hi, numeric=numeric,
-                   categorical=categorical, time_axis=time_axis)
+                   categorical=categorical, time_axis=time_axis, instant_weights=weights)
 
 
 def _load_frame(source: pd.DataFrame | Any | str | os.PathLike[str]) -> pd.DataFrame:

@@ -1,0 +1,234 @@
+"""Instants with a distribution (SEMANTICS A6): an event's weight per instant of its
+interval, read from ``t_mu``/``t_sigma`` (a normal cut to the interval) or a ``t_weights``
+list column, and checked.
+
+An event without weights (null in those columns) weighs its instants equally, and
+nothing is stored for it: :class:`InstantWeights` holds the weighted events' weights
+only, one slice per event. Instant ``k`` (covering ``[k, k + 1)`` before
+discretisation, as ``floor`` maps times to instants) of a normal ``N(mu, sigma)`` weighs
+``Phi((k + 1 - mu) / sigma) - Phi((k - mu) / sigma)``, with ``mu`` and ``sigma`` in
+instants: divided by ``time_unit`` where the times are numbers with one, counted from
+the epoch in that unit where ``t_mu`` is a datetime (``t_sigma`` then a duration).
+Weights are relative: only ratios within one event matter. Every error names the event,
+its row and the column.
+
+>>> import pandas as pd
+>>> from uncertain_cep.input_tables import ColumnLabels
+>>> df = pd.DataFrame({"t_weights": [[1.0, 3.0], None]})
+>>> w = read_instant_weights(df, np.array([1, 2]), np.array([1, 2]), np.array([2, 3]),
+...                          None, ColumnLabels({}))
+>>> w.weighted.tolist(), w.of(0).tolist(), w.of(1)
+([True, False], [1.0, 3.0], None)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr
+
+from uncertain_cep.errors import InputError
+from uncertain_cep.input_tables import ColumnLabels
+from uncertain_cep.model.values import as_written
+
+__all__ = ["WEIGHT_COLUMNS", "InstantWeights", "normal_instant_weights",
+           "read_instant_weights"]
+
+WEIGHT_COLUMNS = ("t_mu", "t_sigma", "t_weights")
+
+
+class InstantWeights(NamedTuple):
+    """The weighted events' weights: event ``i``'s (if ``weighted[i]``) are
+    ``values[start[i]:start[i + 1]]``, one per instant from its ``t_lo`` to its ``t_hi``;
+    an event without weights has an empty slice (equal weights)."""
+
+    weighted: np.ndarray    # bool, one per event
+    start: np.ndarray       # int64, one per event and one more
+    values: np.ndarray      # float64, the weights, event after event
+
+    def of(self, event: int) -> np.ndarray | None:
+        """Event ``event``'s weights, or None if it weighs its instants equally."""
+        if not self.weighted[event]:
+            return None
+        return self.values[self.start[event]:self.start[event + 1]]
+
+    def at(self, event: int, t_lo: int, instants: np.ndarray) -> np.ndarray:
+        """Event ``event``'s weights at ``instants`` (of its interval, which starts at
+        ``t_lo``); ones if it weighs its instants equally."""
+        if not self.weighted[event]:
+            return np.ones(np.shape(instants))
+        return self.values[self.start[event] + (np.asarray(instants) - t_lo)]
+
+    def take(self, rows: np.ndarray) -> InstantWeights:
+        """The weights of events ``rows``, in that order."""
+        sizes = (self.start[1:] - self.start[:-1])[rows]
+        start = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=start[1:])
+        pieces = [self.values[self.start[r]:self.start[r + 1]] for r in rows]
+        values = np.concatenate(pieces) if pieces else np.empty(0)
+        return InstantWeights(self.weighted[rows], start, values)
+
+
+def normal_instant_weights(lo: int, hi: int, mu: float, sigma: float) -> np.ndarray:
+    """The weights of instants ``lo..hi`` under ``N(mu, sigma)`` (in instants): the mass
+    of ``[k, k + 1)`` each, computed on the tail nearer each instant (a difference of
+    two values near 1 would lose the far side's weights).
+
+    >>> normal_instant_weights(0, 2, 1.5, 1.0).round(4).tolist()
+    [0.2417, 0.3829, 0.2417]
+    """
+    k = np.arange(lo, hi + 1, dtype=np.float64)
+    a, b = (k - mu) / sigma, (k + 1 - mu) / sigma
+    upper = a > 0
+    return np.where(upper, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
+
+
+def read_instant_weights(df: pd.DataFrame, ids: np.ndarray, t_lo: np.ndarray,
+                         t_hi: np.ndarray, unit: float | str | pd.Timedelta | None,
+                         labels: ColumnLabels) -> InstantWeights | None:
+    """The archive's instant weights (None where it has none of the columns), checked:
+    a negative, NaN or infinite weight, a list of the wrong length, ``t_sigma <= 0``,
+    one of ``t_mu``/``t_sigma`` without the other, both kinds for one event, or weights
+    all zero are errors naming the event, its row and the column."""
+    present = [c for c in WEIGHT_COLUMNS if c in df.columns]
+    if not present:
+        return None
+    if ("t_mu" in present) != ("t_sigma" in present):
+        have, lack = ("t_mu", "t_sigma") if "t_mu" in present else ("t_sigma", "t_mu")
+        raise InputError(f"the archive has column {labels.quoted(have)} without "
+                         f"{labels.quoted(lack)}: a normal distribution of instants needs "
+                         "both (SEMANTICS A6)")
+    n = len(ids)
+    per_event: list[np.ndarray | None] = [None] * n
+    if "t_mu" in present:
+        mu, sigma = _normal_parameters(df, ids, unit, labels)
+        for i in np.flatnonzero(~np.isnan(mu)):
+            w = normal_instant_weights(int(t_lo[i]), int(t_hi[i]), mu[i], sigma[i])
+            per_event[i] = _checked(w, i, ids, int(t_lo[i]), labels.quoted("t_mu") + "/"
+                                    + labels.quoted("t_sigma"))
+    if "t_weights" in present:
+        for i, value in enumerate(df["t_weights"].tolist()):
+            if _missing(value):
+                continue
+            column = labels.quoted("t_weights")
+            if per_event[i] is not None:
+                raise InputError(f"event {as_written(ids[i])} (row {i}): both {column} and "
+                                 f"{labels.quoted('t_mu')}/{labels.quoted('t_sigma')} give "
+                                 "its instants' weights; give one", row=i)
+            per_event[i] = _listed(value, i, ids, int(t_lo[i]), int(t_hi[i] - t_lo[i] + 1),
+                                   column)
+    weighted = np.array([w is not None for w in per_event], dtype=bool)
+    sizes = [len(w) if w is not None else 0 for w in per_event]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=start[1:])
+    values = (np.concatenate([w for w in per_event if w is not None]) if weighted.any()
+              else np.empty(0))
+    return InstantWeights(weighted, start, values.astype(np.float64, copy=False))
+
+
+def _normal_parameters(df: pd.DataFrame, ids: np.ndarray,
+                       unit: float | str | pd.Timedelta | None,
+                       labels: ColumnLabels) -> tuple[np.ndarray, np.ndarray]:
+    """``t_mu`` and ``t_sigma`` in instants (NaN where the event has none)."""
+    mu_col, sigma_col = df["t_mu"], df["t_sigma"]
+    if pd.api.types.is_datetime64_any_dtype(mu_col):
+        step = _unit_ns(unit, labels.quoted("t_mu"))
+        since = mu_col.dt.tz_convert(None) if mu_col.dt.tz is not None else mu_col
+        ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]")
+        mu = np.where(pd.isna(since).to_numpy(), np.nan,
+                      ns.astype(np.int64).astype(np.float64) / step)
+        if not pd.api.types.is_timedelta64_dtype(sigma_col):
+            raise InputError(f"column {labels.quoted('t_mu')} holds datetimes, so column "
+                             f"{labels.quoted('t_sigma')} must hold durations (e.g. "
+                             f"pd.to_timedelta(..., unit='s')); it has type {sigma_col.dtype}")
+        sigma = np.where(pd.isna(sigma_col).to_numpy(), np.nan,
+                         sigma_col.to_numpy(dtype="timedelta64[ns]").astype(np.int64)
+                         .astype(np.float64) / step)
+    else:
+        mu = _numbers(mu_col, "t_mu", labels) / _scale(unit, labels)
+        sigma = _numbers(sigma_col, "t_sigma", labels) / _scale(unit, labels)
+    for name, own, other in (("t_mu", mu, sigma), ("t_sigma", sigma, mu)):
+        alone = np.isnan(own) & ~np.isnan(other)
+        if alone.any():
+            i = int(np.flatnonzero(alone)[0])
+            raise InputError(f"event {as_written(ids[i])} (row {i}): column "
+                             f"{labels.quoted(name)} is missing while its pair is given; give "
+                             "both or neither (neither: equal weights)", row=i)
+    for name, values in (("t_mu", mu), ("t_sigma", sigma)):
+        bad = np.isinf(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"event {as_written(ids[i])} (row {i}): column "
+                             f"{labels.quoted(name)} is infinite", row=i)
+    bad = sigma <= 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"event {as_written(ids[i])} (row {i}): column "
+                         f"{labels.quoted('t_sigma')} = {as_written(df['t_sigma'].iloc[i])} "
+                         "is not positive; a normal distribution needs t_sigma > 0", row=i)
+    return mu, sigma
+
+
+def _numbers(col: pd.Series, name: str, labels: ColumnLabels) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(col) or not (pd.api.types.is_numeric_dtype(col)
+                                               or col.isna().all()):
+        raise InputError(f"column {labels.quoted(name)} has type {col.dtype}; it must hold "
+                         "numbers in the unit of t_lo/t_hi (or, for t_mu, datetimes with "
+                         "t_sigma durations)")
+    return col.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _scale(unit: float | str | pd.Timedelta | None, labels: ColumnLabels) -> float:
+    if unit is None:
+        return 1.0
+    if isinstance(unit, (str, pd.Timedelta)):
+        raise InputError(f"time_unit={unit!r} is a duration but column "
+                         f"{labels.quoted('t_mu')} is numeric; give t_mu as datetimes and "
+                         "t_sigma as durations, or a numeric time_unit")
+    return float(unit)
+
+
+def _unit_ns(unit: float | str | pd.Timedelta | None, column: str) -> float:
+    if unit is None or not isinstance(unit, (str, pd.Timedelta)):
+        raise InputError(f"column {column} holds datetimes; pass time_unit= as a duration "
+                         "(e.g. '1s'), the same the time columns are read with")
+    return float(pd.Timedelta(unit).value)
+
+
+def _missing(value: object) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _listed(value: object, i: int, ids: np.ndarray, first: int, size: int, column: str
+            ) -> np.ndarray:
+    try:
+        weights = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"event {as_written(ids[i])} (row {i}): column {column} = "
+                         f"{as_written(value)} is not a list of numbers", row=i) from e
+    if len(weights) != size:
+        raise InputError(f"event {as_written(ids[i])} (row {i}): column {column} lists "
+                         f"{len(weights)} weights, but its interval has {size} instants "
+                         "(t_hi - t_lo + 1, one weight each)", row=i)
+    return _checked(weights, i, ids, first, column)
+
+
+def _checked(weights: np.ndarray, i: int, ids: np.ndarray, first: int, column: str
+             ) -> np.ndarray:
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise InputError(f"event {as_written(ids[i])} (row {i}): column {column} gives its "
+                         f"instant {first + j} (weight {j + 1} of {len(weights)}) the weight "
+                         f"{weights[j]}; weights are finite numbers >= 0", row=i)
+    if not (weights > 0).any():
+        raise InputError(f"event {as_written(ids[i])} (row {i}): column {column} gives every "
+                         "instant of its interval weight zero (a normal distribution this "
+                         "far from the interval leaves it none); the event must be able to "
+                         "happen", row=i)
+    return weights
