@@ -28,13 +28,10 @@ def sdist(tmp_path_factory) -> Path:
     shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
         ".git", ".venv", "build", "out", "__pycache__", ".hypothesis", "*.egg-info",
         "_kernels", "dist"))
-    proc = subprocess.run([sys.executable, "-c", "import sys, uncertain_cep_build; "
-                           "uncertain_cep_build.build_sdist(sys.argv[1])", str(out)],
-                          cwd=source, env={**os.environ, "PYTHONPATH": "build_backend"},
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    (built,) = out.glob("uncertain_cep-*.tar.gz")
-    return built
+    return _built(out, "uncertain_cep-*.tar.gz",
+                  [sys.executable, "-c", "import sys, uncertain_cep_build; "
+                   "uncertain_cep_build.build_sdist(sys.argv[1])", str(out)],
+                  cwd=source, env={**os.environ, "PYTHONPATH": "build_backend"})
 
 
 @pytest.fixture(scope="session")
@@ -42,11 +39,16 @@ def wheel(sdist, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # No build isolation (the test group installs setuptools; isolation would download
     # the dependencies again).
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                           "--no-build-isolation", "-q", "-w", str(out), str(sdist)],
-                          capture_output=True, text=True, timeout=600)
+    return _built(out, "uncertain_cep-*.whl",
+                  [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                   "-q", "-w", str(out), str(sdist)])
+
+
+def _built(out: Path, pattern: str, command: list[str], **how) -> Path:
+    """Run a build ``command`` that writes one file matching ``pattern`` into ``out``."""
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, **how)
     assert proc.returncode == 0, proc.stderr
-    (built,) = out.glob("uncertain_cep-*.whl")
+    (built,) = out.glob(pattern)
     return built
 
 

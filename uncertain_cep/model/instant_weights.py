@@ -105,7 +105,7 @@ def read_instant_weights(df: pd.DataFrame, ids: np.ndarray, t_lo: np.ndarray,
     per_event: list[np.ndarray | None] = [None] * n
     if "t_mu" in present:
         mu, sigma = _normal_parameters(df, ids, unit, labels)
-        for i in np.flatnonzero(~np.isnan(mu)):
+        for i in np.flatnonzero(~np.isnan(mu)).tolist():
             w = normal_instant_weights(int(t_lo[i]), int(t_hi[i]), mu[i], sigma[i])
             per_event[i] = _checked(w, i, ids, int(t_lo[i]), labels.quoted("t_mu") + "/"
                                     + labels.quoted("t_sigma"))
