@@ -116,6 +116,17 @@ def test_bad_rows_fail_the_build_naming_event_file_and_row(spark, tmp_path):
     assert not (tmp_path / "ix").exists()
 
 
+def test_an_archive_with_instant_weights_is_refused_before_the_job(spark, tmp_path):
+    # SEMANTICS A6's columns: checked, but not yet weighed by an index; never read as
+    # attributes (the in-process build refuses them alike: tests/model).
+    for extra, column in (({"t_weights": [1.0, 3.0]}, "'t_weights'"),
+                          ({"t_mu": 1.5, "t_sigma": 2.0}, "'t_mu', 't_sigma'")):
+        path = _write(tmp_path, [{**r, **extra} for r in GOOD])
+        with pytest.raises(InputError, match=rf"{column}.*SEMANTICS A6.*drop the column"):
+            uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
+        assert not (tmp_path / "ix").exists()
+
+
 def test_bad_rows_are_reported_with_reasons_and_the_rest_indexed(spark, tmp_path):
     rows = GOOD + [{"event_id": 50, "group": "g", "t_lo": 30, "t_hi": 20, "x": 1.0},
                    {"event_id": 51, "group": None, "t_lo": 1, "t_hi": 2, "x": 1.0},

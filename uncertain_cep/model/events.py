@@ -263,10 +263,10 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
         # Checked (each error names its event and column), but indexes do not weigh OIs
         # yet: answering as if the instants were equally likely would be wrong.
         given = ", ".join(shown.quoted(c) for c in WEIGHT_COLUMNS if c in df.columns)
-        raise InputError(f"the archive gives its instants weights (column {given}, "
-                         "SEMANTICS A6); this version of uncertain-cep checks them but "
-                         "cannot yet weigh possible worlds by them: drop the column to "
-                         "answer with every instant of an interval equally likely")
+        raise InputError(f"the archive gives its instants weights ({given}; SEMANTICS "
+                         "A6); this version of uncertain-cep checks them but cannot yet "
+                         "weigh possible worlds by them: drop the column(s) to answer "
+                         "with every instant of an interval equally likely")
     numeric, categorical = read_attributes(df, ids, group_by, numeric_text)
     if weights is not None and not weights.weighted.any():
         weights = None          # null in every row: equal weights, as without the columns

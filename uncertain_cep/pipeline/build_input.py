@@ -185,7 +185,7 @@ def supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
     Dates become timestamps without time zone (midnight), as pandas reads them.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, DecimalType
+    from pyspark.sql.types import ArrayType, DateType, DecimalType
 
     casts = {}
     for fld in frame.schema.fields:
@@ -205,6 +205,11 @@ def supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
                     "'bigint' for whole numbers)")
         elif isinstance(kind, DateType):
             casts[fld.name] = F.col(f"`{fld.name}`").cast("timestamp_ntz")
+        elif fld.name == "t_weights" and isinstance(kind, ArrayType):
+            raise InputError(f"column {fld.name!r} of {spec.label} gives the events' instants "
+                             "weights (SEMANTICS A6); this version of uncertain-cep cannot "
+                             "yet weigh possible worlds by them: drop the column to answer "
+                             "with every instant of an interval equally likely")
         elif kind.typeName() not in _PLAIN_TYPES:
             raise InputError(f"column {fld.name!r} of {spec.label} has Spark type "
                              f"{kind.simpleString()}; archive columns must be numbers, "
