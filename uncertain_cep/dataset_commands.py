@@ -148,6 +148,8 @@ _OPTIONS = {o.keyword: o for o in [
     _Option("n_events", "N", "events taken from the start of the file", count_argument(1)),
     _Option("instants", "N", "size of the time domain", count_argument(1)),
     _Option("keep_labels", None, "also keep sequence, tag and activity as string columns"),
+    _Option("weights", "KIND", "instant weights per event (SEMANTICS A6): normal (t_mu, "
+            "t_sigma) or list (t_weights)", str),
     _Option("seed", "S", "seed of the random generator", int),
 ]}
 
@@ -181,7 +183,8 @@ _GENERATED = {
     GeneratedDataset.synthetic.value: _Dataset(
         "uncertain_cep.datasets.synthetic:generate_synthetic",
         "Zhou et al.'s synthetic events: Gaussian attributes, uniform or clustered times",
-        ("n", "groups", "d", "f", "clustered", "cluster_spread", "value_width", "seed"),
+        ("n", "groups", "d", "f", "clustered", "cluster_spread", "value_width", "weights",
+         "seed"),
         {"n": 10_000}),
     GeneratedDataset.connected_car.value: _Dataset(
         "uncertain_cep.datasets.connected_car:generate_connected_car",

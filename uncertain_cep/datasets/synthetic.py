@@ -7,6 +7,11 @@ containing the true one, and each attribute into a range around its value. Objec
 spread over ``groups`` dependency groups at random. Each group's true timestamps are
 distinct, so every group has an order instance.
 
+``weights=`` also gives each event a weight per instant (SEMANTICS A6): ``"normal"``,
+``t_mu``/``t_sigma`` columns (a reader's jitter around the true instant's centre);
+``"list"``, a ``t_weights`` list of random weights, some zero, never the true
+instant's (so every group keeps an order instance of positive weight).
+
 >>> df = generate_synthetic(100, groups=4, seed=1)
 >>> len(df), sorted(df.columns)[:4]
 (100, ['a0_hi', 'a0_lo', 'a1_hi', 'a1_lo'])
@@ -19,13 +24,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["disjoint_sequence", "generate_synthetic", "nearest_free"]
+from uncertain_cep.errors import ParamEnum
+
+__all__ = ["WeightKind", "disjoint_sequence", "generate_synthetic", "nearest_free"]
+
+
+class WeightKind(ParamEnum):
+    """Valid values of ``weights=``."""
+
+    normal = "normal"
+    list = "list"
 
 
 def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int] = (2, 5),
                        clustered: bool = False, cluster_spread: float = 1 / 40,
                        value_width: float = 0.2, seed: int = 0,
-                       domain: int | None = None) -> pd.DataFrame:
+                       domain: int | None = None, weights: str | None = None) -> pd.DataFrame:
     """Generate ``n`` uncertain events as the paper describes.
 
     Parameters
@@ -48,7 +62,14 @@ def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int
         True timestamps are drawn from ``[0, domain)`` (default ``10 * n``, the paper's).
         A larger archive can be generated in pieces of groups, each over the whole
         archive's domain.
+    weights
+        ``None`` (equal weights), ``"normal"`` or ``"list"``: see the module's text.
+
+    >>> df = generate_synthetic(5, seed=2, weights="normal")
+    >>> bool(((df.t_mu >= df.t_lo) & (df.t_mu <= df.t_hi + 1) & (df.t_sigma > 0)).all())
+    True
     """
+    kind = None if weights is None else WeightKind(WeightKind.get_value(weights))
     rng = np.random.default_rng(seed)
     domain = 10 * n if domain is None else domain
     group = rng.integers(0, groups, size=n)
@@ -70,8 +91,27 @@ def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int
         half = rng.uniform(0, value_width, size=n)
         cols[f"a{a}_lo"] = value - half
         cols[f"a{a}_hi"] = value + half
+    if kind is WeightKind.normal:
+        sigma = np.maximum(0.5, width / 4)
+        cols["t_mu"] = np.clip(truth + 0.5 + rng.normal(0, sigma / 2), truth - left,
+                               truth - left + width)
+        cols["t_sigma"] = sigma
+    elif kind is WeightKind.list:
+        cols["t_weights"] = _listed_weights(rng, width, left)
     order = np.argsort(truth, kind="stable")
     return pd.DataFrame(cols).iloc[order].reset_index(drop=True)
+
+
+def _listed_weights(rng: np.random.Generator, width: np.ndarray, truth_at: np.ndarray
+                    ) -> list[list[float]]:
+    """Per event, ``width`` random weights, each zero with probability 1/5 but the true
+    instant's (at position ``truth_at``), which is at least 0.05."""
+    out = []
+    for w, at in zip(width.tolist(), truth_at.tolist()):
+        weights = rng.uniform(0.05, 1.0, size=w) * (rng.random(w) >= 0.2)
+        weights[at] = max(weights[at], 0.05)
+        out.append(weights.tolist())
+    return out
 
 
 def _timestamps(rng: np.random.Generator, k: int, domain: int, clustered: bool,
