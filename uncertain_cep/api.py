@@ -47,7 +47,13 @@ from uncertain_cep.index.summary import IndexSummary
 from uncertain_cep.model.events import Archive, read_archive
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
 from uncertain_cep.model.time_axis import TimeAxis
-from uncertain_cep.query.evaluation.answer import Answer, answer_table, ranked, table_from_rows
+from uncertain_cep.query.evaluation.answer import (
+    Answer,
+    answer_table,
+    distinct_events,
+    ranked,
+    table_from_rows,
+)
 from uncertain_cep.query.evaluation.answer_sinks import (
     DEFAULT_MAX_ROWS,
     AllRows,
@@ -367,9 +373,7 @@ class UncertainIndex:
                 "answer it on a cluster (engine='spark', --engine spark)") from e
         _log.info("query answered: %d rows, %d entries created, %.1f s", len(frame),
                   ctx.stats.entries_created, ctx.stats.seconds)
-        used = np.zeros(self.archive.n_events, dtype=bool)
-        used[answer.events.ravel()] = True
-        rows = np.flatnonzero(used)
+        rows = distinct_events(answer.events, self.archive.n_events)
         times = dict(zip(self.archive.event_ids[rows].tolist(),
                          zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
         return QueryResult.of(frame, query=query if isinstance(query, str) else str(pattern),

@@ -27,9 +27,8 @@ import pandas as pd
 
 from uncertain_cep.model.time_axis import TimeAxis
 
-__all__ = ["RESULT_COLUMNS", "Answer", "Match", "answer_table", "best_rows", "ranked",
-           "significant",
-           "table_from_rows", "with_ids"]
+__all__ = ["RESULT_COLUMNS", "Answer", "Match", "answer_table", "best_rows",
+           "distinct_events", "ranked", "significant", "table_from_rows", "with_ids"]
 
 RESULT_COLUMNS = ["events", "confidence", "t_first", "t_last"]
 
@@ -101,8 +100,8 @@ def with_ids(answer: Answer, event_ids: np.ndarray) -> Answer:
     if answer.ids is not None:
         return answer
     order = np.arange(len(answer))
-    return replace(answer, ids=_tuples(_shared_id_objects(answer.events, event_ids)(order),
-                                       len(answer)))
+    values = _shared_id_objects(*_distinct_events(answer.events, len(event_ids)), event_ids)
+    return replace(answer, ids=_tuples(values(order), len(answer)))
 
 
 def ranked(answer: Answer, event_ids: np.ndarray) -> np.ndarray:
@@ -155,23 +154,25 @@ def answer_table(answer: Answer, event_ids: np.ndarray,
     ``confidence``, ``t_first``, ``t_last``; sorted by confidence descending, then by
     the event ids. ``t_first``/``t_last`` are instants, or with a datetime
     ``time_axis`` (the archive's) the start of those instants as datetimes."""
-    keys = _event_keys(answer.events, event_ids)
+    # The answer's distinct events, found once for its sort keys and its id objects.
+    distinct, position = _distinct_events(answer.events, len(event_ids))
+    keys = _keys_of(distinct, position, event_ids)
     made = answer.ids
     if made is not None:
         return _table(keys, answer.confidence, answer.t_first, answer.t_last,
                       lambda order: made[order], time_axis)
-    values = _shared_id_objects(answer.events, event_ids)
+    values = _shared_id_objects(distinct, position, event_ids)
     return _table(keys, answer.confidence, answer.t_first, answer.t_last,
                   lambda order: _tuples(values(order), len(order)), time_axis)
 
 
-def _shared_id_objects(rows: np.ndarray, event_ids: np.ndarray
+def _shared_id_objects(distinct: np.ndarray, position: np.ndarray, event_ids: np.ndarray
                        ) -> Callable[[np.ndarray], list[np.ndarray]]:
     """The id columns, in a given row order, as object arrays in which each event's id
-    is one Python object, made once per distinct event: answer rows share events, and
+    is one Python object, made once per distinct event (``distinct``, each cell's
+    ``position`` among them: :func:`_distinct_events`): answer rows share events, and
     making an int per cell would cost (and free) millions of objects. The rows are put
     in order before the objects are gathered (one gather of objects, not two)."""
-    distinct, position = _distinct_events(rows, len(event_ids))
     objects = np.empty(len(distinct), dtype=object)
     objects[:] = event_ids[distinct].tolist()
     # (One gather of whole rows, then per column: gathering a column of a row-major
@@ -287,25 +288,48 @@ def _event_keys(events: np.ndarray, event_ids: np.ndarray) -> list[np.ndarray]:
     n, k = events.shape
     if n == 0 or k == 0:
         return []
-    distinct, position = _distinct_events(events, len(event_ids))
+    return _keys_of(*_distinct_events(events, len(event_ids)), event_ids)
+
+
+def _keys_of(distinct: np.ndarray, position: np.ndarray, event_ids: np.ndarray
+             ) -> list[np.ndarray]:
+    """:func:`_event_keys` of rows given as their distinct events and each cell's
+    position among them (:func:`_distinct_events`)."""
+    if position.size == 0:
+        return []
     rank = np.unique(event_ids[distinct], return_inverse=True)[1].ravel().astype(np.int64)
     bits = max(len(distinct) - 1, 1).bit_length()
     keys = _packed_ranks(position, rank, bits, max(62 // bits, 1))
     return list(keys[::-1])
 
 
+def distinct_events(rows: np.ndarray, n_events: int) -> np.ndarray:
+    """The distinct archive rows (events) that ``rows`` hold, ascending, of an archive of
+    ``n_events``: by a sort of the cells where they are few (a 134-row answer over 1M
+    events need not clear and scan an array of 1M), else by a mark per archive event.
+
+    >>> distinct_events(np.array([[4, 1], [1, 2]]), 100).tolist()
+    [1, 2, 4]
+    """
+    if _few(rows, n_events):
+        return np.unique(rows)
+    used = np.zeros(n_events, dtype=bool)
+    used[np.asarray(rows).ravel()] = True
+    return np.flatnonzero(used)
+
+
+def _few(rows: np.ndarray, n_events: int) -> bool:
+    return np.size(rows) * 16 < n_events
+
+
 def _distinct_events(rows: np.ndarray, n_events: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct events of ``rows`` (ascending) and each cell's position among them
-    (``rows``' shape, int64): by a mark per archive event where the rows are many, by a
-    sort of the cells where they are few (a 134-row answer over 1M events need not
-    clear and scan two arrays of 1M)."""
+    """:func:`distinct_events`, and each cell's position among them (``rows``' shape,
+    int64)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    if rows.size * 16 < n_events:
+    if _few(rows, n_events):
         distinct, inverse = np.unique(rows.ravel(), return_inverse=True)
         return distinct, inverse.reshape(rows.shape).astype(np.int64, copy=False)
-    used = np.zeros(n_events, dtype=bool)
-    used[rows.ravel()] = True
-    distinct = np.flatnonzero(used)
+    distinct = distinct_events(rows, n_events)
     position = np.zeros(n_events, dtype=np.int64)
     position[distinct] = np.arange(len(distinct))
     return distinct, position[rows]

@@ -135,6 +135,9 @@ class TopRows:
         self.k = int(k)
         self.event_ids = event_ids
         self._held: Answer | None = None
+        # The k-th held row, in the answer's order (None: not yet ranked since _held
+        # changed): asked for by every batch and every tuple step of the search.
+        self._kth: Answer | None = None
 
     @property
     def floor(self) -> float:
@@ -160,7 +163,7 @@ class TopRows:
             # most that row's: one comparison per row before any ranking (rows tied at
             # the top can be most of an answer: 33M of 39M on bench_answer_forms).
             conf = answer.confidence
-            last = held.take(ranked(held, self.event_ids)[-1:])
+            last = self._last_held(held)
             first_ok = (self.event_ids[answer.events[:, 0]]
                         <= self.event_ids[last.events[0, 0]])
             keep = (conf > last.confidence[0]) | ((conf >= floor - 1e-11) & first_ok)
@@ -168,11 +171,18 @@ class TopRows:
             if not len(answer):
                 return
         answer = answer.take(best_rows(answer, self.event_ids, self.k))
+        self._kth = None
         if held is None:
             self._held = answer
             return
         both = Answer.concat([held, answer], answer.events.shape[1])
         self._held = both.take(best_rows(both, self.event_ids, self.k))
+
+    def _last_held(self, held: Answer) -> Answer:
+        """The last of the held rows in the answer's order, as a one-row answer."""
+        if self._kth is None:
+            self._kth = held.take(ranked(held, self.event_ids)[-1:])
+        return self._kth
 
     def outranked(self, events: np.ndarray) -> np.ndarray | None:
         """Which partial tuples ``events`` (one row each, -1 where unmatched) rank after
@@ -193,7 +203,7 @@ class TopRows:
         held = self._held
         if held is None or len(held) < self.k or np.round(self.floor, 12) < 1.0:
             return None
-        last = held.events[ranked(held, self.event_ids)[-1]]
+        last = self._last_held(held).events[0]
         ids = self.event_ids
         after = np.zeros(len(events), dtype=bool)
         tied = np.ones(len(events), dtype=bool)

@@ -127,8 +127,8 @@ class Explanation:
 
     def __str__(self) -> str:
         text = self.summary()
-        if self.threshold():
-            text += "\n" + self.threshold()
+        if threshold := self.threshold():
+            text += "\n" + threshold
         if self.stats.shards is not None:
             text += "\n" + self.shards()
         if self.steps:
@@ -143,7 +143,7 @@ class Explanation:
         table = self.steps_frame().to_html(index=False) if self.steps else ""
         shards = (f"<p>{html.escape(self.shards())}</p>" if self.stats.shards is not None
                   else "")
-        if self.threshold():
-            shards = f"<p>{html.escape(self.threshold())}</p>" + shards
+        if threshold := self.threshold():
+            shards = f"<p>{html.escape(threshold)}</p>" + shards
         return (f"<div><pre>{html.escape(self.query)}</pre>"
                 f"<p>{html.escape(self.summary())}</p>{shards}{table}</div>")

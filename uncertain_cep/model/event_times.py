@@ -29,7 +29,7 @@ from uncertain_cep.input_tables import ColumnLabels
 from uncertain_cep.model.time_axis import MAX_SPAN, TimeAxis, timezone_name
 from uncertain_cep.model.values import as_written
 
-__all__ = ["time_columns"]
+__all__ = ["time_columns", "unit_step"]
 
 
 def time_columns(df: pd.DataFrame, ids: np.ndarray, unit: float | str | pd.Timedelta | None,
@@ -107,11 +107,11 @@ def _time_axis(df: pd.DataFrame, names: list[str], unit: float | str | pd.Timede
         raise InputError(f"the time columns must be datetimes in one time zone (or all naive), "
                          f"since answers are given in it: {shown}; convert them with "
                          ".dt.tz_convert(...) or .dt.tz_localize(...)")
-    return TimeAxis(str(unit), unit_ns=_step(unit, labels.quoted(dated[0])).value,
+    return TimeAxis(str(unit), unit_ns=unit_step(unit, labels.quoted(dated[0])).value,
                     timezone=zones[dated[0]])
 
 
-def _step(unit: float | str | pd.Timedelta, column: str) -> pd.Timedelta:
+def unit_step(unit: float | str | pd.Timedelta, column: str) -> pd.Timedelta:
     """The length of one instant of a datetime column (``column``: as messages name it)."""
     # pandas reads a bare number as nanoseconds: time_unit=2 would silently mean 2 ns.
     if not isinstance(unit, (str, timedelta, np.timedelta64)):
@@ -139,7 +139,7 @@ def _instants(col: pd.Series, name: str, ids: np.ndarray,
         if unit is None:
             raise InputError(f"column {column} holds datetimes; pass time_unit= (e.g. '1s') to "
                              "discretise time into integer instants")
-        step = _step(unit, column)
+        step = unit_step(unit, column)
         # Aware timestamps count from the epoch in UTC, not in their local wall clock.
         since = col.dt.tz_convert(None) if col.dt.tz is not None else col
         ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]").astype(np.int64)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from uncertain_cep.errors import InputError
 from uncertain_cep.input_tables import ColumnLabels
+from uncertain_cep.model.event_times import unit_step
 from uncertain_cep.model.values import as_written
 
 __all__ = ["WEIGHT_COLUMNS", "InstantWeights", "normal_instant_weights",
@@ -137,7 +138,11 @@ def _normal_parameters(df: pd.DataFrame, ids: np.ndarray,
     """``t_mu`` and ``t_sigma`` in instants (NaN where the event has none)."""
     mu_col, sigma_col = df["t_mu"], df["t_sigma"]
     if pd.api.types.is_datetime64_any_dtype(mu_col):
-        step = _unit_ns(unit, labels.quoted("t_mu"))
+        if unit is None:
+            raise InputError(f"column {labels.quoted('t_mu')} holds datetimes; pass "
+                             "time_unit= as a duration (e.g. '1s'), the same the time "
+                             "columns are read with")
+        step = float(unit_step(unit, labels.quoted("t_mu")).value)
         since = mu_col.dt.tz_convert(None) if mu_col.dt.tz is not None else mu_col
         ns = (since - pd.Timestamp(0)).to_numpy(dtype="timedelta64[ns]")
         mu = np.where(pd.isna(since).to_numpy(), np.nan,
@@ -150,8 +155,9 @@ def _normal_parameters(df: pd.DataFrame, ids: np.ndarray,
                          sigma_col.to_numpy(dtype="timedelta64[ns]").astype(np.int64)
                          .astype(np.float64) / step)
     else:
-        mu = _numbers(mu_col, "t_mu", labels) / _scale(unit, labels)
-        sigma = _numbers(sigma_col, "t_sigma", labels) / _scale(unit, labels)
+        scale = _scale(unit, labels)
+        mu = _numbers(mu_col, "t_mu", labels) / scale
+        sigma = _numbers(sigma_col, "t_sigma", labels) / scale
     for name, own, other in (("t_mu", mu, sigma), ("t_sigma", sigma, mu)):
         alone = np.isnan(own) & ~np.isnan(other)
         if alone.any():
@@ -191,13 +197,6 @@ def _scale(unit: float | str | pd.Timedelta | None, labels: ColumnLabels) -> flo
                          f"{labels.quoted('t_mu')} is numeric; give t_mu as datetimes and "
                          "t_sigma as durations, or a numeric time_unit")
     return float(unit)
-
-
-def _unit_ns(unit: float | str | pd.Timedelta | None, column: str) -> float:
-    if unit is None or not isinstance(unit, (str, pd.Timedelta)):
-        raise InputError(f"column {column} holds datetimes; pass time_unit= as a duration "
-                         "(e.g. '1s'), the same the time columns are read with")
-    return float(pd.Timedelta(unit).value)
 
 
 def _missing(value: object) -> bool:
