@@ -27,6 +27,7 @@ from rtree import index as rtree_index
 from uncertain_cep.index.forests.codes import CodeScheme, code_scheme
 from uncertain_cep.index.forests.forest import REAL, GroupForest
 from uncertain_cep.index.forests.rounding import float_down, float_up
+from uncertain_cep.index.forests.weights import group_weights
 from uncertain_cep.index.group_build import BuildSettings, build_group_forest
 from uncertain_cep.index.node_table import NodeTable, node_table
 from uncertain_cep.index.rtree_boxes import BoxSearch, EventLayout, event_boxes, rtree_properties
@@ -53,7 +54,8 @@ def _build_group(archive: Archive, settings: BuildSettings, g: int, m: np.ndarra
     c2 = settings.condition2
     check = c2.for_group(archive, m) if c2 is not None else None
     return build_group_forest(archive.group_labels[g], archive.event_ids[m],
-                              archive.t_lo[m], archive.t_hi[m], check, settings)
+                              archive.t_lo[m], archive.t_hi[m], check, settings,
+                              group_weights(archive.instant_weights, m, archive.t_lo[m]))
 
 
 class EventIndex:

@@ -36,6 +36,7 @@ from uncertain_cep.index.forests.isolation import hall_violation
 from uncertain_cep.index.forests.node_count import NodeBudgetExceeded
 from uncertain_cep.index.forests.oi_tree import plan_group
 from uncertain_cep.index.forests.piece_forests import PieceForest, split_group_forest
+from uncertain_cep.index.forests.weights import GroupWeights
 from uncertain_cep.model.feasibility import GroupPairCheck, PairConstraint
 from uncertain_cep.model.values import plain
 
@@ -71,7 +72,8 @@ class BuildSettings:
 
 def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequence[int],
                        t_hi: Sequence[int], pair_check: GroupPairCheck | None,
-                       settings: BuildSettings) -> GroupForest:
+                       settings: BuildSettings,
+                       weights: GroupWeights | None = None) -> GroupForest:
     """Index one dependency group: plan its OI-tree(s) and instantiate them (Zhou et al. 4.1).
 
     The node budget is checked first, from an exact count of the nodes that makes none
@@ -79,6 +81,8 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     before anything is allocated. Without Condition 2, a group of several clusters of
     overlapping events is assembled from them, its lone events at array speed
     (:func:`~uncertain_cep.index.forests.cluster_forest.forest_of_clusters`, the same forest).
+    With instant ``weights`` (SEMANTICS A6) the counts are weighted sums and instants of
+    weight zero have no node (:mod:`uncertain_cep.index.forests.weights`).
 
     Raises
     ------
@@ -91,14 +95,21 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     try:
         with _recursion_for(len(t_lo)):
             if pair_check is None and settings.multi_tree:
-                forest = forest_of_clusters(t_lo, t_hi, settings.node_budget)
+                forest = forest_of_clusters(t_lo, t_hi, settings.node_budget, weights)
                 if forest is not None:
                     return forest
             plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
-                              settings.node_budget)
+                              settings.node_budget, weights)
             return build_forest(plan)
     except GroupInfeasible as e:
         names = ", ".join(repr(plain(event_ids[i])) for i in e.events)
+        if weights is not None:
+            raise InputError(f"group {plain(label)!r} has no order instance of positive weight: "
+                             f"events {names} cannot all be placed at distinct instants "
+                             + ("satisfying Condition 2 " if pair_check is not None else "")
+                             + "where their instant weights (t_mu/t_sigma or t_weights) are "
+                             "above zero; widen their intervals or their distributions"
+                             ) from None
         if e.window is None:
             violation = hall_violation({i: interval(int(t_lo[i]), int(t_hi[i]))
                                         for i in e.events})

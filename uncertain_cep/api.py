@@ -655,7 +655,8 @@ def build_index(data: pd.DataFrame | Any | str | os.PathLike[str], group_by: str
     ...                                "t_hi": "end"}).n_events
     2
     """
-    archive = read_archive(data, group_by=group_by, time_unit=time_unit, columns=columns)
+    archive = read_archive(data, group_by=group_by, time_unit=time_unit, columns=columns,
+                           weighted=True)
     condition2: PairConstraint | None = None
     if max_speed is not None and pair_predicate is not None:
         raise InputError("give either max_speed or pair_predicate for Condition 2, not both")

@@ -42,6 +42,7 @@ from uncertain_cep.index.forests.forest import REAL, ROOT, VIRTUAL, GroupForest
 from uncertain_cep.index.forests.forest_builder import build_forest
 from uncertain_cep.index.forests.node_count import NodeBudgetExceeded, count_nodes
 from uncertain_cep.index.forests.oi_tree import plan_parts
+from uncertain_cep.index.forests.weights import GroupWeights
 
 __all__ = ["forest_of_clusters", "isolated_clusters"]
 
@@ -73,17 +74,22 @@ class _Piece:
 
 
 def forest_of_clusters(t_lo: Sequence[int], t_hi: Sequence[int],
-                       node_budget: int | None = None) -> GroupForest | None:
+                       node_budget: int | None = None,
+                       weights: GroupWeights | None = None) -> GroupForest | None:
     """The multi-tree forest of a group without Condition 2, or None when the group is
     one cluster (the whole-group planner builds it then).
 
     Events must be in canonical order (``t_lo`` ascending). A group without an order
     instance gives None too, for the planner's own error. Raises
     :class:`~uncertain_cep.index.forests.node_count.NodeBudgetExceeded` like
-    :func:`~uncertain_cep.index.forests.oi_tree.plan_group`.
+    :func:`~uncertain_cep.index.forests.oi_tree.plan_group`. With instant ``weights``
+    (SEMANTICS A6) each event is cut to its instants of positive weight first, and a lone
+    event's leaves share its tree by weight.
     """
     lo = np.asarray(t_lo, dtype=np.int64)
     hi = np.asarray(t_hi, dtype=np.int64)
+    if weights is not None:
+        lo, hi = weights.support(lo, hi)
     if len(lo) < 2 or bool((np.diff(lo) < 0).any()):
         return None
     bounds = isolated_clusters(lo, hi)
@@ -95,14 +101,16 @@ def forest_of_clusters(t_lo: Sequence[int], t_hi: Sequence[int],
     piece_of: list[int] = []
     pieces: list[_Piece] = []
     lone_events: list[int] = []
+    leaves = _Leaves.of(lo, hi, bounds[:-1][lone], weights)
     # Nodes so far: the top root, and per lone event its virtual node, root and leaves.
-    nodes = 1 + int((hi[bounds[:-1][lone]] - lo[bounds[:-1][lone]] + 3).sum())
+    nodes = 1 + 2 * int(lone.sum()) + len(leaves.instant)
     for c in np.flatnonzero(~lone).tolist():
         a, b = int(bounds[c]), int(bounds[c + 1])
+        part = None if weights is None else weights.subset(slice(a, b))
         if node_budget is not None:
-            count_nodes(lo[a:b].tolist(), hi[a:b].tolist(), None, True, node_budget)
+            count_nodes(lo[a:b].tolist(), hi[a:b].tolist(), None, True, node_budget, part)
         try:
-            trees = plan_parts(lo[a:b].tolist(), hi[a:b].tolist())
+            trees = plan_parts(lo[a:b].tolist(), hi[a:b].tolist(), part)
         except GroupInfeasible:
             # The whole-group planner names the events that cannot fit, as always.
             return None
@@ -120,12 +128,47 @@ def forest_of_clusters(t_lo: Sequence[int], t_hi: Sequence[int],
         piece_of.append(i)
         if i < 0:
             lone_events.append(event)
-    return _splice(lo, hi, np.array(piece_of, dtype=np.int64),
-                   np.array(lone_events, dtype=np.int64), pieces)
+    chain_lone = np.array(lone_events, dtype=np.int64)
+    if not np.array_equal(chain_lone, bounds[:-1][lone]):
+        # Lone events keep their t_lo order in the chain; should ties ever reorder them,
+        # their leaves follow.
+        leaves = _Leaves.of(lo, hi, chain_lone, weights)
+    return _splice(lo, np.array(piece_of, dtype=np.int64), chain_lone, pieces, leaves)
 
 
-def _splice(lo: np.ndarray, hi: np.ndarray, piece_of: np.ndarray, lone_events: np.ndarray,
-            pieces: list[_Piece]) -> GroupForest:
+@dataclass(frozen=True)
+class _Leaves:
+    """The leaves of every lone event's tree, event after event (in ``t_lo`` order):
+    each one's instant and share of its tree, and per event its number of leaves and its
+    tree's count (instants, or their summed weights, SEMANTICS A6)."""
+
+    instant: np.ndarray
+    share: np.ndarray
+    width: np.ndarray
+    count: list[float]
+
+    @classmethod
+    def of(cls, lo: np.ndarray, hi: np.ndarray, events: np.ndarray,
+           weights: GroupWeights | None) -> _Leaves:
+        width = hi[events] - lo[events] + 1
+        if weights is None:
+            owner = np.repeat(np.arange(len(events)), width)
+            j = np.arange(len(owner)) - np.repeat(np.cumsum(width) - width, width)
+            return cls(lo[events][owner] + j, 1.0 / width[owner], width, width.tolist())
+        instants, shares, counts = [], [], []
+        for e in events.tolist():
+            at, share = weights.leaves(e, int(lo[e]), int(hi[e]))
+            instants.append(at)
+            shares.append(share)
+            w = weights.weights[e]
+            counts.append(len(at) if w is None else float(w[w > 0].sum()))
+        sizes = np.array([len(a) for a in instants], dtype=np.int64)
+        return cls(np.concatenate(instants) if instants else np.zeros(0, dtype=np.int64),
+                   np.concatenate(shares) if shares else np.zeros(0), sizes, counts)
+
+
+def _splice(lo: np.ndarray, piece_of: np.ndarray, lone_events: np.ndarray,
+            pieces: list[_Piece], leaves: _Leaves) -> GroupForest:
     """The group's forest: the top tree (a root and one virtual node per child tree),
     then each child tree's nodes in chain order, as the whole-group builder numbers
     them (trees depth first, nodes breadth first within a tree)."""
@@ -133,7 +176,7 @@ def _splice(lo: np.ndarray, hi: np.ndarray, piece_of: np.ndarray, lone_events: n
     is_lone = piece_of < 0
     lone_at = np.flatnonzero(is_lone)
     width = np.zeros(m, dtype=np.int64)
-    width[lone_at] = hi[lone_events] - lo[lone_events] + 1
+    width[lone_at] = leaves.width
     # Per child tree: nodes, trees, compact codes it advances, its paper code range's top.
     n_nodes = np.where(is_lone, width + 1, 0)
     n_trees = np.ones(m, dtype=np.int64)
@@ -179,12 +222,12 @@ def _splice(lo: np.ndarray, hi: np.ndarray, piece_of: np.ndarray, lone_events: n
     out.tree_paper[0] = (0, base)
     out.tree_compact[0] = (0, total - 1)
     # Lone events' trees: a root with one leaf per instant, each 1/width of the OIs.
-    _lone_trees(out, lo, lone_events, width[lone_at], node_at[lone_at], tree_at[lone_at],
+    _lone_trees(out, lone_events, leaves, node_at[lone_at], tree_at[lone_at],
                 lone_at + 1, paper_at[lone_at], compact_at[lone_at])
-    counts = [0] * t
+    counts: list[float] = [0] * t
     virtuals: list[list[int]] = [[] for _ in range(t)]
     virtuals[0] = list(range(1, m + 1))
-    for w, at in zip(width[lone_at].tolist(), tree_at[lone_at].tolist()):
+    for w, at in zip(leaves.count, tree_at[lone_at].tolist()):
         counts[at] = w
     for p in np.flatnonzero(~is_lone).tolist():
         _copy_piece(out, pieces[piece_of[p]], int(node_at[p]), int(tree_at[p]), p + 1,
@@ -228,7 +271,7 @@ class _Arrays:
         self.tree_paper: np.ndarray = np.zeros((t, 2), dtype=paper_type)
         self.tree_compact = np.zeros((t, 2), dtype=np.int64)
 
-    def forest(self, counts: list[int], virtuals: list[list[int]]) -> GroupForest:
+    def forest(self, counts: list[float], virtuals: list[list[int]]) -> GroupForest:
         # Children are listed node by node: a node's children are the nodes whose parent
         # it is, in id order (breadth-first numbering keeps siblings contiguous).
         has_parent = np.flatnonzero(self.parent >= 0)
@@ -260,11 +303,12 @@ def _ints(codes: np.ndarray) -> list:
     return [[int(c) for c in row] for row in codes.tolist()]
 
 
-def _lone_trees(out: _Arrays, lo: np.ndarray, events: np.ndarray, width: np.ndarray,
+def _lone_trees(out: _Arrays, events: np.ndarray, leaves: _Leaves,
                 node_at: np.ndarray, tree_at: np.ndarray, virtual: np.ndarray,
                 paper_at: np.ndarray, compact_at: np.ndarray) -> None:
     """Fill every lone event's tree at once: root ``node_at``, leaves ``node_at + 1 + j``
-    placing the event at instant ``t_lo + j``."""
+    placing the event at its ``j``-th instant (of positive weight)."""
+    width = leaves.width
     out.kind[node_at] = ROOT
     out.tree[node_at] = tree_at
     out.child_count[node_at] = width
@@ -276,13 +320,13 @@ def _lone_trees(out: _Arrays, lo: np.ndarray, events: np.ndarray, width: np.ndar
     j = np.arange(total) - np.repeat(np.cumsum(width) - width, width)
     leaf = node_at[owner] + 1 + j
     out.event[leaf] = events[owner]
-    out.instant[leaf] = lo[events[owner]] + j
+    out.instant[leaf] = leaves.instant
     out.tree[leaf] = tree_at[owner]
     out.parent[leaf] = node_at[owner]
     out.depth[leaf] = 1
-    out.cond[leaf] = 1.0 / width[owner]
-    out.poi_local[leaf] = 1.0 / width[owner]
-    out.poi[leaf] = out.poi_local[leaf]
+    out.cond[leaf] = leaves.share
+    out.poi_local[leaf] = leaves.share
+    out.poi[leaf] = leaves.share
     out.rel[leaf] = j + 1
     out.paper[leaf] = paper_at[owner] + j + 1
     out.compact[leaf] = compact_at[owner] + j + 1
@@ -290,8 +334,9 @@ def _lone_trees(out: _Arrays, lo: np.ndarray, events: np.ndarray, width: np.ndar
     out.tree_parent[tree_at] = 0
     out.tree_virtual[tree_at] = virtual
     out.tree_root[tree_at] = node_at
-    out.tree_lo[tree_at] = lo[events]
-    out.tree_hi[tree_at] = lo[events] + width - 1
+    last = np.cumsum(width) - 1
+    out.tree_lo[tree_at] = leaves.instant[last - width + 1]
+    out.tree_hi[tree_at] = leaves.instant[last]
     out.tree_fanout[tree_at] = width
     out.tree_height[tree_at] = 1
     out.tree_paper[tree_at, 0] = paper_at
@@ -301,7 +346,7 @@ def _lone_trees(out: _Arrays, lo: np.ndarray, events: np.ndarray, width: np.ndar
 
 
 def _copy_piece(out: _Arrays, piece: _Piece, node_at: int, tree_at: int, virtual: int,
-                paper_at: int, compact_at: int, counts: list[int],
+                paper_at: int, compact_at: int, counts: list[float],
                 virtuals: list[list[int]]) -> None:
     """A planned piece's forest, renumbered into the group's (its tree 0 hangs below
     ``virtual``; its codes start at that virtual node's)."""

@@ -34,6 +34,7 @@ from uncertain_cep.index.forests.domains import (
     later_than,
 )
 from uncertain_cep.index.forests.isolation import Infeasible, State, propagate, split_isolated
+from uncertain_cep.index.forests.weights import GroupWeights
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["GroupInfeasible", "StateExpansion", "initial_state", "state_key"]
@@ -48,9 +49,13 @@ class GroupInfeasible(Exception):
         self.window = window
 
 
-def initial_state(t_lo: Sequence[int], t_hi: Sequence[int]) -> State:
-    """The state of a whole group: every event with its instant interval."""
-    return {e: interval(int(a), int(b)) for e, (a, b) in enumerate(zip(t_lo, t_hi))}
+def initial_state(t_lo: Sequence[int], t_hi: Sequence[int],
+                  weights: GroupWeights | None = None) -> State:
+    """The state of a whole group: every event with its instant interval (without its
+    instants of weight zero, SEMANTICS A6)."""
+    if weights is None:
+        return {e: interval(int(a), int(b)) for e, (a, b) in enumerate(zip(t_lo, t_hi))}
+    return {e: weights.domain(e, int(a), int(b)) for e, (a, b) in enumerate(zip(t_lo, t_hi))}
 
 
 class StateExpansion:

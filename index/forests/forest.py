@@ -64,7 +64,8 @@ class GroupForest:
     tree_hi: np.ndarray
     tree_fanout: np.ndarray
     tree_height: np.ndarray
-    tree_count: list[int]       # number of OIs of each tree
+    tree_count: list[float]     # number of OIs of each tree (an int); with instant
+                                # weights (SEMANTICS A6) their summed weights instead
     tree_paper_range: Sequence[tuple[int, int]]
     tree_compact_range: np.ndarray  # (n_trees, 2)
     tree_virtuals: list[list[int]]  # virtual nodes of each tree, breadth-first
@@ -77,9 +78,20 @@ class GroupForest:
     def n_trees(self) -> int:
         return len(self.tree_root)
 
-    @property
+    @cached_property
     def n_order_instances(self) -> int:
-        return self.tree_count[0]
+        """The group's number of OIs (counted from the trees' shapes when ``tree_count``
+        holds weighted sums)."""
+        if isinstance(self.tree_count[0], int):
+            return self.tree_count[0]
+        # Children and child trees are numbered after their parents: one backward pass.
+        count = [1] * self.n_nodes
+        for n in range(self.n_nodes - 1, -1, -1):
+            children = self.child_list[self.child_start[n]:self.child_start[n + 1]]
+            below = sum(count[c] for c in children.tolist()) if len(children) else 1
+            sub = int(self.child_tree[n])
+            count[n] = below * (count[int(self.tree_root[sub])] if sub >= 0 else 1)
+        return count[int(self.tree_root[0])]
 
     def tree_ti(self, t: int) -> tuple[int, int]:
         return int(self.tree_lo[t]), int(self.tree_hi[t])

@@ -50,7 +50,7 @@ class _Builder:
         self.t_ti: list[tuple[int, int]] = []
         self.t_fanout: list[int] = []
         self.t_height: list[int] = []
-        self.t_count: list[int] = []
+        self.t_count: list[float] = []
         self.t_virtuals: list[list[int]] = []
 
     def add_tree(self, plan: PlanTree, parent_tree: int, virtual: int, poi_above: float) -> int:
@@ -62,7 +62,7 @@ class _Builder:
         self.t_virtuals.append([])
         total = plan.count
         # Breadth-first over the plan; `through` = OIs of this tree through the node.
-        queue: deque[tuple[PlanNode, int, int, int, float]] = deque(
+        queue: deque[tuple[PlanNode, int, int, float, float]] = deque(
             [(plan.root, -1, 0, plan.count, 1.0)])
         self.t_root.append(len(self.kind))
         fanout, height = 0, 0
@@ -96,9 +96,12 @@ class _Builder:
                 # takes its own share of `below`, exactly.
                 below = sum(c.count for c in pnode.children)
                 for c in pnode.children:
-                    # OIs through c = OIs through this node, shared by the children's counts.
-                    queue.append((c, n, depth + 1, through // below * c.count,
-                                  c.count / below))
+                    # OIs through c = OIs through this node, shared by the children's counts
+                    # (weighted sums of OIs with instant weights, A6: floats).
+                    share = (through // below * c.count
+                             if isinstance(through, int) and isinstance(below, int)
+                             else through * c.count / below)
+                    queue.append((c, n, depth + 1, share, c.count / below))
         self.t_fanout.append(fanout)
         self.t_height.append(height)
         self._assign_rel(t, fanout)

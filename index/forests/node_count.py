@@ -29,6 +29,7 @@ from uncertain_cep.index.forests.expansion import (
     state_key,
 )
 from uncertain_cep.index.forests.isolation import State, split_isolated
+from uncertain_cep.index.forests.weights import GroupWeights
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["NodeBudgetExceeded", "count_nodes"]
@@ -45,7 +46,8 @@ class NodeBudgetExceeded(IndexBuildError):
 
 
 def count_nodes(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairCheck | None = None,
-                multi_tree: bool = True, node_budget: int | None = None) -> int:
+                multi_tree: bool = True, node_budget: int | None = None,
+                weights: GroupWeights | None = None) -> int:
     """The number of nodes of the group's forest, without building it (4.1).
 
     Walks the states :func:`plan_group` would expand, memoised the same way, and adds up
@@ -62,6 +64,8 @@ def count_nodes(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairC
         As for :func:`plan_group`.
     node_budget
         Largest number of nodes allowed, or ``None`` to count everything.
+    weights
+        The events' instant weights: instants of weight zero have no node.
 
     Returns
     -------
@@ -76,7 +80,8 @@ def count_nodes(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairC
         As soon as one OI-tree of the group, or the group, is known to need more than
         ``node_budget`` nodes; :func:`plan_group` with that budget fails too.
     """
-    return _NodeCounter(pair_check, multi_tree, node_budget).top(initial_state(t_lo, t_hi))
+    return _NodeCounter(pair_check, multi_tree, node_budget).top(
+        initial_state(t_lo, t_hi, weights))
 
 
 class _Tally:

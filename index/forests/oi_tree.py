@@ -34,6 +34,7 @@ from uncertain_cep.index.forests.expansion import (
 )
 from uncertain_cep.index.forests.isolation import State, split_isolated
 from uncertain_cep.index.forests.node_count import count_nodes
+from uncertain_cep.index.forests.weights import GroupWeights
 from uncertain_cep.model.feasibility import GroupPairCheck
 
 __all__ = ["PlanNode", "PlanTree", "plan_group", "plan_parts"]
@@ -53,7 +54,7 @@ class PlanNode:
     instant: int = -1
     children: list[PlanNode] = field(default_factory=list)
     child_tree: PlanTree | None = None
-    count: int = 1
+    count: float = 1    # an int without instant weights
     size: int = 1
 
 
@@ -65,12 +66,14 @@ class PlanTree:
     ti: tuple[int, int]
 
     @property
-    def count(self) -> int:
+    def count(self) -> float:
+        """The tree's number of OIs (an int), or their summed weights (A6)."""
         return self.root.count
 
 
 def plan_group(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairCheck | None = None,
-               multi_tree: bool = True, node_budget: int | None = None) -> PlanTree:
+               multi_tree: bool = True, node_budget: int | None = None,
+               weights: GroupWeights | None = None) -> PlanTree:
     """Plan the OI-tree(s) of one group from its events' instant intervals.
 
     Parameters
@@ -84,6 +87,10 @@ def plan_group(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairCh
     node_budget
         Largest number of nodes allowed, checked by :func:`count_nodes` before anything is
         built.
+    weights
+        The events' instant weights (SEMANTICS A6), or ``None`` for equal weights: counts
+        are then weighted sums (floats), instants of weight zero left out
+        (:mod:`uncertain_cep.index.forests.weights`).
 
     Raises
     ------
@@ -95,11 +102,12 @@ def plan_group(t_lo: Sequence[int], t_hi: Sequence[int], pair_check: GroupPairCh
         :func:`~uncertain_cep.index.forests.node_count.count_nodes`).
     """
     if node_budget is not None:
-        count_nodes(t_lo, t_hi, pair_check, multi_tree, node_budget)
-    return _Planner(pair_check, multi_tree).top(initial_state(t_lo, t_hi))
+        count_nodes(t_lo, t_hi, pair_check, multi_tree, node_budget, weights)
+    return _Planner(pair_check, multi_tree, weights).top(initial_state(t_lo, t_hi, weights))
 
 
-def plan_parts(t_lo: Sequence[int], t_hi: Sequence[int]) -> list[PlanTree]:
+def plan_parts(t_lo: Sequence[int], t_hi: Sequence[int],
+               weights: GroupWeights | None = None) -> list[PlanTree]:
     """The OI-trees of a group's isolated subsequences, in time order, as the multi-tree
     planner hangs them below the group's top tree (without Condition 2).
 
@@ -111,9 +119,9 @@ def plan_parts(t_lo: Sequence[int], t_hi: Sequence[int]) -> list[PlanTree]:
     GroupInfeasible
         When the events have no order instance.
     """
-    planner = _Planner(None, True)
+    planner = _Planner(None, True, weights)
     trees = []
-    for part in planner.top_parts(initial_state(t_lo, t_hi)):
+    for part in planner.top_parts(initial_state(t_lo, t_hi, weights)):
         tree = planner.tree(part)
         if tree is None:
             raise GroupInfeasible(sorted(part))
@@ -122,8 +130,10 @@ def plan_parts(t_lo: Sequence[int], t_hi: Sequence[int]) -> list[PlanTree]:
 
 
 class _Planner(StateExpansion):
-    def __init__(self, pair_check: GroupPairCheck | None, multi_tree: bool) -> None:
+    def __init__(self, pair_check: GroupPairCheck | None, multi_tree: bool,
+                 weights: GroupWeights | None = None) -> None:
         super().__init__(pair_check, multi_tree)
+        self.weights = weights
         # Same remaining state => same subtree; memoised by state.
         self._children: dict[tuple[tuple[int, Domain], ...], list[PlanNode]] = {}
         self._trees: dict[tuple[tuple[int, Domain], ...], PlanTree | None] = {}
@@ -195,7 +205,9 @@ class _Planner(StateExpansion):
         rest = self.rest_after(state, e, t)
         if rest is None:
             return None
-        node = PlanNode(event=e, instant=t)
+        # An OI's weight is the product of its instants' (A6): each node counts its own.
+        weight = 1 if self.weights is None else self.weights.weight(e, t)
+        node = PlanNode(event=e, instant=t, count=weight)
         if not rest:
             return node
         parts = self.parts_below(rest)
@@ -205,14 +217,14 @@ class _Planner(StateExpansion):
             trees = self._trees_of(parts)
             if trees is None:
                 return None
-            _attach_chain(node, trees)
+            _attach_chain(node, trees, weight)
             return node
         node.children = self.expand(parts[0])
-        _total(node)
+        _total(node, weight)
         return node if node.children else None
 
 
-def _attach_chain(node: PlanNode, trees: list[PlanTree]) -> None:
+def _attach_chain(node: PlanNode, trees: list[PlanTree], weight: float = 1) -> None:
     """Hang a chain of virtual nodes, one per child tree, below ``node``."""
     below: PlanNode | None = None
     for tree in reversed(trees):
@@ -221,13 +233,15 @@ def _attach_chain(node: PlanNode, trees: list[PlanTree]) -> None:
         _total(v)
         below = v
     node.children = [below] if below is not None else []
-    _total(node)
+    _total(node, weight)
 
 
-def _total(node: PlanNode) -> None:
+def _total(node: PlanNode, weight: float = 1) -> None:
+    """``node``'s count and size from its children's; ``weight``: its own instant's (A6;
+    the int 1 keeps unweighted counts exact integers)."""
     below = sum(c.count for c in node.children) if node.children else 1
     inner = node.child_tree.count if node.child_tree is not None else 1
-    node.count = below * inner
+    node.count = below * inner * weight if weight != 1 else below * inner
     node.size = 1 + sum(c.size for c in node.children)
     if node.child_tree is not None:
         node.size += node.child_tree.root.size

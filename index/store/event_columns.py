@@ -48,6 +48,7 @@ from uncertain_cep.index.store.node_columns import group_codes
 from uncertain_cep.index.store.npy_files import write_npy
 from uncertain_cep.model.attributes import NumericAttribute, text_values
 from uncertain_cep.model.events import Archive
+from uncertain_cep.model.instant_weights import stored_instant_weights
 
 __all__ = ["concatenate_event_columns", "open_event_columns", "text_columns",
            "write_event_columns"]
@@ -185,6 +186,8 @@ def open_event_columns(directory: Path, manifest: Manifest,
     except (OSError, pa.ArrowException) as e:
         raise IndexFormatError(f"{directory / _LABELS} is damaged: {e}; rebuild the "
                                "index") from e
+    weights = (stored_instant_weights(read_text(["t_weights"])["t_weights"])
+               if "t_weights" in stored else None)
     archive = Archive(event_ids=ids, group_by=manifest.group_by,
                       group_labels=np.asarray(labels, dtype=object),
                       group_of=mapped(_GROUP_CODES, np.int64),
@@ -192,7 +195,7 @@ def open_event_columns(directory: Path, manifest: Manifest,
                       numeric=numeric,
                       categorical={c: text_values(text[c])
                                    for c in manifest.attributes.categorical},
-                      time_axis=manifest.time_axis)
+                      time_axis=manifest.time_axis, instant_weights=weights)
     pos, t_min, t_max, code_lo, code_hi = (
         mapped(f"{c}.npy", dtype) for c, dtype in zip(layout_columns, _LAYOUT_TYPES, strict=True))
     layout = EventLayout(positions=pos, t_min=t_min, t_max=t_max, code_lo=code_lo,

@@ -14,6 +14,7 @@ from scipy.stats import norm
 
 import uncertain_cep as uc
 from uncertain_cep.input_tables import ColumnLabels
+from uncertain_cep.model.events import read_archive
 from uncertain_cep.model.instant_weights import normal_instant_weights, read_instant_weights
 
 
@@ -85,10 +86,14 @@ def test_bad_weights_are_refused_naming_the_event_row_and_column(columns, messag
     assert e.value.row is None or e.value.row in (0, 1)
 
 
-def test_an_archive_with_weights_is_refused_not_read_as_equal_weights_or_attributes():
+def test_an_archive_with_weights_is_built_weighted_not_read_as_equal_weights_or_attributes():
     for columns in ({"t_weights": [[1, 3], None]}, {"t_mu": [1.5, 2.5], "t_sigma": [1.0, 1.0]}):
+        archive = uc.build_index(_frame(**columns))._index.archive
+        assert archive.instant_weights is not None and archive.instant_weights.weighted[0]
+        assert not set(archive.numeric_names) & {"t_weights", "t_mu", "t_sigma"}
+        # Reading without weights (what a Spark build still does) refuses them.
         with pytest.raises(uc.InputError, match=r"weights .*SEMANTICS A6.*drop the column"):
-            uc.build_index(_frame(**columns))
+            read_archive(_frame(**columns))
     # Checked first: a bad weight is named as such.
     with pytest.raises(uc.InputError, match=r"event 'e1' \(row 0\): column 't_weights'"):
         uc.build_index(_frame(t_weights=[[1, -3], None]))

@@ -217,9 +217,9 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
         Applied before validation; messages name the input's columns.
     weighted
         Read instant weights (``t_mu``/``t_sigma`` or ``t_weights``, SEMANTICS A6) into
-        :attr:`Archive.instant_weights`. Off (default): an archive that gives them is
-        refused once they are checked, since indexes do not weigh possible worlds by
-        them yet (only the possible-worlds baseline does, reading with this on).
+        :attr:`Archive.instant_weights`, which the in-process index weighs its OIs by.
+        Off (default; the Spark build's reader): an archive that gives them is refused
+        once they are checked, since the Spark build does not weigh OIs yet.
     check_unique_ids
         Refuse repeated event ids (default). An index's own events table was checked
         when it was built (and its checksum vouches for it since), so opening one skips
@@ -260,13 +260,14 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
     t_lo, t_hi, time_axis = time_columns(df, ids, time_unit, shown)
     weights = read_instant_weights(df, ids, t_lo, t_hi, time_unit, shown)
     if weights is not None and not weighted:
-        # Checked (each error names its event and column), but indexes do not weigh OIs
-        # yet: answering as if the instants were equally likely would be wrong.
+        # Checked (each error names its event and column), but the Spark build does not
+        # weigh OIs yet: answering as if the instants were equally likely would be wrong.
         given = ", ".join(shown.quoted(c) for c in WEIGHT_COLUMNS if c in df.columns)
         raise InputError(f"the archive gives its instants weights ({given}; SEMANTICS "
-                         "A6); this version of uncertain-cep checks them but cannot yet "
-                         "weigh possible worlds by them: drop the column(s) to answer "
-                         "with every instant of an interval equally likely")
+                         "A6), which the Spark build cannot weigh possible worlds by yet: "
+                         "build the index in process (uc.build_index), or drop the "
+                         "column(s) to answer with every instant of an interval equally "
+                         "likely")
     numeric, categorical = read_attributes(df, ids, group_by, numeric_text)
     if weights is not None and not weights.weighted.any():
         weights = None          # null in every row: equal weights, as without the columns

@@ -35,7 +35,7 @@ from uncertain_cep.model.event_times import unit_step
 from uncertain_cep.model.values import as_written
 
 __all__ = ["WEIGHT_COLUMNS", "InstantWeights", "normal_instant_weights",
-           "read_instant_weights"]
+           "read_instant_weights", "stored_instant_weights"]
 
 WEIGHT_COLUMNS = ("t_mu", "t_sigma", "t_weights")
 
@@ -70,6 +70,23 @@ class InstantWeights(NamedTuple):
         pieces = [self.values[self.start[r]:self.start[r + 1]] for r in rows]
         values = np.concatenate(pieces) if pieces else np.empty(0)
         return InstantWeights(self.weighted[rows], start, values)
+
+
+def stored_instant_weights(lists: pd.Series) -> InstantWeights | None:
+    """The weights an index stored (its events table's ``t_weights``: a list per weighted
+    event, null for the rest), checked when the index was built; None if none is weighted.
+
+    >>> stored_instant_weights(pd.Series([[1.0, 3.0], None])).of(0).tolist()
+    [1.0, 3.0]
+    """
+    present = lists.notna().to_numpy()
+    if not present.any():
+        return None
+    arrays = [np.asarray(v, dtype=np.float64) if p else np.empty(0)
+              for v, p in zip(lists.tolist(), present.tolist())]
+    start = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in arrays], out=start[1:])
+    return InstantWeights(present, start, np.concatenate(arrays))
 
 
 def normal_instant_weights(lo: int, hi: int, mu: float, sigma: float) -> np.ndarray:
