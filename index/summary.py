@@ -23,6 +23,7 @@ IndexSummary: 3 events in 2 groups (group)
   codes     compact, 0 .. 4 (3 bits)
   time      1 .. 4 (feasible instants)
   numeric   x [0, 3]
+  instants  equally likely within each interval
   build     multi-tree, no Condition 2, node budget 2000000
   source    built in this process (not saved)
 >>> s.per_group
@@ -100,6 +101,9 @@ class IndexSummary:
     group_keys, group_events, group_trees, group_nodes, group_order_instances
         Per group, in group-code order: key, events, OI-trees, nodes and order instances
         (exact ints: they can exceed 64 bits). :attr:`per_group` is these as a DataFrame.
+    weighted_events
+        Events whose instants carry weights (SEMANTICS A6; 0: every instant of an
+        interval equally likely).
     provenance
         Where the index came from; not compared (an index built here and the same one
         reopened from disk have equal summaries). For an index opened from disk: its
@@ -129,6 +133,7 @@ class IndexSummary:
     group_trees: tuple[int, ...] = field(repr=False)
     group_nodes: tuple[int, ...] = field(repr=False)
     group_order_instances: tuple[int, ...] = field(repr=False)
+    weighted_events: int = 0
     provenance: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -182,6 +187,8 @@ class IndexSummary:
             group_trees=tuple(f.n_trees for f in forests),
             group_nodes=tuple(f.n_nodes for f in forests),
             group_order_instances=tuple(int(f.n_order_instances) for f in forests),
+            weighted_events=(0 if archive.instant_weights is None
+                             else int(archive.instant_weights.weighted.sum())),
             provenance=dict(provenance or {}))
 
     # ------------------------------------------------------------ tables
@@ -229,6 +236,9 @@ class IndexSummary:
         if self.categorical:
             out.append(("categorical", ", ".join(f"{a} ({k} values)"
                                                  for a, k in self.categorical)))
+        out.append(("instants", "equally likely within each interval" if not self.weighted_events
+                    else f"weighted (SEMANTICS A6) for {self.weighted_events} of "
+                         f"{self.n_events} events; the rest equally likely"))
         budget = ("no node budget" if self.node_budget is None
                   else f"node budget {self.node_budget}")
         out.append(("build", f"{'multi-tree' if self.multi_tree else 'single tree'}, "

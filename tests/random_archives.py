@@ -20,7 +20,7 @@ from uncertain_cep.query.language.patterns import (
     Symbol,
 )
 
-__all__ = ["archives", "patterns", "single_groups", "symbols"]
+__all__ = ["archives", "instant_weights", "patterns", "single_groups", "symbols"]
 
 
 @st.composite
@@ -109,3 +109,27 @@ def patterns(draw: st.DrawFn, attributes: tuple[str, ...] = ("x",), negation: bo
     within = draw(st.one_of(st.none(), st.integers(0, 10)))
     confidence = draw(st.sampled_from([None, None, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5]))
     return SequencePattern(items, defined, within, confidence)
+
+
+@st.composite
+def instant_weights(draw: st.DrawFn, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with instant weights drawn per event: none, a list (zeros allowed, never
+    all), or a normal around the interval (``t_mu`` may lie outside it)."""
+    lists: list[list[float] | None] = []
+    mu: list[float | None] = []
+    sigma: list[float | None] = []
+    for lo, hi in zip(df["t_lo"], df["t_hi"]):
+        width = int(hi - lo + 1)
+        kind = draw(st.sampled_from(["none", "list", "list", "normal"]))
+        lists.append(None)
+        mu.append(None)
+        sigma.append(None)
+        if kind == "list":
+            w = draw(st.lists(st.sampled_from([0.0, 0.25, 1.0, 2.5, 4.0]), min_size=width,
+                              max_size=width).filter(lambda v: any(v)))
+            lists[-1] = w
+        elif kind == "normal":
+            mu[-1] = draw(st.floats(float(lo) - 1, float(hi) + 1))
+            sigma[-1] = draw(st.sampled_from([0.3, 0.8, 2.0, 5.0]))
+    return df.assign(t_weights=lists, t_mu=pd.array(mu, dtype="Float64"),
+                     t_sigma=pd.array(sigma, dtype="Float64"))

@@ -36,6 +36,7 @@ from uncertain_cep.index.rtree_boxes import EventLayout
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.model.attributes import NumericAttribute
 from uncertain_cep.model.events import Archive
+from uncertain_cep.model.instant_weights import concatenated_weights
 
 __all__ = ["OFFSET_COLUMNS", "ShardSearch", "merge_archives", "merge_indexes",
            "merge_node_tables", "moved_column", "node_table_sizes"]
@@ -97,7 +98,9 @@ def merge_archives(archives: Sequence[Archive]) -> Archive:
         t_lo=np.concatenate([a.t_lo for a in archives]),
         t_hi=np.concatenate([a.t_hi for a in archives]), numeric=numeric,
         categorical={k: np.concatenate([a.categorical[k] for a in archives])
-                     for k in first.categorical})
+                     for k in first.categorical},
+        instant_weights=concatenated_weights([a.instant_weights for a in archives],
+                                             [a.n_events for a in archives]))
 
 
 def _optional(columns: list[np.ndarray | None], lengths: list[int]) -> np.ndarray | None:

@@ -48,7 +48,7 @@ from uncertain_cep.index.store.node_columns import group_codes
 from uncertain_cep.index.store.npy_files import write_npy
 from uncertain_cep.model.attributes import NumericAttribute, text_values
 from uncertain_cep.model.events import Archive
-from uncertain_cep.model.instant_weights import stored_instant_weights
+from uncertain_cep.model.instant_weights import WEIGHT_COLUMNS, stored_instant_weights
 
 __all__ = ["concatenate_event_columns", "open_event_columns", "text_columns",
            "write_event_columns"]
@@ -186,12 +186,14 @@ def open_event_columns(directory: Path, manifest: Manifest,
     except (OSError, pa.ArrowException) as e:
         raise IndexFormatError(f"{directory / _LABELS} is damaged: {e}; rebuild the "
                                "index") from e
-    weights = (stored_instant_weights(read_text(["t_weights"])["t_weights"])
-               if "t_weights" in stored else None)
+    t_lo, t_hi = mapped("t_lo.npy", np.int64), mapped("t_hi.npy", np.int64)
+    weight_columns = [c for c in WEIGHT_COLUMNS if c in stored]
+    weights = (stored_instant_weights(read_text(weight_columns), t_lo, t_hi)
+               if weight_columns else None)
     archive = Archive(event_ids=ids, group_by=manifest.group_by,
                       group_labels=np.asarray(labels, dtype=object),
                       group_of=mapped(_GROUP_CODES, np.int64),
-                      t_lo=mapped("t_lo.npy", np.int64), t_hi=mapped("t_hi.npy", np.int64),
+                      t_lo=t_lo, t_hi=t_hi,
                       numeric=numeric,
                       categorical={c: text_values(text[c])
                                    for c in manifest.attributes.categorical},

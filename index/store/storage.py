@@ -108,6 +108,11 @@ def write_index_tables(index: EventIndex, root: Path) -> None:
                                             lay.code_lo, lay.code_hi)):
         events[name] = values
     table = pa.Table.from_pandas(events, preserve_index=False)
+    if "t_weights" in table.column_names:
+        # A list per weighted event: typed even where every row is null (shards agree).
+        at = table.column_names.index("t_weights")
+        table = table.set_column(at, "t_weights",
+                                 table.column(at).cast(pa.list_(pa.float64())))
     write_durably(table, root / EVENTS / PART.format(0))
     group_type = table.schema.field(archive.group_by).type
     nodes, trees = forests_tables(index.forests, [plain(archive.group_labels[g])

@@ -108,7 +108,7 @@ class QueryContext:
                                        self.time_extent[1] - self.time_extent[0])
         self.positive = [pattern.items[i].symbol for i in pattern.positive_items]
         self.negations = pattern.negations
-        self.stats = QueryStats()
+        self.stats = QueryStats(weighted=index.archive.instant_weights is not None)
         # The archive's event ids where the caller makes an answer table of the answer:
         # the engine may make the rows' tuples of ids while it waits (answer.with_ids).
         self.table_ids: np.ndarray | None = None

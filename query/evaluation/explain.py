@@ -81,7 +81,11 @@ class Explanation:
                  f"{t.seconds:.3g} s"]
         if t.slices is not None:
             parts.insert(1, f"{t.slices} time slices on {t.engine}")
-        return ", ".join(parts[:3]) + ",\n" + ", ".join(parts[3:])
+        text = ", ".join(parts[:3]) + ",\n" + ", ".join(parts[3:])
+        if t.weighted:
+            text += ("\ninstants weighted (SEMANTICS A6): each OI weighs the product of its "
+                     "events' instant weights")
+        return text
 
     def shards(self) -> str:
         """The shards of a sharded index the evaluation read (each time slice opens those

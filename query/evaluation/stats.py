@@ -69,6 +69,9 @@ class QueryStats:
     # were enough); None where it did not run. Summed over a Spark query's slices (enough
     # if every slice's was).
     certain_pass: tuple[int, int, bool] | None = None
+    # Whether the index weighs its events' instants (SEMANTICS A6): its OIs' probabilities
+    # are products of instant weights, not equal shares.
+    weighted: bool = False
 
     @classmethod
     def merged(cls, parts: Iterable[QueryStats], engine: str, seconds: float | None = None
@@ -87,6 +90,7 @@ class QueryStats:
             out.seconds += p.seconds
             out.compile_seconds += p.compile_seconds
             out.shards = p.shards if p.shards is not None else out.shards
+            out.weighted = out.weighted or p.weighted
             if p.certain_pass is not None:
                 found, entries, enough = out.certain_pass or (0, 0, True)
                 out.certain_pass = (found + p.certain_pass[0], entries + p.certain_pass[1],

@@ -10,6 +10,7 @@ import pytest
 from answer_checks import assert_same_answer, cases
 from hypothesis import event, given, note
 from hypothesis import strategies as st
+from random_archives import instant_weights
 
 import uncertain_cep as uc
 from uncertain_cep.model.events import read_archive
@@ -18,30 +19,6 @@ from uncertain_cep.query.language.parse import parse_query
 
 A6 = pd.DataFrame({"event_id": ["e1", "e2"], "group": [0, 0], "t_lo": [1, 2], "t_hi": [2, 3],
                    "x": [1.0, 2.0], "t_weights": [[1.0, 3.0], None]})
-
-
-@st.composite
-def _weights(draw: st.DrawFn, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with instant weights drawn per event: none, a list (zeros allowed, never
-    all), or a normal around the interval (``t_mu`` may lie outside it)."""
-    lists: list[list[float] | None] = []
-    mu: list[float | None] = []
-    sigma: list[float | None] = []
-    for lo, hi in zip(df["t_lo"], df["t_hi"]):
-        width = int(hi - lo + 1)
-        kind = draw(st.sampled_from(["none", "list", "list", "normal"]))
-        lists.append(None)
-        mu.append(None)
-        sigma.append(None)
-        if kind == "list":
-            w = draw(st.lists(st.sampled_from([0.0, 0.25, 1.0, 2.5, 4.0]), min_size=width,
-                              max_size=width).filter(lambda v: any(v)))
-            lists[-1] = w
-        elif kind == "normal":
-            mu[-1] = draw(st.floats(float(lo) - 1, float(hi) + 1))
-            sigma[-1] = draw(st.sampled_from([0.3, 0.8, 2.0, 5.0]))
-    return df.assign(t_weights=lists, t_mu=pd.array(mu, dtype="Float64"),
-                     t_sigma=pd.array(sigma, dtype="Float64"))
 
 
 def _check(case, weighted: pd.DataFrame, strategy: str) -> None:
@@ -86,14 +63,14 @@ def test_the_semantics_a6_example_on_every_strategy():
                                       "selectivity_entries", "sequential_entries"])
 @given(case=cases(condition2=False), data=st.data())
 def test_weighted_strategy_equals_weighted_possible_worlds(strategy: str, case, data) -> None:
-    _check(case, data.draw(_weights(case[0])), strategy)
+    _check(case, data.draw(instant_weights(case[0])), strategy)
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential", "tree_traversal"])
 @given(case=cases(condition2=True), data=st.data())
 def test_weighted_strategy_equals_weighted_possible_worlds_under_condition_2(
         strategy: str, case, data) -> None:
-    _check(case, data.draw(_weights(case[0])), strategy)
+    _check(case, data.draw(instant_weights(case[0])), strategy)
 
 
 @given(case=cases(condition2=False), data=st.data())

@@ -164,9 +164,7 @@ class Archive:
         for name, values in self.categorical.items():
             cols[name] = values
         if self.instant_weights is not None:
-            cols["t_weights"] = np.array([None if (w := self.instant_weights.of(i)) is None
-                                          else w.tolist() for i in range(self.n_events)],
-                                         dtype=object)
+            cols.update(self.instant_weights.stored_columns())
         return cols
 
 
@@ -265,7 +263,8 @@ def read_archive(source: pd.DataFrame | Any | str | os.PathLike[str], group_by: 
         given = ", ".join(shown.quoted(c) for c in WEIGHT_COLUMNS if c in df.columns)
         raise InputError(f"the archive gives its instants weights ({given}; SEMANTICS "
                          "A6), which the Spark build cannot weigh possible worlds by yet: "
-                         "build the index in process (uc.build_index), or drop the "
+                         "build the index in process (uc.build_index, or --engine local "
+                         "on the command line), or drop the "
                          "column(s) to answer with every instant of an interval equally "
                          "likely")
     numeric, categorical = read_attributes(df, ids, group_by, numeric_text)

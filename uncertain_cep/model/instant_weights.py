@@ -34,8 +34,8 @@ from uncertain_cep.input_tables import ColumnLabels
 from uncertain_cep.model.event_times import unit_step
 from uncertain_cep.model.values import as_written
 
-__all__ = ["WEIGHT_COLUMNS", "InstantWeights", "normal_instant_weights",
-           "read_instant_weights", "stored_instant_weights"]
+__all__ = ["WEIGHT_COLUMNS", "InstantWeights", "concatenated_weights", "normal_instant_weights",
+           "normal_weights_of", "read_instant_weights", "stored_instant_weights"]
 
 WEIGHT_COLUMNS = ("t_mu", "t_sigma", "t_weights")
 
@@ -43,11 +43,15 @@ WEIGHT_COLUMNS = ("t_mu", "t_sigma", "t_weights")
 class InstantWeights(NamedTuple):
     """The weighted events' weights: event ``i``'s (if ``weighted[i]``) are
     ``values[start[i]:start[i + 1]]``, one per instant from its ``t_lo`` to its ``t_hi``;
-    an event without weights has an empty slice (equal weights)."""
+    an event without weights has an empty slice (equal weights). ``mu`` and ``sigma``
+    keep, in instants, the normal each event's weights came from (NaN for the others):
+    what an index stores instead of the weights themselves."""
 
     weighted: np.ndarray    # bool, one per event
     start: np.ndarray       # int64, one per event and one more
     values: np.ndarray      # float64, the weights, event after event
+    mu: np.ndarray | None = None      # float64 per event, NaN unless from a normal
+    sigma: np.ndarray | None = None
 
     def of(self, event: int) -> np.ndarray | None:
         """Event ``event``'s weights, or None if it weighs its instants equally."""
@@ -69,24 +73,91 @@ class InstantWeights(NamedTuple):
         np.cumsum(sizes, out=start[1:])
         pieces = [self.values[self.start[r]:self.start[r + 1]] for r in rows]
         values = np.concatenate(pieces) if pieces else np.empty(0)
-        return InstantWeights(self.weighted[rows], start, values)
+        return InstantWeights(self.weighted[rows], start, values,
+                              None if self.mu is None else self.mu[rows],
+                              None if self.sigma is None else self.sigma[rows])
+
+    def stored_columns(self) -> dict[str, np.ndarray]:
+        """What an index stores of them: ``t_mu``/``t_sigma`` (in instants) for weights
+        drawn from a normal, a ``t_weights`` list for the rest (null where none)."""
+        n = len(self.weighted)
+        nan = np.full(n, np.nan)
+        mu = nan if self.mu is None else self.mu
+        sigma = nan if self.sigma is None else self.sigma
+        listed = self.weighted & np.isnan(mu)
+        lists = np.empty(n, dtype=object)      # one list per row, whatever their lengths
+        for i in np.flatnonzero(listed).tolist():
+            lists[i] = self.values[self.start[i]:self.start[i + 1]].tolist()
+        # Every column always (nulls compress to nothing): shards of one index agree.
+        return {"t_weights": lists, "t_mu": mu, "t_sigma": sigma}
 
 
-def stored_instant_weights(lists: pd.Series) -> InstantWeights | None:
-    """The weights an index stored (its events table's ``t_weights``: a list per weighted
-    event, null for the rest), checked when the index was built; None if none is weighted.
+def stored_instant_weights(stored: pd.DataFrame, t_lo: np.ndarray, t_hi: np.ndarray
+                           ) -> InstantWeights | None:
+    """The weights an index stored (:meth:`InstantWeights.stored_columns` of its events
+    table, checked when it was built), normals computed again as the reader did; None
+    if no event is weighted.
 
-    >>> stored_instant_weights(pd.Series([[1.0, 3.0], None])).of(0).tolist()
-    [1.0, 3.0]
+    >>> w = stored_instant_weights(pd.DataFrame({"t_weights": [[1.0, 3.0], None],
+    ...                                          "t_mu": [None, 2.5], "t_sigma": [None, 1.0]}),
+    ...                            np.array([1, 2]), np.array([2, 3]))
+    >>> w.of(0).tolist(), w.of(1).round(4).tolist()
+    ([1.0, 3.0], [0.3829, 0.2417])
     """
-    present = lists.notna().to_numpy()
-    if not present.any():
+    n = len(t_lo)
+    per_event: list[np.ndarray | None] = [None] * n
+    mu = sigma = None
+    if "t_mu" in stored.columns:
+        mu = stored["t_mu"].to_numpy(dtype=np.float64, na_value=np.nan)
+        sigma = stored["t_sigma"].to_numpy(dtype=np.float64, na_value=np.nan)
+        normal = np.flatnonzero(~np.isnan(mu))
+        start, values = normal_weights_of(t_lo[normal], t_hi[normal], mu[normal], sigma[normal])
+        for k, i in enumerate(normal.tolist()):
+            per_event[i] = values[start[k]:start[k + 1]]
+    if "t_weights" in stored.columns:
+        for i, value in enumerate(stored["t_weights"].tolist()):
+            if not _missing(value):
+                per_event[i] = np.asarray(value, dtype=np.float64)
+    return _gathered(per_event, mu, sigma)
+
+
+def concatenated_weights(parts: list[InstantWeights | None], sizes: list[int]
+                         ) -> InstantWeights | None:
+    """The weights of archives put end to end (``sizes``: their events), or None if none
+    of them is weighted."""
+    if all(p is None for p in parts):
         return None
-    arrays = [np.asarray(v, dtype=np.float64) if p else np.empty(0)
-              for v, p in zip(lists.tolist(), present.tolist())]
-    start = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([len(a) for a in arrays], out=start[1:])
-    return InstantWeights(present, start, np.concatenate(arrays))
+    per_event: list[np.ndarray | None] = []
+    mus, sigmas = [], []
+    for p, n in zip(parts, sizes):
+        per_event += [None] * n if p is None else [p.of(i) for i in range(n)]
+        mus.append(np.full(n, np.nan) if p is None or p.mu is None else p.mu)
+        sigmas.append(np.full(n, np.nan) if p is None or p.sigma is None else p.sigma)
+    return _gathered(per_event, np.concatenate(mus), np.concatenate(sigmas))
+
+
+def _gathered(per_event: list[np.ndarray | None], mu: np.ndarray | None,
+              sigma: np.ndarray | None) -> InstantWeights | None:
+    weighted = np.array([w is not None for w in per_event], dtype=bool)
+    if not weighted.any():
+        return None
+    start = np.zeros(len(per_event) + 1, dtype=np.int64)
+    np.cumsum([0 if w is None else len(w) for w in per_event], out=start[1:])
+    values = np.concatenate([w for w in per_event if w is not None])
+    return InstantWeights(weighted, start, values.astype(np.float64, copy=False), mu, sigma)
+
+
+def normal_weights_of(lo: np.ndarray, hi: np.ndarray, mu: np.ndarray, sigma: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`normal_instant_weights` of many events at once: their weights, event after
+    event, and where each event's begin (and the last one's end)."""
+    sizes = np.asarray(hi, dtype=np.int64) - np.asarray(lo, dtype=np.int64) + 1
+    start = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=start[1:])
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    k = (np.asarray(lo, dtype=np.int64)[owner] + (np.arange(start[-1]) - start[owner])
+         ).astype(np.float64)
+    return start, _normal_masses(k, np.asarray(mu)[owner], np.asarray(sigma)[owner])
 
 
 def normal_instant_weights(lo: int, hi: int, mu: float, sigma: float) -> np.ndarray:
@@ -97,10 +168,15 @@ def normal_instant_weights(lo: int, hi: int, mu: float, sigma: float) -> np.ndar
     >>> normal_instant_weights(0, 2, 1.5, 1.0).round(4).tolist()
     [0.2417, 0.3829, 0.2417]
     """
+    k = np.arange(lo, hi + 1, dtype=np.float64)
+    return _normal_masses(k, mu, sigma)
+
+
+def _normal_masses(k: np.ndarray, mu: np.ndarray | float, sigma: np.ndarray | float
+                   ) -> np.ndarray:
     # (Imported here: scipy.special costs every process that reads an archive 0.13 s.)
     from scipy.special import ndtr
 
-    k = np.arange(lo, hi + 1, dtype=np.float64)
     a, b = (k - mu) / sigma, (k + 1 - mu) / sigma
     upper = a > 0
     return np.where(upper, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
@@ -123,12 +199,23 @@ def read_instant_weights(df: pd.DataFrame, ids: np.ndarray, t_lo: np.ndarray,
                          "both (SEMANTICS A6)")
     n = len(ids)
     per_event: list[np.ndarray | None] = [None] * n
+    mu = sigma = None
     if "t_mu" in present:
         mu, sigma = _normal_parameters(df, ids, unit, labels)
-        for i in np.flatnonzero(~np.isnan(mu)).tolist():
-            w = normal_instant_weights(int(t_lo[i]), int(t_hi[i]), mu[i], sigma[i])
-            per_event[i] = _checked(w, i, ids, int(t_lo[i]), labels.quoted("t_mu") + "/"
-                                    + labels.quoted("t_sigma"))
+        normal = np.flatnonzero(~np.isnan(mu))
+        start, values = normal_weights_of(t_lo[normal], t_hi[normal], mu[normal],
+                                          sigma[normal])
+        # Normals give finite weights >= 0: only "none above zero" is left to find.
+        empty = np.zeros(len(normal), dtype=bool)
+        if len(normal):
+            empty = np.maximum.reduceat(values, start[:-1]) <= 0
+        if empty.any():
+            k = int(np.flatnonzero(empty)[0])
+            i = int(normal[k])
+            _checked(values[start[k]:start[k + 1]], i, ids, int(t_lo[i]),
+                     labels.quoted("t_mu") + "/" + labels.quoted("t_sigma"))
+        for k, i in enumerate(normal.tolist()):
+            per_event[i] = values[start[k]:start[k + 1]]
     if "t_weights" in present:
         for i, value in enumerate(df["t_weights"].tolist()):
             if _missing(value):
@@ -140,13 +227,11 @@ def read_instant_weights(df: pd.DataFrame, ids: np.ndarray, t_lo: np.ndarray,
                                  "its instants' weights; give one", row=i)
             per_event[i] = _listed(value, i, ids, int(t_lo[i]), int(t_hi[i] - t_lo[i] + 1),
                                    column)
-    weighted = np.array([w is not None for w in per_event], dtype=bool)
-    sizes = [len(w) if w is not None else 0 for w in per_event]
-    start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=start[1:])
-    values = (np.concatenate([w for w in per_event if w is not None]) if weighted.any()
-              else np.empty(0))
-    return InstantWeights(weighted, start, values.astype(np.float64, copy=False))
+    gathered = _gathered(per_event, mu, sigma)
+    if gathered is None:
+        return InstantWeights(np.zeros(n, dtype=bool), np.zeros(n + 1, dtype=np.int64),
+                              np.empty(0))
+    return gathered
 
 
 def _normal_parameters(df: pd.DataFrame, ids: np.ndarray,
