@@ -55,7 +55,7 @@ def best(idx: uc.UncertainIndex, query: str, repeat: int) -> tuple[float, int]:
     times, rows = [], 0
     for _ in range(repeat):
         t = time.perf_counter()
-        rows = len(idx.query(query))
+        rows = len(idx.query(query, max_rows=None))
         times.append(time.perf_counter() - t)
     return min(times), rows
 
@@ -64,8 +64,8 @@ def side_by_side(name: str, plain: uc.UncertainIndex, weighted: uc.UncertainInde
                  queries: list[str], repeat: int) -> list[dict[str, Any]]:
     out = []
     for q in queries:
-        plain.query(q)
-        weighted.query(q)          # first runs untimed (kernels, pages)
+        plain.query(q, max_rows=None)
+        weighted.query(q, max_rows=None)       # first runs untimed (kernels, pages)
         runs: dict[str, list[float]] = {"plain": [], "weighted": []}
         rows = {}
         for _ in range(repeat):    # alternating, so drift hits both
@@ -98,6 +98,9 @@ def archive_run(n: int, repeat: int, work: Path) -> dict[str, Any]:
         idx.save(work / label)
         out[f"{label}_save_s"] = time.perf_counter() - t
         out[f"{label}_bytes"] = size(work / label)
+        out[f"{label}_parts"] = {f.name: size(f) if f.is_dir() else f.stat().st_size
+                                 for f in (work / label).iterdir()}
+        print(label, {k: round(v / n, 1) for k, v in out[f"{label}_parts"].items()})
         del idx
         print(f"{label}: built in {out[f'{label}_build_s']:.1f} s, saved "
               f"{out[f'{label}_bytes'] / n:.0f} bytes per event", flush=True)

@@ -147,12 +147,14 @@ def _budget(settings: BuildSettings) -> str:
 
 
 def piece_forests(t_lo: Sequence[int], t_hi: Sequence[int], shard: np.ndarray,
-                  settings: BuildSettings) -> dict[int, PieceForest | None] | None:
+                  settings: BuildSettings, weights: GroupWeights | None = None
+                  ) -> dict[int, PieceForest | None] | None:
     """The forests of a group's pieces cut out of the group's forest at once
     (:func:`~uncertain_cep.index.forests.piece_forests.split_group_forest`): per shard,
     the rows :func:`build_group_forest` gives for the piece, or ``None`` for a piece it
     must build itself. ``t_lo``, ``t_hi``: the group's events in canonical order;
-    ``shard``: each event's (whole clusters, ascending).
+    ``shard``: each event's (whole clusters, ascending); ``weights``: their instant
+    weights (SEMANTICS A6), if any.
 
     ``None`` when the pieces must be built one by one: under Condition 2, for a single
     tree or paper codes, or when the group's forest is not one of clusters, cannot be
@@ -164,12 +166,18 @@ def piece_forests(t_lo: Sequence[int], t_hi: Sequence[int], shard: np.ndarray,
         return None
     try:
         with _recursion_for(len(t_lo)):
-            forest = forest_of_clusters(t_lo, t_hi, settings.node_budget)
+            forest = forest_of_clusters(t_lo, t_hi, settings.node_budget, weights)
     except NodeBudgetExceeded:
         return None
     if forest is None:
         return None
-    cut = split_group_forest(forest, t_lo, t_hi, shard)
+    if weights is not None:
+        # The forest's clusters are those of the instants of positive weight (finer than
+        # the intervals' clusters a shard keeps whole).
+        lo, hi = weights.support(np.asarray(t_lo), np.asarray(t_hi))
+        cut = split_group_forest(forest, lo, hi, shard)
+    else:
+        cut = split_group_forest(forest, t_lo, t_hi, shard)
     return None if cut is None else dict(cut)
 
 

@@ -31,6 +31,7 @@ from uncertain_cep.index.store.layout import (
     TREES,
 )
 from uncertain_cep.model.events import Archive
+from uncertain_cep.model.instant_weights import typed_weights
 
 __all__ = ["PartitionWriter"]
 
@@ -99,7 +100,8 @@ class PartitionWriter:
             frame = pd.DataFrame({name: np.concatenate([e[name] for e in self._pending_events])
                                   for name in self._pending_events[0]})
             self._pending_events, self._pending_event_rows = [], 0
-            self._append(EVENTS, pa.Table.from_pandas(frame, preserve_index=False))
+            self._append(EVENTS, typed_weights(pa.Table.from_pandas(frame,
+                                                                    preserve_index=False)))
             self._flush(EVENTS)
 
     def add_rejected_rows(self, event_ids: Sequence[str], group: str | None,

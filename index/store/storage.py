@@ -72,6 +72,7 @@ from uncertain_cep.index.store.rtree_and_statistics import (
 )
 from uncertain_cep.index.store.time_order import sort_table_by_time
 from uncertain_cep.index.store.working_copy import adopt, compress_file, compressed_name
+from uncertain_cep.model.instant_weights import typed_weights
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import plain
 
@@ -107,12 +108,7 @@ def write_index_tables(index: EventIndex, root: Path) -> None:
     for name, values in zip(EVENT_COLUMNS, (lay.positions, lay.t_min, lay.t_max,
                                             lay.code_lo, lay.code_hi)):
         events[name] = values
-    table = pa.Table.from_pandas(events, preserve_index=False)
-    if "t_weights" in table.column_names:
-        # A list per weighted event: typed even where every row is null (shards agree).
-        at = table.column_names.index("t_weights")
-        table = table.set_column(at, "t_weights",
-                                 table.column(at).cast(pa.list_(pa.float64())))
+    table = typed_weights(pa.Table.from_pandas(events, preserve_index=False))
     write_durably(table, root / EVENTS / PART.format(0))
     group_type = table.schema.field(archive.group_by).type
     nodes, trees = forests_tables(index.forests, [plain(archive.group_labels[g])

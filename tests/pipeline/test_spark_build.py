@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -16,6 +17,7 @@ from random_archives import archives, patterns
 
 import uncertain_cep as uc
 from uncertain_cep.cli import main
+from uncertain_cep.datasets.synthetic import generate_synthetic
 from uncertain_cep.errors import IndexBuildError, IndexFormatError, InputError
 from uncertain_cep.index.store.manifest_check import read_manifest
 from uncertain_cep.pipeline.query_job import query_spark_rows
@@ -116,15 +118,41 @@ def test_bad_rows_fail_the_build_naming_event_file_and_row(spark, tmp_path):
     assert not (tmp_path / "ix").exists()
 
 
-def test_an_archive_with_instant_weights_is_refused_before_the_job(spark, tmp_path):
-    # SEMANTICS A6's columns: checked, but not yet weighed by an index; never read as
-    # attributes (the in-process build refuses them alike: tests/model).
-    for extra, column in (({"t_weights": [1.0, 3.0]}, "'t_weights'"),
-                          ({"t_mu": 1.5, "t_sigma": 2.0}, "'t_mu', 't_sigma'")):
-        path = _write(tmp_path, [{**r, **extra} for r in GOOD])
-        with pytest.raises(InputError, match=rf"{column}.*SEMANTICS A6.*drop the column"):
-            uc.build_index_spark(path, tmp_path / "ix", spark=spark, log=lambda _: None)
-        assert not (tmp_path / "ix").exists()
+def _mixed_weights(n: int) -> pd.DataFrame:
+    """The synthetic archive with normal weights on a third of its events, lists (zeros
+    inside) on a third, none on the rest."""
+    df = generate_synthetic(n, groups=n // 100, d=1, seed=5, weights="normal")
+    width = (df["t_hi"] - df["t_lo"] + 1).to_numpy()
+    third = np.arange(n) % 3
+    df["t_weights"] = [[float(1 + (k % 3 == 1) * 2) * (k != 1 or w < 3) for k in range(w)]
+                       if t == 1 else None for t, w in zip(third, width)]
+    df.loc[third != 0, ["t_mu", "t_sigma"]] = np.nan
+    return df
+
+
+def test_a_weighted_archive_builds_on_spark_as_in_process(spark, tmp_path):
+    # SEMANTICS A6: the group tasks weigh OIs as the in-process build does; a group's
+    # pieces are cut from its weighted forest (three shards); the weights are stored.
+    df = _mixed_weights(1_200)
+    path = tmp_path / "in.parquet"
+    df.to_parquet(path, index=False)
+    uc.build_index_spark(path, tmp_path / "ix", spark=spark, shard_events=400,
+                         log=lambda _: None)
+    back, here = uc.open_index(tmp_path / "ix"), uc.build_index(df)
+    assert back.describe().weighted_events == here.describe().weighted_events == 800
+    for q in ("PATTERN SEQ(A, B) DEFINE A AS a0 < -1, B AS a0 > 1 WITHIN 40 CONFIDENCE 0.05",
+              "PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -1, N AS a0 > 2, B AS a0 > 1 "
+              "WITHIN 40 CONFIDENCE 0.05"):
+        want = here.query(q)
+        assert len(want) > 0
+        assert_same_answer(back.query(q), want)
+        assert_same_answer(back.query(q, strategy="tree_traversal"), want)
+    # A bad weight fails the build naming its event and column.
+    df.at[1, "t_weights"] = [-1.0] * int(df.at[1, "t_hi"] - df.at[1, "t_lo"] + 1)
+    df.to_parquet(path, index=False)
+    with pytest.raises(InputError, match=rf"event {df.at[1, 'event_id']} \(row 1 of "
+                                         r"in.parquet\): column 't_weights' .*weight -1"):
+        uc.build_index_spark(path, tmp_path / "ix2", spark=spark, log=lambda _: None)
 
 
 def test_bad_rows_are_reported_with_reasons_and_the_rest_indexed(spark, tmp_path):

@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from uncertain_cep.errors import InputError
 from uncertain_cep.input_tables import ColumnLabels
@@ -35,7 +36,7 @@ from uncertain_cep.model.event_times import unit_step
 from uncertain_cep.model.values import as_written
 
 __all__ = ["WEIGHT_COLUMNS", "InstantWeights", "concatenated_weights", "normal_instant_weights",
-           "normal_weights_of", "read_instant_weights", "stored_instant_weights"]
+           "normal_weights_of", "read_instant_weights", "stored_instant_weights", "typed_weights"]
 
 WEIGHT_COLUMNS = ("t_mu", "t_sigma", "t_weights")
 
@@ -52,6 +53,12 @@ class InstantWeights(NamedTuple):
     values: np.ndarray      # float64, the weights, event after event
     mu: np.ndarray | None = None      # float64 per event, NaN unless from a normal
     sigma: np.ndarray | None = None
+
+    @classmethod
+    def none(cls, n: int) -> InstantWeights:
+        """``n`` events, none of them weighted (an archive whose weight columns are all
+        null, kept as such where other archives of one build have weights)."""
+        return cls(np.zeros(n, dtype=bool), np.zeros(n + 1, dtype=np.int64), np.empty(0))
 
     def of(self, event: int) -> np.ndarray | None:
         """Event ``event``'s weights, or None if it weighs its instants equally."""
@@ -119,6 +126,16 @@ def stored_instant_weights(stored: pd.DataFrame, t_lo: np.ndarray, t_hi: np.ndar
             if not _missing(value):
                 per_event[i] = np.asarray(value, dtype=np.float64)
     return _gathered(per_event, mu, sigma)
+
+
+def typed_weights(table: pa.Table) -> pa.Table:
+    """``table`` (an events table about to be written) with its ``t_weights`` column, if
+    any, typed as lists of doubles even where every row is null, so that the part files
+    and shards of one index agree on it."""
+    if "t_weights" not in table.column_names:
+        return table
+    at = table.column_names.index("t_weights")
+    return table.set_column(at, "t_weights", table.column(at).cast(pa.list_(pa.float64())))
 
 
 def concatenated_weights(parts: list[InstantWeights | None], sizes: list[int]

@@ -174,6 +174,7 @@ def _parquet_dtype(path: Path, column: str) -> Any:
 # Spark types whose values pandas and the in-process reader take as they are.
 _PLAIN_TYPES = {"byte", "short", "integer", "long", "float", "double", "boolean", "string",
                 "timestamp", "timestamp_ntz"}
+_NUMBER_TYPES = {"byte", "short", "integer", "long", "float", "double", "decimal"}
 
 
 def supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
@@ -206,10 +207,13 @@ def supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
         elif isinstance(kind, DateType):
             casts[fld.name] = F.col(f"`{fld.name}`").cast("timestamp_ntz")
         elif fld.name == "t_weights" and isinstance(kind, ArrayType):
-            raise InputError(f"column {fld.name!r} of {spec.label} gives the events' instants "
-                             "weights (SEMANTICS A6); this version of uncertain-cep cannot "
-                             "yet weigh possible worlds by them: drop the column to answer "
-                             "with every instant of an interval equally likely")
+            # Instant weights (SEMANTICS A6), a list per event: read as doubles (the
+            # reader checks every value in the tasks).
+            if kind.elementType.typeName() not in _NUMBER_TYPES:
+                raise InputError(f"column {fld.name!r} of {spec.label} is "
+                                 f"{kind.simpleString()}; instant weights (SEMANTICS A6) "
+                                 "are lists of numbers")
+            casts[fld.name] = F.col(f"`{fld.name}`").cast("array<double>")
         elif kind.typeName() not in _PLAIN_TYPES:
             raise InputError(f"column {fld.name!r} of {spec.label} has Spark type "
                              f"{kind.simpleString()}; archive columns must be numbers, "
@@ -251,7 +255,7 @@ def check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None,
     for name in spec.nanos_columns:
         probe[name] = probe[name].astype("datetime64[ns]")
     return read_archive(probe, group_by=group_by, time_unit=time_unit,
-                        numeric_text=numeric_text, renamed=spec.columns)
+                        numeric_text=numeric_text, renamed=spec.columns, weighted=True)
 
 
 def drop_duplicates(frame: DataFrame, group_by: str, reject: bool,

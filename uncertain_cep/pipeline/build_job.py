@@ -62,6 +62,7 @@ from uncertain_cep.index.store.sharded import finish_sharded
 from uncertain_cep.index.store.storage import finish_directory, write_index_tables
 from uncertain_cep.input_tables import ColumnLabels
 from uncertain_cep.model.feasibility import MaxSpeed, PairConstraint, PairPredicate
+from uncertain_cep.model.instant_weights import WEIGHT_COLUMNS
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.build_input import (
     check_schema,
@@ -299,7 +300,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame,
         job = GroupJob(draft=str(draft.path), group_by=group_by, time_unit=time_unit,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
                        numeric_text=numeric_text,
-                       nanos_columns=spec.nanos_columns, renamed=spec.columns, cuts=cuts)
+                       nanos_columns=spec.nanos_columns, renamed=spec.columns, cuts=cuts,
+                       weighted=any(c in frame.columns for c in WEIGHT_COLUMNS))
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
                    .mapInPandas(_task(job, upload), _summary_schema()))

@@ -25,7 +25,7 @@ plain Python and testable without a cluster.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,11 +34,13 @@ import pandas as pd
 
 from uncertain_cep.errors import IndexBuildError, InputError
 from uncertain_cep.index.forests.tables import ForestRows
+from uncertain_cep.index.forests.weights import group_weights
 from uncertain_cep.index.group_build import BuildSettings, build_group_forest, piece_forests
 from uncertain_cep.index.shards import shard_of_rows
 from uncertain_cep.index.store.layout import SHARD
 from uncertain_cep.index.store.partition_writer import PartitionWriter
 from uncertain_cep.model.events import Archive, canonical_order, read_archive
+from uncertain_cep.model.instant_weights import InstantWeights
 from uncertain_cep.model.number_columns import OTHER_ROWS
 from uncertain_cep.model.values import plain
 
@@ -77,6 +79,9 @@ class GroupJob:
     # Cut instants of a sharded build (shard k: clusters starting in [cuts[k-1],
     # cuts[k])); none: one index directory.
     cuts: tuple[int, ...] = ()
+    # Whether the input has instant-weight columns (SEMANTICS A6): every events part
+    # file then has them, null for the events without weights.
+    weighted: bool = False
 
     def shard_root(self, shard: int) -> str:
         """Where shard ``shard``'s tables go: the draft itself when there are no cuts."""
@@ -197,7 +202,10 @@ def _validate(job: GroupJob, rows: pd.DataFrame, data: pd.DataFrame
         try:
             archive = read_archive(data.iloc[keep].reset_index(drop=True),
                                    group_by=job.group_by, time_unit=job.time_unit,
-                                   numeric_text=job.numeric_text, renamed=job.renamed)
+                                   numeric_text=job.numeric_text, renamed=job.renamed,
+                                   weighted=True)
+            if job.weighted and archive.instant_weights is None:
+                archive = replace(archive, instant_weights=InstantWeights.none(len(keep)))
             return archive, bad, reasons
         except InputError as e:
             if e.row is None:
@@ -229,7 +237,8 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
         # A group in several shards: its pieces' forests cut from its own at once, where
         # they can be (a piece costs far less than building its forest).
         cut = (piece_forests(archive.t_lo[in_order], archive.t_hi[in_order], in_shard,
-                             job.settings)
+                             job.settings, group_weights(archive.instant_weights, in_order,
+                                                         archive.t_lo[in_order]))
                if job.cuts and len(shards) > 1 else None) or {}
         for k in shards:
             if job.cuts:
@@ -241,7 +250,9 @@ def _index_group(job: GroupJob, key: object, archive: Archive, out: _Writers,
             if forest is None:
                 check = c2.for_group(piece, order) if c2 is not None else None
                 forest = build_group_forest(label, piece.event_ids[order], piece.t_lo[order],
-                                            piece.t_hi[order], check, job.settings)
+                                            piece.t_hi[order], check, job.settings,
+                                            group_weights(piece.instant_weights, order,
+                                                          piece.t_lo[order]))
             pieces.append((k, piece, order, forest))
     except (InputError, IndexBuildError) as e:
         status = "infeasible" if isinstance(e, InputError) else "too_large"
