@@ -94,13 +94,15 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
     """
     try:
         with _recursion_for(len(t_lo)):
+            forest = None
             if pair_check is None and settings.multi_tree:
                 forest = forest_of_clusters(t_lo, t_hi, settings.node_budget, weights)
-                if forest is not None:
-                    return forest
-            plan = plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
-                              settings.node_budget, weights)
-            return build_forest(plan)
+            if forest is None:
+                forest = build_forest(plan_group(t_lo, t_hi, pair_check, settings.multi_tree,
+                                                 settings.node_budget, weights))
+    except ZeroDivisionError:
+        # Only weighted sums reach zero (integer counts never do): they underflowed.
+        raise _underflow(label) from None
     except GroupInfeasible as e:
         names = ", ".join(repr(plain(event_ids[i])) for i in e.events)
         if weights is not None:
@@ -131,6 +133,25 @@ def build_group_forest(label: object, event_ids: Sequence[object], t_lo: Sequenc
         raise IndexBuildError(f"{_too_large(label, len(t_lo))}: memory ran out while building "
                               f"its OI-trees (node_budget= is {_budget(settings)}); {_REMEDY}"
                               "give the build more memory") from e
+    if weights is not None:
+        _check_weighted(forest, label)
+    return forest
+
+
+def _check_weighted(forest: GroupForest, label: object) -> None:
+    """Refuse a weighted forest whose probabilities left the doubles' range (SEMANTICS A6:
+    weighted sums of products over many events can underflow)."""
+    bad = ~(np.isfinite(forest.poi) & (forest.poi > 0) & np.isfinite(forest.cond)
+            & (forest.cond > 0))
+    if bad.any():
+        raise _underflow(label)
+
+
+def _underflow(label: object) -> IndexBuildError:
+    return IndexBuildError(f"group {plain(label)!r}: its instant weights (SEMANTICS A6) make "
+                           "some order instances' probabilities smaller than a double holds; "
+                           "give its events' weights smaller ratios (a larger t_sigma, no "
+                           "near-zero weights beside large ones) or split the group")
 
 
 # What to do about a group too large to index (the CLI spells keywords as its flags).

@@ -112,3 +112,13 @@ def test_temporal_pattern(executed: Any) -> None:
     engines = _cell(executed, 'engine="automata"')
     assert "aggressive episodes in" in _stdout(engines)
     assert _data(engines, "text/plain") == ["True"]
+
+
+def test_instants_with_a_distribution(executed: Any) -> None:
+    (summary,) = _data(_cell(executed, "widx = uc.build_index(jitter"), "text/html")
+    assert "weighted (SEMANTICS A6) for 480 of 480 events" in summary
+    compared = _cell(executed, "compared = (idx.query(relay)")
+    assert "matches with the distribution" in _stdout(compared)
+    (table,) = _data(compared, "text/html")
+    assert "confidence weighted" in table and "confidence equal" in table
+    assert _data(_cell(executed, "weighted.plot("), "image/png")

@@ -376,10 +376,16 @@ class UncertainIndex:
         rows = distinct_events(answer.events, self.archive.n_events)
         times = dict(zip(self.archive.event_ids[rows].tolist(),
                          zip(self.archive.t_lo[rows].tolist(), self.archive.t_hi[rows].tolist())))
+        weights = self.archive.instant_weights
+        drawn: dict[Any, list[float]] = {}     # the timeline draws weighted events' weights
+        if weights is not None:
+            shown = rows[weights.weighted[rows]]
+            for key, r in zip(self.archive.event_ids[shown].tolist(), shown.tolist()):
+                drawn[key] = weights.values[weights.start[r]:weights.start[r + 1]].tolist()
         return QueryResult.of(frame, query=query if isinstance(query, str) else str(pattern),
                               items=_item_symbols(pattern), event_times=times,
                               stats=ctx.stats, id_dtype=self.archive.event_ids.dtype,
-                              time_axis=self.archive.time_axis)
+                              time_axis=self.archive.time_axis, event_weights=drawn)
 
     def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
         """Fraction of a group's order instances placing each given event at its instant.

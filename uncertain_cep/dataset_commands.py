@@ -179,7 +179,7 @@ _GENERATED = {
     GeneratedDataset.office_rfid.value: _Dataset(
         "uncertain_cep.datasets.office_rfid:generate_office_rfid",
         "people walking between office rooms, read by RFID readers (the bundled sample)",
-        ("people", "readings_per_person", "seed")),
+        ("people", "readings_per_person", "weights", "seed")),
     GeneratedDataset.synthetic.value: _Dataset(
         "uncertain_cep.datasets.synthetic:generate_synthetic",
         "Zhou et al.'s synthetic events: Gaussian attributes, uniform or clustered times",

@@ -59,16 +59,19 @@ class QueryResult(pd.DataFrame):
     DataFrame's (named so as not to hide ``DataFrame.query`` and ``DataFrame.items``):
     ``query_text``, ``pattern_items`` (the positive items' symbols in pattern order),
     ``event_times`` (event id -> ``(t_lo, t_hi)`` in instants, for the matched events),
+    ``event_weights`` (event id -> its instant weights from ``t_lo`` on, SEMANTICS A6, for
+    the matched events that have them),
     ``stats`` (what the evaluation did, a :class:`~uncertain_cep.query.evaluation.stats.QueryStats`)
     and ``time_axis`` (the archive's :class:`~uncertain_cep.model.time_axis.TimeAxis`, or
     None for integer instants).
     """
 
     _metadata: ClassVar[list[str]] = ["query_text", "pattern_items", "event_times", "stats",
-                                      "id_dtype", "time_axis"]
+                                      "id_dtype", "time_axis", "event_weights"]
     query_text: str
     pattern_items: tuple[str, ...]
     event_times: dict[Any, tuple[int, int]]
+    event_weights: dict[Any, tuple[float, ...]]
     stats: QueryStats
     id_dtype: np.dtype[Any] | None   # the archive's event-id type (for empty answers)
     time_axis: TimeAxis | None
@@ -91,13 +94,15 @@ class QueryResult(pd.DataFrame):
            event_times: Mapping[Any, tuple[int, int]],
            stats: QueryStats | None = None,
            id_dtype: np.dtype[Any] | None = None,
-           time_axis: TimeAxis | None = None) -> QueryResult:
+           time_axis: TimeAxis | None = None,
+           event_weights: Mapping[Any, Sequence[float]] | None = None) -> QueryResult:
         """Wrap an answer table (its columns and ``attrs`` are kept as they are)."""
         out = cls(frame)
         out.attrs = dict(frame.attrs)
         out.query_text = query
         out.pattern_items = tuple(items)
         out.event_times = dict(event_times)
+        out.event_weights = {k: tuple(v) for k, v in (event_weights or {}).items()}
         out.stats = stats if stats is not None else QueryStats()
         out.id_dtype = id_dtype
         out.time_axis = time_axis
@@ -155,7 +160,9 @@ class QueryResult(pd.DataFrame):
         Each tuple is one row (most confident at the top); each of its events is a bar
         over its possible instants ``[t_lo, t_hi + 1)`` (Zhou et al. 3.1: the event
         happened at one of them), coloured by the pattern item it matched; the
-        confidences stand in a column on the right.
+        confidences stand in a column on the right. An event whose instants carry
+        weights (SEMANTICS A6) is drawn as its outline filled by one bar per instant, as
+        tall as the instant's weight over the event's largest.
 
         ``align="absolute"`` draws every row on the archive's time axis (dates, in the
         input's time zone, when its times were datetimes); ``"tuple"`` shifts each row to
@@ -192,8 +199,18 @@ class QueryResult(pd.DataFrame):
                 # Relative positions stay in instants; absolute ones become dates.
                 left, end = ((lo - shift, hi - shift) if align == "tuple"
                              else dates.place(lo, hi))
-                ax.barh(y, end - left, left=left, height=0.6,
-                        color=colours(item % 10), edgecolor="black", linewidth=0.5)
+                weights = self._weights(events[item])
+                if weights is None:
+                    ax.barh(y, end - left, left=left, height=0.6,
+                            color=colours(item % 10), edgecolor="black", linewidth=0.5)
+                else:
+                    ax.barh(y, end - left, left=left, height=0.6, fill=False,
+                            edgecolor="black", linewidth=0.5)
+                    for k, w in enumerate(weights):
+                        a, b = ((lo + k - shift, lo + k + 1 - shift) if align == "tuple"
+                                else dates.place(lo + k, lo + k + 1))
+                        ax.bar(a, 0.6 * w, width=b - a, bottom=y - 0.3, align="edge",
+                               color=colours(item % 10), linewidth=0)
                 right = max(right, hi - shift)
             name = ", ".join(map(str, events))
             labels.append(f"{name} @ {dates.label(shift)}" if align == "tuple" else name)
@@ -215,6 +232,14 @@ class QueryResult(pd.DataFrame):
         if align == "tuple" and right:
             ax.set_xlim(0, right * 1.05)
         return ax
+
+    def _weights(self, event: Any) -> np.ndarray | None:
+        """``event``'s instant weights over its largest (None: equally likely)."""
+        weights = getattr(self, "event_weights", None) or {}
+        if event not in weights:
+            return None
+        w = np.asarray(weights[event], dtype=np.float64)
+        return w / w.max()
 
     def _spans(self, position: int, events: tuple[Any, ...]) -> list[tuple[int, int]]:
         """Each event's possible instants as a half-open ``[t_lo, t_hi + 1)``."""

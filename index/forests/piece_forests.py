@@ -83,7 +83,8 @@ class _Chain(NamedTuple):
     code_at: np.ndarray
 
 
-def split_group_forest(forest: GroupForest, t_lo: Sequence[int], t_hi: Sequence[int],
+def split_group_forest(forest: GroupForest, t_lo: Sequence[int] | np.ndarray,
+                       t_hi: Sequence[int] | np.ndarray,
                        shard: np.ndarray) -> list[tuple[int, PieceForest | None]] | None:
     """Each piece's forest rows, cut from its group's ``forest`` (made by
     :func:`~uncertain_cep.index.forests.cluster_forest.forest_of_clusters` from the

@@ -13,6 +13,9 @@ event's domain before planning (:meth:`GroupWeights.domain`), so no node stands 
 and every node kept has positive probability (no ``0 / 0`` down a chain). An event
 weighted nowhere is refused when the archive is read; a group whose OIs all weigh zero
 has no order instance left, which the planner reports as for any infeasible group.
+Each event's weights are scaled to a largest of 1 (only their ratios count), and a forest
+whose weighted sums still leave a probability that is not a positive double (a product
+of thousands of tiny weights) is refused, never indexed with zeros or NaNs.
 
 A group none of whose events carries weights is planned exactly as before (integer
 counts): :func:`group_weights` gives ``None`` for it.
@@ -98,4 +101,7 @@ def group_weights(weights: InstantWeights | None, rows: np.ndarray,
     rows = np.asarray(rows)
     if not weights.weighted[rows].any():
         return None
-    return GroupWeights(np.asarray(t_lo), [weights.of(int(r)) for r in rows])
+    # Only ratios within an event matter: each event's largest weight is made 1, so that
+    # products over many events stay far from the smallest double.
+    scaled = [None if (w := weights.of(int(r))) is None else w / w.max() for r in rows]
+    return GroupWeights(np.asarray(t_lo), scaled)

@@ -9,6 +9,7 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep.cli import main
+from uncertain_cep.datasets.office_rfid import generate_office_rfid
 from uncertain_cep.datasets.synthetic import generate_synthetic
 from uncertain_cep.model.events import read_archive
 from uncertain_cep.query.baselines.possible_worlds import possible_worlds_answer
@@ -46,3 +47,13 @@ def test_the_command_line_writes_weights_and_refuses_an_unknown_kind(tmp_path, c
     assert main(["datasets", "generate", "synthetic", "--n", "5", "--weights", "uniform",
                  "--out", str(tmp_path / "x.parquet")]) != 0
     assert "normal" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["normal", "list"])
+def test_the_sample_generator_draws_weights_without_changing_its_rows(kind):
+    plain = generate_office_rfid(people=3, readings_per_person=30, seed=4)
+    weighted = generate_office_rfid(people=3, readings_per_person=30, seed=4, weights=kind)
+    assert weighted[plain.columns].equals(plain)
+    # The true trajectory keeps a positive weight: every group indexes, under Condition 2.
+    idx = uc.build_index(weighted, group_by="person", max_speed=2.0)
+    assert idx.describe().weighted_events == len(plain)

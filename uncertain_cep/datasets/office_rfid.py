@@ -8,6 +8,9 @@ form a dependency group: they cannot share an instant, and with ``max_speed`` (w
 speed) they cannot be far apart in space and close in time.
 
 The true trajectory is a valid world, so every group has an order instance.
+``weights="normal"`` or ``"list"`` also gives each reading weights on its instants
+(SEMANTICS A6; :func:`~uncertain_cep.datasets.synthetic.instant_weight_columns`), drawn
+after the rows from a generator of their own: the rows stay those of the same arguments.
 
 >>> df = generate_office_rfid(people=2, readings_per_person=5, seed=1)
 >>> list(df.columns)
@@ -21,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from uncertain_cep.datasets.synthetic import instant_weight_columns
+
 __all__ = ["ROOMS", "WALKING_SPEED", "generate_office_rfid"]
 
 # Room name -> reader position (metres) along a corridor, two rows of rooms.
@@ -30,9 +35,15 @@ READER_RANGE = 2.5   # metres around the reader
 
 
 def generate_office_rfid(people: int = 12, readings_per_person: int = 40,
-                         seed: int = 20141124) -> pd.DataFrame:
-    """Generate the office RFID archive; same arguments, same rows."""
+                         seed: int = 20141124, weights: str | None = None) -> pd.DataFrame:
+    """Generate the office RFID archive; same arguments, same rows.
+
+    >>> w = generate_office_rfid(people=2, readings_per_person=5, seed=1, weights="normal")
+    >>> w.drop(columns=["t_mu", "t_sigma"]).equals(generate_office_rfid(2, 5, seed=1))
+    True
+    """
     rng = np.random.default_rng(seed)
+    truths, lefts, widths = [], [], []
     names = list(ROOMS)
     rows = []
     for p in range(people):
@@ -47,13 +58,23 @@ def generate_office_rfid(people: int = 12, readings_per_person: int = 40,
                 room = nxt
             width = int(rng.integers(1, 5))
             left = int(rng.integers(0, width))
+            truths.append(t)
+            lefts.append(left)
+            widths.append(width)
             cx, cy = ROOMS[room]
             rows.append({"event_id": f"p{p:02d}-{k:03d}", "person": f"person-{p:02d}",
                          "t_lo": t - left, "t_hi": t - left + width - 1,
                          "x_lo": cx - READER_RANGE, "x_hi": cx + READER_RANGE,
                          "y_lo": cy - READER_RANGE, "y_hi": cy + READER_RANGE,
                          "tag": room})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if weights is not None:
+        drawn = instant_weight_columns(np.random.default_rng([seed, 6]), weights,
+                                       np.array(truths, dtype=np.int64),
+                                       np.array(lefts, dtype=np.int64),
+                                       np.array(widths, dtype=np.int64))
+        frame = frame.assign(**drawn)
+    return frame
 
 
 def _neighbour(rng: np.random.Generator, names: list[str], room: str) -> str:

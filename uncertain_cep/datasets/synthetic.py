@@ -21,12 +21,15 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from uncertain_cep.errors import ParamEnum
 
-__all__ = ["WeightKind", "disjoint_sequence", "generate_synthetic", "nearest_free"]
+__all__ = ["WeightKind", "disjoint_sequence", "generate_synthetic", "instant_weight_columns",
+           "nearest_free"]
 
 
 class WeightKind(ParamEnum):
@@ -91,15 +94,34 @@ def generate_synthetic(n: int, *, groups: int = 1, d: int = 2, f: tuple[int, int
         half = rng.uniform(0, value_width, size=n)
         cols[f"a{a}_lo"] = value - half
         cols[f"a{a}_hi"] = value + half
-    if kind is WeightKind.normal:
-        sigma = np.maximum(0.5, width / 4)
-        cols["t_mu"] = np.clip(truth + 0.5 + rng.normal(0, sigma / 2), truth - left,
-                               truth - left + width)
-        cols["t_sigma"] = sigma
-    elif kind is WeightKind.list:
-        cols["t_weights"] = _listed_weights(rng, width, left)
+    cols.update(instant_weight_columns(rng, kind, truth, left, width))
     order = np.argsort(truth, kind="stable")
     return pd.DataFrame(cols).iloc[order].reset_index(drop=True)
+
+
+def instant_weight_columns(rng: np.random.Generator, kind: WeightKind | str | None,
+                           truth: np.ndarray, left: np.ndarray, width: np.ndarray
+                           ) -> dict[str, Any]:
+    """Instant weights for events whose true instants are ``truth`` and intervals
+    ``truth - left`` to ``truth - left + width - 1`` (SEMANTICS A6): ``"normal"``, a
+    normal around the true instant's centre (sigma a quarter of the interval, at least
+    half an instant, its centre off by up to half that); ``"list"``, random weights with
+    zeros but never at the true instant; ``None``, no columns. Either way the true world
+    keeps a positive weight.
+
+    >>> rng = np.random.default_rng(0)
+    >>> sorted(instant_weight_columns(rng, "normal", np.array([5]), np.array([1]),
+    ...                               np.array([3])))
+    ['t_mu', 't_sigma']
+    """
+    if kind is None:
+        return {}
+    kind = WeightKind(WeightKind.get_value(kind))
+    if kind is WeightKind.normal:
+        sigma = np.maximum(0.5, width / 4)
+        return {"t_mu": np.clip(truth + 0.5 + rng.normal(0, sigma / 2), truth - left,
+                                truth - left + width), "t_sigma": sigma}
+    return {"t_weights": _listed_weights(rng, width, left)}
 
 
 def _listed_weights(rng: np.random.Generator, width: np.ndarray, truth_at: np.ndarray
