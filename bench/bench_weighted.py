@@ -105,7 +105,8 @@ def archive_run(n: int, repeat: int, work: Path) -> dict[str, Any]:
         print(f"{label}: built in {out[f'{label}_build_s']:.1f} s, saved "
               f"{out[f'{label}_bytes'] / n:.0f} bytes per event", flush=True)
     plain, weighted = uc.open_index(work / "plain"), uc.open_index(work / "weighted")
-    out["queries"] = side_by_side(f"{n // 1_000_000}M archive" if n >= 1_000_000 else f"{n // 1000}k archive", plain, weighted, QUERIES, repeat)
+    name = f"{n // 1_000_000}M archive" if n >= 1_000_000 else f"{n // 1000}k archive"
+    out["queries"] = side_by_side(name, plain, weighted, QUERIES, repeat)
     out["size_ratio"] = out["weighted_bytes"] / out["plain_bytes"]
     return out
 
