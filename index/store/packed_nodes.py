@@ -146,11 +146,14 @@ def group_labels(packed: Path) -> pd.Index:
     return pd.Index(labels.to_pandas())
 
 
-def pack_node_columns(columns: Path, packed: Path, labels: pa.Array | None = None) -> None:
+def pack_node_columns(columns: Path, packed: Path, labels: pa.Array | None = None, *,
+                      probabilities: bool = True) -> None:
     """Store the node table held as ``.npy`` files (one per column of
     :data:`NODE_TABLE_COLUMNS`) in ``columns`` into ``packed`` (see the module docstring),
     with the groups' ``labels`` in code order (default: their codes). One column is in
-    memory at a time, besides each node's group and tree starts."""
+    memory at a time, besides each node's group and tree starts. ``probabilities=False``
+    leaves out ``poi`` and ``cond`` (a weighted index derives them:
+    :mod:`uncertain_cep.index.store.weighted_nodes`)."""
     packed.mkdir(parents=True, exist_ok=True)
 
     def load(name: str) -> np.ndarray:
@@ -171,7 +174,9 @@ def pack_node_columns(columns: Path, packed: Path, labels: pa.Array | None = Non
         "tree": load("tree") - tree_start[node_group],
         "row": load("row"), "instant": load("instant"), "code": load("code"),
         "code_span": load("code_end") - load("code"), "kind": load("kind"),
-        "depth": load("depth"), "poi": load("poi"), "cond": load("cond")}
+        "depth": load("depth")}
+    if probabilities:
+        node_columns.update(poi=load("poi"), cond=load("cond"))
     _write(packed / _NODES, node_columns)
     del node_columns
     _write(packed / _TREES, {
@@ -185,7 +190,9 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     """Write the node table stored in ``packed`` (:func:`pack_node_columns`) into
     ``columns``, one ``.npy`` file per column of :data:`NODE_TABLE_COLUMNS`, deriving
     what is not stored; ``n_rows``: the archive's events. A column is written as soon as
-    it is made, so memory holds a few columns, not the table."""
+    it is made, so memory holds a few columns, not the table. A weighted index's ``poi``
+    and ``cond`` are not stored: they are left to
+    :func:`~uncertain_cep.index.store.weighted_nodes.derive_probabilities`."""
     columns.mkdir(parents=True, exist_ok=True)
 
     def save(name: str, values: np.ndarray) -> None:
@@ -231,8 +238,10 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     save("code", code)
     save("code_end", code + _read(packed / _NODES, "code_span"))
     del code
+    stored = pq.read_schema(packed / _NODES).names
     for name in ("instant", "depth", "poi", "cond"):
-        save(name, _read(packed / _NODES, name))
+        if name in stored:
+            save(name, _read(packed / _NODES, name))
     first_node = group_start[tree_group]
     del group
     trees = np.arange(n_trees, dtype=np.int64)

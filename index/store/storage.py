@@ -71,6 +71,7 @@ from uncertain_cep.index.store.rtree_and_statistics import (
     write_rtree_and_statistics,
 )
 from uncertain_cep.index.store.time_order import sort_table_by_time
+from uncertain_cep.index.store.weighted_nodes import derive_probabilities
 from uncertain_cep.index.store.working_copy import adopt, compress_file, compressed_name
 from uncertain_cep.model.instant_weights import typed_weights
 from uncertain_cep.model.time_axis import TimeAxis
@@ -168,6 +169,9 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
     shutil.rmtree(work, ignore_errors=True)
     write_node_columns(work / COLUMNS, nodes_files, trees_files, events_files,
                        group_by=group_by, keys=keys)
+    # A weighted index's probabilities follow from its weights: derived here as on
+    # every host that expands it, and not stored.
+    derived = derive_probabilities(work / COLUMNS, events_files)
     write_event_columns(work / EVENT_ARRAYS, events_files, group_by=group_by,
                         numeric=attributes.numeric, layout_columns=EVENT_COLUMNS, keys=keys)
     n_events, time_domain, dimension, statistics = write_rtree_and_statistics(
@@ -175,7 +179,8 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
     group_type = (pq.read_schema(events_files[0]).field(group_by).type if events_files
                   else None)
     pack_node_columns(work / COLUMNS, root / PACKED,
-                      pa.array(keys.to_numpy(), type=group_type) if len(keys) else None)
+                      pa.array(keys.to_numpy(), type=group_type) if len(keys) else None,
+                      probabilities=not derived)
     for name in RTREE_FILES:
         compress_file(work / name, root / compressed_name(name))
     fsync_files(root / PACKED)

@@ -68,6 +68,7 @@ from uncertain_cep.index.store.layout import (
 )
 from uncertain_cep.index.store.manifest import Manifest, manifest_digest
 from uncertain_cep.index.store.packed_nodes import expand_node_columns, group_labels
+from uncertain_cep.index.store.weighted_nodes import derive_probabilities
 
 __all__ = [
     "CACHE_ENV",
@@ -161,8 +162,13 @@ def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
     """Write the working files of the index directory ``root`` into ``into``: the node
     table's and the events table's columns and the R*-tree file."""
     packed = root / PACKED
+    events = [root / f for f in table_files(root, EVENTS)]
     expand_node_columns(packed, into / COLUMNS, n_rows=manifest.counts.events)
-    write_event_columns(into / EVENT_ARRAYS, [root / f for f in table_files(root, EVENTS)],
+    if not (into / COLUMNS / "poi.npy").is_file() and \
+            not derive_probabilities(into / COLUMNS, events):
+        raise IndexFormatError(f"{packed} is damaged: it stores no node probabilities and "
+                               "its events table no instant weights; rebuild the index")
+    write_event_columns(into / EVENT_ARRAYS, events,
                         group_by=manifest.group_by, numeric=manifest.attributes.numeric,
                         layout_columns=EVENT_COLUMNS, keys=group_labels(packed))
     for name in RTREE_FILES:
