@@ -139,22 +139,30 @@ def forest_of_clusters(t_lo: Sequence[int], t_hi: Sequence[int],
 @dataclass(frozen=True)
 class _Leaves:
     """The leaves of every lone event's tree, event after event (in ``t_lo`` order):
-    each one's instant and share of its tree, and per event its number of leaves and its
-    tree's count (instants, or their summed weights, SEMANTICS A6)."""
+    each one's instant and share of its tree, its event (``owner``, a position in
+    ``events``) and its place among that event's leaves (``j``); per event its number of
+    leaves and its tree's count (instants, or their summed weights, SEMANTICS A6)."""
 
     instant: np.ndarray
     share: np.ndarray
     width: np.ndarray
     count: list[float]
+    owner: np.ndarray
+    j: np.ndarray
+
+    @staticmethod
+    def _places(width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        owner = np.repeat(np.arange(len(width)), width)
+        return owner, np.arange(len(owner)) - np.repeat(np.cumsum(width) - width, width)
 
     @classmethod
     def of(cls, lo: np.ndarray, hi: np.ndarray, events: np.ndarray,
            weights: GroupWeights | None) -> _Leaves:
         width = hi[events] - lo[events] + 1
         if weights is None:
-            owner = np.repeat(np.arange(len(events)), width)
-            j = np.arange(len(owner)) - np.repeat(np.cumsum(width) - width, width)
-            return cls(lo[events][owner] + j, 1.0 / width[owner], width, width.tolist())
+            owner, j = cls._places(width)
+            return cls(lo[events][owner] + j, 1.0 / width[owner], width, width.tolist(),
+                       owner, j)
         instants, shares, counts = [], [], []
         for e in events.tolist():
             at, share = weights.leaves(e, int(lo[e]), int(hi[e]))
@@ -164,7 +172,8 @@ class _Leaves:
             counts.append(len(at) if w is None else float(w[w > 0].sum()))
         sizes = np.array([len(a) for a in instants], dtype=np.int64)
         return cls(np.concatenate(instants) if instants else np.zeros(0, dtype=np.int64),
-                   np.concatenate(shares) if shares else np.zeros(0), sizes, counts)
+                   np.concatenate(shares) if shares else np.zeros(0), sizes, counts,
+                   *cls._places(sizes))
 
 
 def _splice(lo: np.ndarray, piece_of: np.ndarray, lone_events: np.ndarray,
@@ -315,9 +324,7 @@ def _lone_trees(out: _Arrays, events: np.ndarray, leaves: _Leaves,
     out.paper[node_at] = paper_at
     out.compact[node_at] = compact_at
     out.compact_end[node_at] = compact_at + width
-    total = int(width.sum())
-    owner = np.repeat(np.arange(len(events)), width)
-    j = np.arange(total) - np.repeat(np.cumsum(width) - width, width)
+    owner, j = leaves.owner, leaves.j
     leaf = node_at[owner] + 1 + j
     out.event[leaf] = events[owner]
     out.instant[leaf] = leaves.instant
