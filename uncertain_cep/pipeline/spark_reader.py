@@ -41,7 +41,7 @@ __all__ = ["NANOS_AS_LONG", "NanosTimestampsError", "has_nanos_timestamps",
 # refuses unless this (session-level) option reads them as nanoseconds since the epoch.
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 # The archive's time columns (SEMANTICS A1), the only columns read as nanosecond times.
-_TIME_COLUMNS = ("t_lo", "t_hi", "t")
+_TIME_COLUMNS = ("t_lo", "t_hi", "t", "t_mu")
 
 
 class NanosTimestampsError(InputError):
