@@ -10,7 +10,8 @@ import pandas as pd
 from hypothesis import strategies as st
 from random_archives import archives, patterns
 
-__all__ = ["TOL", "assert_same_answer", "assert_same_pairs", "cases"]
+__all__ = ["TOL", "assert_same_answer", "assert_same_pairs", "assert_strategy_is_the_oracle",
+           "cases"]
 
 TOL = 1e-9
 
@@ -30,6 +31,18 @@ def assert_same_answer(got: pd.DataFrame, want: pd.DataFrame) -> None:
         assert abs(x - y) <= TOL
     assert list(a["t_first"]) == list(b["t_first"])
     assert list(a["t_last"]) == list(b["t_last"])
+
+
+def assert_strategy_is_the_oracle(idx: object, pattern: object, strategy: str) -> None:
+    """``strategy`` answers ``pattern`` on ``idx`` as the possible-worlds baseline does
+    (hypothesis notes how large the answer was and whether it negates)."""
+    from hypothesis import event
+
+    want = idx.query(pattern, strategy="possible_worlds")  # type: ignore[attr-defined]
+    got = idx.query(pattern, strategy=strategy)  # type: ignore[attr-defined]
+    event(f"answer rows: {min(len(want), 5)}{'+' if len(want) >= 5 else ''}")
+    event(f"negation: {bool(pattern.negations)}")  # type: ignore[attr-defined]
+    assert_same_answer(got, want)
 
 
 def assert_same_pairs(got: list, want: pd.DataFrame) -> None:

@@ -6,8 +6,8 @@ from unittest.mock import patch
 
 import pandas as pd
 import pytest
-from answer_checks import assert_same_answer, cases
-from hypothesis import event, given, note
+from answer_checks import assert_same_answer, assert_strategy_is_the_oracle, cases
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 import uncertain_cep as uc
@@ -30,11 +30,7 @@ def _check(case: tuple[pd.DataFrame, object, object, str, str], strategy: str) -
             uc.build_index(df, max_speed=max_speed, coordinates=coords,
                            multi_tree=False, codes=codes)
         return
-    want = idx.query(pattern, strategy="possible_worlds")
-    got = idx.query(pattern, strategy=strategy)
-    event(f"answer rows: {min(len(want), 5)}{'+' if len(want) >= 5 else ''}")
-    event(f"negation: {bool(pattern.negations)}")
-    assert_same_answer(got, want)
+    assert_strategy_is_the_oracle(idx, pattern, strategy)
 
 
 # The entry-by-entry engines are baselines (query/baselines/entry_*.py), held to the
