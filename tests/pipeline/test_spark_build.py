@@ -156,6 +156,27 @@ def test_a_weighted_archive_builds_on_spark_as_in_process(spark, tmp_path):
         uc.build_index_spark(path, tmp_path / "ix2", spark=spark, log=lambda _: None)
 
 
+def test_datetime_weights_build_on_spark_as_in_process(spark, tmp_path):
+    # t_mu a datetime and t_sigma a duration: from pandas' Parquet (nanosecond times, a
+    # duration Spark reads as a bare long) and from a Spark DataFrame (an interval).
+    df = generate_synthetic(300, groups=3, d=1, seed=8, weights="normal")
+    base = pd.Timestamp("2024-03-01", tz="UTC")
+    for c in ("t_lo", "t_hi"):
+        df[c] = base + pd.to_timedelta(df[c], unit="s")
+    # Spark's timestamps hold microseconds: a t_mu finer than that would move.
+    df["t_mu"] = (base + pd.to_timedelta(df["t_mu"], unit="s")).dt.round("us")
+    df["t_sigma"] = pd.to_timedelta(df["t_sigma"], unit="s").dt.round("us")
+    here = uc.build_index(df, time_unit="1s")
+    q = "PATTERN SEQ(A, B) DEFINE A AS a0 < -0.5, B AS a0 > 0.5 WITHIN 20 CONFIDENCE 0.05"
+    want = here.query(q)
+    assert len(want) > 0 and (want["confidence"] < 1).any()
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    for k, source in enumerate((tmp_path / "in.parquet", spark.createDataFrame(df))):
+        uc.build_index_spark(source, tmp_path / f"ix{k}", spark=spark, time_unit="1s",
+                             log=lambda _: None)
+        assert_same_answer(uc.open_index(tmp_path / f"ix{k}").query(q), want)
+
+
 def test_bad_rows_are_reported_with_reasons_and_the_rest_indexed(spark, tmp_path):
     rows = GOOD + [{"event_id": 50, "group": "g", "t_lo": 30, "t_hi": 20, "x": 1.0},
                    {"event_id": 51, "group": None, "t_lo": 1, "t_hi": 2, "x": 1.0},

@@ -186,7 +186,7 @@ def supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
     Dates become timestamps without time zone (midnight), as pandas reads them.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, DateType, DecimalType
+    from pyspark.sql.types import ArrayType, DateType, DayTimeIntervalType, DecimalType
 
     casts = {}
     for fld in frame.schema.fields:
@@ -214,6 +214,11 @@ def supported_types(frame: DataFrame, spec: InputSpec) -> DataFrame:
                                  f"{kind.simpleString()}; instant weights (SEMANTICS A6) "
                                  "are lists of numbers")
             casts[fld.name] = F.col(f"`{fld.name}`").cast("array<double>")
+        elif fld.name == "t_sigma" and isinstance(kind, DayTimeIntervalType):
+            # A duration (SEMANTICS A6 with datetime t_mu): microseconds, exactly (a
+            # day-time interval is a count of microseconds added to an instant).
+            casts[fld.name] = F.unix_micros(F.timestamp_micros(F.lit(0)) + F.col("`t_sigma`"))
+            spec.duration_units["t_sigma"] = "us"
         elif kind.typeName() not in _PLAIN_TYPES:
             raise InputError(f"column {fld.name!r} of {spec.label} has Spark type "
                              f"{kind.simpleString()}; archive columns must be numbers, "
@@ -254,6 +259,9 @@ def check_schema(frame: DataFrame, group_by: str, time_unit: float | str | None,
     probe = empty_frame(frame.drop(FILE_COLUMN, ROW_COLUMN).schema)
     for name in spec.nanos_columns:
         probe[name] = probe[name].astype("datetime64[ns]")
+    for name in spec.duration_units:
+        if name in probe.columns:
+            probe[name] = probe[name].astype("timedelta64[ns]")
     return read_archive(probe, group_by=group_by, time_unit=time_unit,
                         numeric_text=numeric_text, renamed=spec.columns, weighted=True)
 

@@ -103,6 +103,7 @@ from uncertain_cep.pipeline.spark_reader import (
     NanosTimestampsError,
     has_nanos_timestamps,
     nanos_as_long,
+    parquet_duration_units,
     read_input,
     rename_input,
 )
@@ -249,6 +250,7 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
             # (which runs to its end here), then put back.
             scope.enter_context(nanos_as_long(spark))
             frame = read_input(spark, spec, nanos=True)
+        spec.duration_units.update(parquet_duration_units(spec))
         try:
             return _build(spark, spec, frame, target, group_by=group_by, time_unit=time_unit,
                           settings=settings, reject_rows=reject_rows,
@@ -301,7 +303,8 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame,
                        settings=settings, reject_rows=reject_rows, micros_columns=micros,
                        numeric_text=numeric_text,
                        nanos_columns=spec.nanos_columns, renamed=spec.columns, cuts=cuts,
-                       weighted=any(c in frame.columns for c in WEIGHT_COLUMNS))
+                       weighted=any(c in frame.columns for c in WEIGHT_COLUMNS),
+                       duration_units=dict(spec.duration_units))
         n_parts = partitions or 4 * task_slots(spark)
         summary = (frame.repartition(n_parts, group_by).sortWithinPartitions(group_by)
                    .mapInPandas(_task(job, upload), _summary_schema()))

@@ -82,6 +82,8 @@ class GroupJob:
     # Whether the input has instant-weight columns (SEMANTICS A6): every events part
     # file then has them, null for the events without weights.
     weighted: bool = False
+    # Duration columns that arrive as integers, and their unit (InputSpec.duration_units).
+    duration_units: dict[str, str] = field(default_factory=dict)
 
     def shard_root(self, shard: int) -> str:
         """Where shard ``shard``'s tables go: the draft itself when there are no cuts."""
@@ -97,6 +99,10 @@ def build_partition(job: GroupJob, partition: int, attempt: int,
         batches = (_as_timestamps(b, job.micros_columns) for b in batches)
     if job.nanos_columns:
         batches = (_as_timestamps(b, job.nanos_columns, "ns") for b in batches)
+    if job.duration_units:
+        batches = (b.assign(**{c: pd.to_timedelta(b[c], unit=u)  # type: ignore[arg-type]
+                               for c, u in job.duration_units.items() if c in b})
+                   for b in batches)
     try:
         for key, rows in _groups(batches, job.group_by):
             summaries.append(_build_group(job, key, rows, out))

@@ -73,6 +73,10 @@ class InputSpec:
     files: list[Path] = field(default_factory=list)
     # Filled in when read: time columns that arrived as nanoseconds since the epoch.
     nanos_columns: tuple[str, ...] = ()
+    # Duration columns (the archive's ``t_sigma``) that arrive as integers, and their unit:
+    # Parquet has no duration type (pandas' timedelta64 is a bare int64 to Spark), and a
+    # Spark interval is cast to microseconds.
+    duration_units: dict[str, str] = field(default_factory=dict)
     columns: dict[str, str] = field(default_factory=dict)
 
     def source_name(self, name: str) -> str:

@@ -33,9 +33,17 @@ from uncertain_cep.pipeline.spark_errors import first_line, is_spark_error
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["NANOS_AS_LONG", "NanosTimestampsError", "has_nanos_timestamps",
-           "is_nanos_failure", "nanos_as_long", "read_input", "rename_input",
-           "spark_input_error"]
+__all__ = [
+    "NANOS_AS_LONG",
+    "NanosTimestampsError",
+    "has_nanos_timestamps",
+    "is_nanos_failure",
+    "nanos_as_long",
+    "parquet_duration_units",
+    "read_input",
+    "rename_input",
+    "spark_input_error",
+]
 
 # Pandas writes datetime64[ns] columns as Parquet TIMESTAMP(NANOS), which Spark's reader
 # refuses unless this (session-level) option reads them as nanoseconds since the epoch.
@@ -200,6 +208,35 @@ def spark_input_error(e: BaseException, spec: InputSpec) -> InputError:
 def is_nanos_failure(e: BaseException) -> bool:
     """Whether Spark refused a Parquet file for its nanosecond timestamps."""
     return "TIMESTAMP(NANOS" in str(e)
+
+
+def parquet_duration_units(spec: InputSpec) -> dict[str, str]:
+    """The unit of a local Parquet input's ``t_sigma`` when the files hold durations
+    (pandas writes ``timedelta64`` as an int64 whose unit only pyarrow's schema records;
+    Spark reads it as a bare long). No Spark job runs.
+
+    >>> import tempfile, pandas as pd
+    >>> from uncertain_cep.pipeline.sources import resolve_input
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     pd.DataFrame({"t_sigma": pd.to_timedelta([1], unit="s")}).to_parquet(tmp + "/a.parquet")
+    ...     units = parquet_duration_units(resolve_input(tmp + "/a.parquet"))
+    >>> units
+    {'t_sigma': 'ns'}
+    """
+    if spec.fmt != "parquet" or not spec.files:
+        return {}
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = spec.source_name("t_sigma")
+    for path in spec.files:
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException):
+            continue         # a file Spark's reader will name
+        if name in schema.names and pa.types.is_duration(schema.field(name).type):
+            return {"t_sigma": schema.field(name).type.unit}
+    return {}
 
 
 def has_nanos_timestamps(spec: InputSpec) -> bool:
