@@ -100,9 +100,7 @@ def build_partition(job: GroupJob, partition: int, attempt: int,
     if job.nanos_columns:
         batches = (_as_timestamps(b, job.nanos_columns, "ns") for b in batches)
     if job.duration_units:
-        batches = (b.assign(**{c: pd.to_timedelta(b[c], unit=u)  # type: ignore[arg-type]
-                               for c, u in job.duration_units.items() if c in b})
-                   for b in batches)
+        batches = (_as_durations(b, job.duration_units) for b in batches)
     try:
         for key, rows in _groups(batches, job.group_by):
             summaries.append(_build_group(job, key, rows, out))
@@ -116,6 +114,12 @@ def _as_timestamps(batch: pd.DataFrame, columns: tuple[str, ...],
                    unit: Literal["us", "ns"] = "us") -> pd.DataFrame:
     """Microseconds (or ``unit``) since the epoch back into (naive, UTC) timestamps."""
     return batch.assign(**{c: pd.to_datetime(batch[c], unit=unit) for c in columns})
+
+
+def _as_durations(batch: pd.DataFrame, units: dict[str, str]) -> pd.DataFrame:
+    """Integer durations (``units``: each column's unit) back into timedeltas."""
+    return batch.assign(**{c: pd.to_timedelta(batch[c].to_numpy(), unit=u)  # type: ignore[call-overload]
+                           for c, u in units.items() if c in batch})
 
 
 def _groups(batches: Iterator[pd.DataFrame], group_by: str
