@@ -100,3 +100,26 @@ def test_an_archive_with_weights_is_built_weighted_not_read_as_equal_weights_or_
     # The names stay reserved: never an attribute, never a group column.
     with pytest.raises(uc.InputError, match="reserved"):
         uc.build_index(_frame(), group_by="t_mu")
+
+
+def test_arrow_tables_give_the_weights_pandas_gives():
+    import pyarrow as pa
+
+    base = pd.Timestamp("2024-01-01", tz="UTC")
+    frame = pd.DataFrame({
+        "event_id": [1, 2, 3], "group": 0,
+        "t_lo": base + pd.to_timedelta([0, 1, 5], unit="s"),
+        "t_hi": base + pd.to_timedelta([2, 3, 6], unit="s"),
+        "t_mu": [base + pd.Timedelta(seconds=1.2), pd.NaT, pd.NaT],
+        "t_sigma": [pd.Timedelta(seconds=0.7), pd.NaT, pd.NaT],
+        "x": [0.0, 1.0, 2.0]})
+    lists = frame.drop(columns=["t_mu", "t_sigma"]).assign(
+        t_weights=[None, [1.0, 0.0, 2.0], None])
+    q = "PATTERN SEQ(A, B) DEFINE A AS x < 0.5, B AS x > 0.5 WITHIN 4 CONFIDENCE 0.01"
+    for df in (frame, lists):
+        want = uc.build_index(df, time_unit="1s").query(q)
+        got = uc.build_index(pa.Table.from_pandas(df, preserve_index=False),
+                             time_unit="1s").query(q)
+        assert len(want) > 0 and got.equals(want)
+        assert uc.build_index(pa.Table.from_pandas(df, preserve_index=False),
+                              time_unit="1s").describe().weighted_events == 1
