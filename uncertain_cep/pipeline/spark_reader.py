@@ -223,28 +223,40 @@ def parquet_duration_units(spec: InputSpec) -> dict[str, str]:
     >>> units
     {'t_sigma': 'ns'}
     """
-    if spec.fmt != "parquet" or not spec.files:
-        return {}
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    name = spec.source_name("t_sigma")
+    for kind in _arrow_types(spec, spec.source_name("t_sigma")):
+        if pa.types.is_duration(kind):
+            return {"t_sigma": kind.unit}
+    return {}
+
+
+def _arrow_types(spec: InputSpec, name: str) -> Iterator[Any]:
+    """The Arrow type of column ``name`` in each file of a local Parquet input that has
+    it: pandas reads no row (a filter none passes) and keeps Arrow's types."""
+    if spec.fmt != "parquet" or not spec.files:
+        return
+    import pyarrow as pa
+
     for path in spec.files:
         try:
-            schema = pq.read_schema(path)
-        except (OSError, pa.ArrowException):
-            continue         # a file Spark's reader will name
-        if name in schema.names and pa.types.is_duration(schema.field(name).type):
-            return {"t_sigma": schema.field(name).type.unit}
-    return {}
+            column = pd.read_parquet(path, columns=[name], filters=[(name, "in", [])],
+                                     dtype_backend="pyarrow")[name]
+        except (KeyError, ValueError, OSError, pa.ArrowException):
+            continue     # no such column, or a file Spark's reader will name
+        kind = getattr(column.dtype, "pyarrow_dtype", None)
+        if kind is not None:
+            yield kind
 
 
 def has_nanos_timestamps(spec: InputSpec) -> bool:
     """Whether a local Parquet input's time columns are nanosecond timestamps (as pandas
-    writes ``datetime64[ns]``), from the files' schemas: pandas reads no row (a filter
-    none passes) and keeps Arrow's types. No Spark job runs."""
-    if spec.fmt != "parquet" or not spec.files:
-        return False
+    writes ``datetime64[ns]``), from the files' schemas. No Spark job runs."""
+    import pyarrow as pa
+
+    return any(pa.types.is_timestamp(kind) and kind.unit == "ns"
+               for name in map(spec.source_name, _TIME_COLUMNS)
+               for kind in _arrow_types(spec, name))
     import pyarrow as pa
 
     for path in spec.files:
