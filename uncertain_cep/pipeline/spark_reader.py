@@ -257,19 +257,6 @@ def has_nanos_timestamps(spec: InputSpec) -> bool:
     return any(pa.types.is_timestamp(kind) and kind.unit == "ns"
                for name in map(spec.source_name, _TIME_COLUMNS)
                for kind in _arrow_types(spec, name))
-    import pyarrow as pa
-
-    for path in spec.files:
-        for name in map(spec.source_name, _TIME_COLUMNS):
-            try:
-                column = pd.read_parquet(path, columns=[name], filters=[(name, "in", [])],
-                                         dtype_backend="pyarrow")[name]
-            except (KeyError, ValueError, OSError, pa.ArrowException):
-                continue     # no such column, or a file Spark's reader will name
-            kind = getattr(column.dtype, "pyarrow_dtype", None)
-            if kind is not None and pa.types.is_timestamp(kind) and kind.unit == "ns":
-                return True
-    return False
 
 
 @contextmanager
