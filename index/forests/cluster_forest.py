@@ -163,17 +163,8 @@ class _Leaves:
             owner, j = cls._places(width)
             return cls(lo[events][owner] + j, 1.0 / width[owner], width, width.tolist(),
                        owner, j)
-        instants, shares, counts = [], [], []
-        for e in events.tolist():
-            at, share = weights.leaves(e, int(lo[e]), int(hi[e]))
-            instants.append(at)
-            shares.append(share)
-            w = weights.weights[e]
-            counts.append(len(at) if w is None else float(w[w > 0].sum()))
-        sizes = np.array([len(a) for a in instants], dtype=np.int64)
-        return cls(np.concatenate(instants) if instants else np.zeros(0, dtype=np.int64),
-                   np.concatenate(shares) if shares else np.zeros(0), sizes, counts,
-                   *cls._places(sizes))
+        instant, share, sizes, counts = weights.leaves(lo, hi, events)
+        return cls(instant, share, sizes, counts, *cls._places(sizes))
 
 
 def _splice(lo: np.ndarray, piece_of: np.ndarray, lone_events: np.ndarray,

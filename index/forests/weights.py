@@ -43,20 +43,47 @@ __all__ = ["GroupWeights", "group_weights"]
 
 class GroupWeights:
     """Per event of a group (positions ``0..n-1``), its weight per instant from its
-    ``t_lo`` on, or ``None`` where it weighs its instants equally."""
+    ``t_lo`` on, or ``None`` where it weighs its instants equally. Held flat (event ``e``'s
+    weights are ``values[start[e]:start[e + 1]]``, empty when unweighted), so that the
+    lone events of a group are handled at array speed."""
 
     def __init__(self, t_lo: np.ndarray, weights: Sequence[np.ndarray | None]) -> None:
         self.t_lo = np.asarray(t_lo, dtype=np.int64)
-        self.weights = tuple(weights)
+        self.weighted = np.array([w is not None for w in weights], dtype=np.bool_)
+        self.start = np.zeros(len(weights) + 1, dtype=np.int64)
+        np.cumsum([0 if w is None else len(w) for w in weights], out=self.start[1:])
+        pieces = [np.asarray(w, dtype=np.float64) for w in weights if w is not None]
+        self.values = np.concatenate(pieces) if pieces else np.zeros(0)
+
+    @classmethod
+    def flat(cls, t_lo: np.ndarray, weighted: np.ndarray, start: np.ndarray,
+             values: np.ndarray) -> GroupWeights:
+        out = cls.__new__(cls)
+        out.t_lo, out.weighted, out.start, out.values = (
+            np.asarray(t_lo, dtype=np.int64), weighted, start, values)
+        return out
+
+    @property
+    def weights(self) -> tuple[np.ndarray | None, ...]:
+        """Each event's weights (``None``: equal)."""
+        return tuple(self.values[a:b] if w else None for w, a, b in
+                     zip(self.weighted.tolist(), self.start[:-1].tolist(),
+                         self.start[1:].tolist()))
+
+    def _of(self, event: int) -> np.ndarray | None:
+        if not self.weighted[event]:
+            return None
+        return self.values[self.start[event]:self.start[event + 1]]
 
     def weight(self, event: int, instant: int) -> float:
         """The weight of ``event`` at ``instant`` (1.0 for an unweighted event)."""
-        w = self.weights[event]
-        return 1.0 if w is None else float(w[instant - int(self.t_lo[event])])
+        if not self.weighted[event]:
+            return 1.0
+        return float(self.values[self.start[event] + instant - int(self.t_lo[event])])
 
     def domain(self, event: int, lo: int, hi: int) -> Domain:
         """The instants of ``[lo, hi]`` where ``event`` weighs more than zero."""
-        w = self.weights[event]
+        w = self._of(event)
         if w is None:
             return interval(lo, hi)
         base = int(self.t_lo[event])
@@ -69,27 +96,44 @@ class GroupWeights:
         """Each event's first and last instant of positive weight (its interval, narrowed
         at both ends; every event weighs something, the reader checked)."""
         lo, hi = np.array(t_lo, dtype=np.int64), np.array(t_hi, dtype=np.int64)
-        for e, w in enumerate(self.weights):
-            if w is not None:
-                positive = np.flatnonzero(w > 0)
-                base = int(self.t_lo[e])
-                lo[e], hi[e] = base + int(positive[0]), base + int(positive[-1])
+        positive = np.flatnonzero(self.values > 0)
+        owner = np.searchsorted(self.start, positive, side="right") - 1
+        events = np.flatnonzero(self.weighted)
+        first = positive[np.searchsorted(owner, events, side="left")]
+        last = positive[np.searchsorted(owner, events, side="right") - 1]
+        lo[events] = self.t_lo[events] + first - self.start[events]
+        hi[events] = self.t_lo[events] + last - self.start[events]
         return lo, hi
 
-    def leaves(self, event: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """``event``'s instants of positive weight in ``[lo, hi]`` and each one's share of
-        their total: the leaves of a lone event's tree and their probabilities."""
-        instants = np.arange(lo, hi + 1, dtype=np.int64)
-        w = self.weights[event]
-        if w is None:
-            return instants, np.full(len(instants), 1.0 / len(instants))
-        values = w[lo - int(self.t_lo[event]):hi - int(self.t_lo[event]) + 1]
-        keep = values > 0
-        return instants[keep], values[keep] / values[keep].sum()
+    def leaves(self, lo: np.ndarray, hi: np.ndarray, events: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[float]]:
+        """The leaves of lone ``events``' trees (each event's instants of positive weight
+        in ``[lo, hi]``, event after event): their instants and shares of their tree, and
+        per event its number of leaves and its tree's count (summed weights; the number
+        of instants for an unweighted event)."""
+        width = hi[events] - lo[events] + 1
+        owner = np.repeat(np.arange(len(events)), width)
+        j = np.arange(len(owner)) - np.repeat(np.cumsum(width) - width, width)
+        at = events[owner]
+        instant = lo[at] + j
+        weighted = self.weighted[at]
+        value = np.ones(len(owner))
+        value[weighted] = self.values[self.start[at[weighted]]
+                                      + instant[weighted] - self.t_lo[at[weighted]]]
+        keep = value > 0
+        owner, instant, value = owner[keep], instant[keep], value[keep]
+        total = np.bincount(owner, weights=value, minlength=len(events))
+        sizes = np.bincount(owner, minlength=len(events))
+        counts = [float(t) if w else int(n) for w, t, n in
+                  zip(self.weighted[events].tolist(), total.tolist(), sizes.tolist())]
+        return instant, value / total[owner], sizes, counts
 
     def subset(self, events: slice) -> GroupWeights:
         """The weights of a run of the group's events (positions renumbered from 0)."""
-        return GroupWeights(self.t_lo[events], self.weights[events])
+        a, b, _ = events.indices(len(self.weighted))
+        start = self.start[a:b + 1]
+        return GroupWeights.flat(self.t_lo[events], self.weighted[events], start - start[0],
+                                 self.values[start[0]:start[-1]])
 
 
 def group_weights(weights: InstantWeights | None, rows: np.ndarray,
@@ -99,9 +143,16 @@ def group_weights(weights: InstantWeights | None, rows: np.ndarray,
     if weights is None:
         return None
     rows = np.asarray(rows)
-    if not weights.weighted[rows].any():
+    weighted = weights.weighted[rows]
+    if not weighted.any():
         return None
+    sizes = (weights.start[1:] - weights.start[:-1])[rows]
+    start = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=start[1:])
+    owner = np.repeat(np.arange(len(rows)), sizes)
+    values = weights.values[weights.start[rows][owner] + np.arange(len(owner)) - start[owner]]
     # Only ratios within an event matter: each event's largest weight is made 1, so that
     # products over many events stay far from the smallest double.
-    scaled = [None if (w := weights.of(int(r))) is None else w / w.max() for r in rows]
-    return GroupWeights(np.asarray(t_lo), scaled)
+    largest = np.ones(len(rows))
+    largest[weighted] = np.maximum.reduceat(values, start[:-1][weighted]) if len(values) else 1
+    return GroupWeights.flat(np.asarray(t_lo), weighted, start, values / largest[owner])
