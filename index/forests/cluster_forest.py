@@ -43,6 +43,7 @@ from uncertain_cep.index.forests.forest_builder import build_forest
 from uncertain_cep.index.forests.node_count import NodeBudgetExceeded, count_nodes
 from uncertain_cep.index.forests.oi_tree import plan_parts
 from uncertain_cep.index.forests.weights import GroupWeights
+from uncertain_cep.model.instant_weights import slices
 
 __all__ = ["forest_of_clusters", "isolated_clusters"]
 
@@ -150,21 +151,17 @@ class _Leaves:
     owner: np.ndarray
     j: np.ndarray
 
-    @staticmethod
-    def _places(width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        owner = np.repeat(np.arange(len(width)), width)
-        return owner, np.arange(len(owner)) - np.repeat(np.cumsum(width) - width, width)
 
     @classmethod
     def of(cls, lo: np.ndarray, hi: np.ndarray, events: np.ndarray,
            weights: GroupWeights | None) -> _Leaves:
         width = hi[events] - lo[events] + 1
         if weights is None:
-            owner, j = cls._places(width)
+            _, owner, j = slices(width)
             return cls(lo[events][owner] + j, 1.0 / width[owner], width, width.tolist(),
                        owner, j)
         instant, share, sizes, counts = weights.leaves(lo, hi, events)
-        return cls(instant, share, sizes, counts, *cls._places(sizes))
+        return cls(instant, share, sizes, counts, *slices(sizes)[1:])
 
 
 def _splice(lo: np.ndarray, piece_of: np.ndarray, lone_events: np.ndarray,

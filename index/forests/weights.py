@@ -36,7 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from uncertain_cep.index.forests.domains import Domain, interval
-from uncertain_cep.model.instant_weights import InstantWeights
+from uncertain_cep.model.instant_weights import InstantWeights, slices
 
 __all__ = ["GroupWeights", "group_weights"]
 
@@ -62,13 +62,6 @@ class GroupWeights:
         out.t_lo, out.weighted, out.start, out.values = (
             np.asarray(t_lo, dtype=np.int64), weighted, start, values)
         return out
-
-    @property
-    def weights(self) -> tuple[np.ndarray | None, ...]:
-        """Each event's weights (``None``: equal)."""
-        return tuple(self.values[a:b] if w else None for w, a, b in
-                     zip(self.weighted.tolist(), self.start[:-1].tolist(),
-                         self.start[1:].tolist()))
 
     def _of(self, event: int) -> np.ndarray | None:
         if not self.weighted[event]:
@@ -111,9 +104,7 @@ class GroupWeights:
         in ``[lo, hi]``, event after event): their instants and shares of their tree, and
         per event its number of leaves and its tree's count (summed weights; the number
         of instants for an unweighted event)."""
-        width = hi[events] - lo[events] + 1
-        owner = np.repeat(np.arange(len(events)), width)
-        j = np.arange(len(owner)) - np.repeat(np.cumsum(width) - width, width)
+        _, owner, j = slices(hi[events] - lo[events] + 1)
         at = events[owner]
         instant = lo[at] + j
         weighted = self.weighted[at]
@@ -143,16 +134,7 @@ def group_weights(weights: InstantWeights | None, rows: np.ndarray,
     if weights is None:
         return None
     rows = np.asarray(rows)
-    weighted = weights.weighted[rows]
-    if not weighted.any():
+    if not weights.weighted[rows].any():
         return None
-    sizes = (weights.start[1:] - weights.start[:-1])[rows]
-    start = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=start[1:])
-    owner = np.repeat(np.arange(len(rows)), sizes)
-    values = weights.values[weights.start[rows][owner] + np.arange(len(owner)) - start[owner]]
-    # Only ratios within an event matter: each event's largest weight is made 1, so that
-    # products over many events stay far from the smallest double.
-    largest = np.ones(len(rows))
-    largest[weighted] = np.maximum.reduceat(values, start[:-1][weighted]) if len(values) else 1
-    return GroupWeights.flat(np.asarray(t_lo), weighted, start, values / largest[owner])
+    mine = weights.take(rows)
+    return GroupWeights.flat(np.asarray(t_lo), mine.weighted, mine.start, mine.scaled())

@@ -101,11 +101,7 @@ def node_weights(kind: np.ndarray, row: np.ndarray, instant: np.ndarray,
     weighted = weights.weighted[rows]
     real, rows = real[weighted], rows[weighted]
     at = weights.start[rows] + (np.asarray(instant)[real] - t_lo[rows])
-    owners = np.flatnonzero(weights.weighted)
-    largest = np.ones(len(weights.weighted))
-    if len(owners):
-        largest[owners] = np.maximum.reduceat(weights.values, weights.start[owners])
-    out[real] = weights.values[at] / largest[rows]
+    out[real] = weights.scaled()[at]
     return out
 
 

@@ -36,7 +36,8 @@ from uncertain_cep.model.event_times import unit_step
 from uncertain_cep.model.values import as_written
 
 __all__ = ["WEIGHT_COLUMNS", "InstantWeights", "concatenated_weights", "normal_instant_weights",
-           "normal_weights_of", "read_instant_weights", "stored_instant_weights", "typed_weights"]
+           "normal_weights_of", "read_instant_weights", "slices", "stored_instant_weights",
+           "typed_weights"]
 
 WEIGHT_COLUMNS = ("t_mu", "t_sigma", "t_weights")
 
@@ -75,14 +76,23 @@ class InstantWeights(NamedTuple):
 
     def take(self, rows: np.ndarray) -> InstantWeights:
         """The weights of events ``rows``, in that order."""
-        sizes = (self.start[1:] - self.start[:-1])[rows]
-        start = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=start[1:])
-        pieces = [self.values[self.start[r]:self.start[r + 1]] for r in rows]
-        values = np.concatenate(pieces) if pieces else np.empty(0)
-        return InstantWeights(self.weighted[rows], start, values,
+        rows = np.asarray(rows, dtype=np.int64)
+        start, owner, offset = slices((self.start[1:] - self.start[:-1])[rows])
+        return InstantWeights(self.weighted[rows], start,
+                              self.values[self.start[rows][owner] + offset],
                               None if self.mu is None else self.mu[rows],
                               None if self.sigma is None else self.sigma[rows])
+
+    def scaled(self) -> np.ndarray:
+        """``values`` with each event's largest weight made 1: the same distribution
+        (only ratios within an event count), and products over many events kept far
+        from the smallest double."""
+        largest = np.ones(len(self.weighted))
+        events = np.flatnonzero(self.weighted)
+        if len(events):
+            largest[events] = np.maximum.reduceat(self.values, self.start[events])
+        _, owner, _ = slices(self.start[1:] - self.start[:-1])
+        return self.values / largest[owner]
 
     def stored_columns(self) -> dict[str, np.ndarray]:
         """What an index stores of them: ``t_mu``/``t_sigma`` (in instants) for weights
@@ -144,13 +154,19 @@ def concatenated_weights(parts: list[InstantWeights | None], sizes: list[int]
     of them is weighted."""
     if all(p is None for p in parts):
         return None
-    per_event: list[np.ndarray | None] = []
-    mus, sigmas = [], []
-    for p, n in zip(parts, sizes):
-        per_event += [None] * n if p is None else [p.of(i) for i in range(n)]
-        mus.append(np.full(n, np.nan) if p is None or p.mu is None else p.mu)
-        sigmas.append(np.full(n, np.nan) if p is None or p.sigma is None else p.sigma)
-    return _gathered(per_event, np.concatenate(mus), np.concatenate(sigmas))
+    whole = [InstantWeights.none(n) if p is None else p for p, n in zip(parts, sizes)]
+    start, base = [np.zeros(1, dtype=np.int64)], 0
+    for w in whole:
+        start.append(w.start[1:] + base)
+        base += int(w.start[-1])
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([np.full(len(w.weighted), np.nan) if getattr(w, name) is None
+                               else getattr(w, name) for w in whole])
+
+    return InstantWeights(np.concatenate([w.weighted for w in whole]), np.concatenate(start),
+                          np.concatenate([w.values for w in whole]), column("mu"),
+                          column("sigma"))
 
 
 def _gathered(per_event: list[np.ndarray | None], mu: np.ndarray | None,
@@ -168,13 +184,24 @@ def normal_weights_of(lo: np.ndarray, hi: np.ndarray, mu: np.ndarray, sigma: np.
                       ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`normal_instant_weights` of many events at once: their weights, event after
     event, and where each event's begin (and the last one's end)."""
-    sizes = np.asarray(hi, dtype=np.int64) - np.asarray(lo, dtype=np.int64) + 1
+    start, owner, offset = slices(np.asarray(hi, dtype=np.int64)
+                                  - np.asarray(lo, dtype=np.int64) + 1)
+    k = (np.asarray(lo, dtype=np.int64)[owner] + offset).astype(np.float64)
+    return start, _normal_masses(k, np.asarray(mu)[owner], np.asarray(sigma)[owner])
+
+
+def slices(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For slices of ``sizes`` laid end to end in one flat array: where each begins (and
+    the last ends), and per element its slice and its place in it.
+
+    >>> [a.tolist() for a in slices(np.array([2, 0, 3]))]
+    [[0, 2, 2, 5], [0, 0, 2, 2, 2], [0, 1, 0, 1, 2]]
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
     start = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=start[1:])
     owner = np.repeat(np.arange(len(sizes)), sizes)
-    k = (np.asarray(lo, dtype=np.int64)[owner] + (np.arange(start[-1]) - start[owner])
-         ).astype(np.float64)
-    return start, _normal_masses(k, np.asarray(mu)[owner], np.asarray(sigma)[owner])
+    return start, owner, np.arange(int(start[-1]), dtype=np.int64) - start[owner]
 
 
 def normal_instant_weights(lo: int, hi: int, mu: float, sigma: float) -> np.ndarray:
