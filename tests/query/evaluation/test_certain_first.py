@@ -38,15 +38,19 @@ def point_archives(draw: st.DrawFn) -> pd.DataFrame:
 
 @contextmanager
 def _small_tuple_batches(on: bool):
-    """Batches of a few rows, every one as tuples: answers come batch by batch and
-    tuple steps meet a held top k (where ids prune: TopRows.outranked)."""
-    saved = batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO
+    """Batches of a few rows, every one as tuples, completed at once (no spare thread,
+    whose pace on a loaded machine decides when the sink holds k rows): answers come
+    batch by batch and tuple steps meet a held top k (where ids prune:
+    TopRows.outranked)."""
+    saved = batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO, batch_engine.spare_threads
     if on:
         batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO = 4, 0
+        batch_engine.spare_threads = lambda: 0
     try:
         yield
     finally:
-        batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO = saved
+        (batch_engine.BATCH_LIMIT, batch_engine.TUPLE_RATIO,
+         batch_engine.spare_threads) = saved
 
 
 @pytest.mark.parametrize("small", [False, True], ids=["batches", "small-tuple-batches"])
