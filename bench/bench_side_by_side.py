@@ -36,7 +36,7 @@ from bench.bench_archive import ensure_index  # noqa: E402
 from bench.bench_batches import BROAD, BROAD_NOT, SELECTIVE, SKEWED, dense  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "side_by_side.json"
+RESULTS = ROOT / "bench" / "results" / "side_by_side.json"   # (or --name's)
 DOC = ROOT / "docs" / "benchmarks.md"
 
 _CHILD = """
@@ -136,8 +136,8 @@ def measure(against: Path, work: Path, rounds: int, repeats: int,
     return out
 
 
-def section(results: dict[str, Any]) -> str:
-    lines = ["<!-- side_by_side:start (written by bench/bench_side_by_side.py) -->", "",
+def section(results: dict[str, Any], name: str = "side_by_side") -> str:
+    lines = [f"<!-- {name}:start (written by bench/bench_side_by_side.py) -->", "",
              f"Run {results['date']} on {results['machine']}: this tree ({results['after']}) "
              f"against {results['before']}, in alternating fresh processes, best of "
              f"{results['rounds']} rounds x {results['repeats']} runs each (seconds; "
@@ -148,7 +148,7 @@ def section(results: dict[str, Any]) -> str:
         lines.append(f"| {r['case']} | {r['strategy']} | {r['rows']:,} | "
                      f"{r['before_seconds']:.3f} | {r['after_seconds']:.3f} | "
                      f"{r['ratio']:.3f} | {'yes' if r['same_answer'] else 'NO'} |")
-    lines += ["", "<!-- side_by_side:end -->"]
+    lines += ["", f"<!-- {name}:end -->"]
     return "\n".join(lines)
 
 
@@ -167,6 +167,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--archive-events", type=int, default=1_000_000,
                         help="the archive's size (0: skip the archive queries)")
+    parser.add_argument("--name", default="side_by_side",
+                        help="the results' JSON file and docs section (another name keeps "
+                             "an earlier comparison's)")
+    parser.add_argument("--heading", default="Side by side with the commit before a refactor",
+                        help="the docs heading of a new section")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     cases = measure(args.against.resolve(), args.work, args.rounds, args.repeats,
@@ -176,9 +181,8 @@ def main() -> None:
                           f"{platform.python_version()}",
                "before": _commit(args.against), "after": _commit(ROOT),
                "rounds": args.rounds, "repeats": args.repeats, "cases": cases}
-    write_json(RESULTS, results, indent=1)
-    replace_section(DOC, "side_by_side", "Side by side with the commit before a refactor",
-                    section(results))
+    write_json(RESULTS.with_name(f"{args.name}.json"), results, indent=1)
+    replace_section(DOC, args.name, args.heading, section(results, args.name))
 
 
 if __name__ == "__main__":

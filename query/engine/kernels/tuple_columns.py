@@ -27,12 +27,20 @@ class TupleArrays(NamedTuple):
     (``future``, :func:`~uncertain_cep.query.engine.kernels.futures.future_nodes`); per
     tree its root's compact code (``root_code``, -1 without one), and per group whether
     its top tree is only a chain of isolated subsequences (``top_chain``: each one's tree
-    a unit of its own)."""
+    a unit of its own); per archive row its group and the earliest and latest instant its
+    nodes hold with the probability of each (``row_group``, ``row_first``,
+    ``row_last``, ``row_first_mass``, ``row_last_mass``: what
+    :func:`~uncertain_cep.query.engine.kernels.tuples.surely_below` reads)."""
 
     by_code: np.ndarray
     future: np.ndarray
     root_code: np.ndarray
     top_chain: np.ndarray
+    row_group: np.ndarray
+    row_first: np.ndarray
+    row_last: np.ndarray
+    row_first_mass: np.ndarray
+    row_last_mass: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
