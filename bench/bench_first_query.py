@@ -131,16 +131,25 @@ for name, q in (("first_query", sys.argv[2]), ("first_not_query", sys.argv[3])):
         out[name + run + "_rows"] = len(res)
         out[name + run + "_compile_s"] = res.stats.compile_seconds
         out[name + run + "_slices"] = res.stats.slices
+# Spark stops Python workers idle for a minute (PythonWorkerFactory): the next query's
+# workers are new ones, forked by the executors' daemons.
+time.sleep(75)
+t = time.perf_counter()
+uc.query_index(sys.argv[4], sys.argv[2], engine="spark")
+out["after_idle_s"] = time.perf_counter() - t
 out["installed_at"] = uc.__file__
 print("RESULT " + json.dumps(out))
 """
 
 
-def spark_first_queries(wheel: Path, work: Path, kind: str) -> dict[str, Any]:
-    """Both queries on Spark, from the installed ``wheel``, executors' caches empty."""
+def spark_first_queries(wheel: Path, work: Path, kind: str, daemon: bool = True,
+                        run_name: str = "") -> dict[str, Any]:
+    """Both queries on Spark, from the installed ``wheel``, executors' caches empty;
+    ``daemon``: the package's worker daemon (else pyspark's)."""
     site = work / f"site-{kind}"
-    env = {**os.environ, "PYTHONPATH": str(site), "UNCERTAIN_CEP_KERNEL_CACHE": "kernels"}
-    run = work / f"spark-{kind}"
+    env = {**os.environ, "PYTHONPATH": str(site), "UNCERTAIN_CEP_KERNEL_CACHE": "kernels",
+           "UNCERTAIN_CEP_WORKER_DAEMON": "1" if daemon else "0"}
+    run = work / f"spark-{kind}-{'package' if daemon else 'pyspark'}-daemon{run_name}"
     run.mkdir()
     proc = subprocess.run([sys.executable, "-c", _SPARK_CHILD, str(SAMPLE), QUERY, NOT_QUERY,
                            str(run / "index")], cwd=run, env=env, capture_output=True,
@@ -150,6 +159,7 @@ def spark_first_queries(wheel: Path, work: Path, kind: str) -> dict[str, Any]:
     result = json.loads(proc.stdout.split("RESULT ", 1)[1])
     assert result["installed_at"].startswith(str(site)), result["installed_at"]
     result["wheel"] = kind
+    result["daemon"] = "package's" if daemon else "pyspark's"
     return result
 
 
@@ -157,16 +167,17 @@ def spark_section(rows: list[dict[str, Any]]) -> str:
     lines = [f"<!-- first_query_spark:start (written by bench/bench_first_query.py on "
              f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
              "local-cluster[2,1,1024]) -->",
-             "| wheel | Python workers started s | first query s | warm s | first / warm "
-             "| compiling s (slices) | first NOT query s | warm s | first / warm | "
-             "compiling s (slices) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| wheel | worker daemon | Python workers started s | first query s | warm s "
+             "| first / warm | compiling s (slices) | first NOT query s | warm s | "
+             "first / warm | compiling s (slices) | first query after 75 s idle s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        cells = [r["wheel"], f"{r['python_workers_s']:.2f}"]
+        cells = [r["wheel"], r.get("daemon", "pyspark's"), f"{r['python_workers_s']:.2f}"]
         for name in ("first_query", "first_not_query"):
             first, warm = r[name + "_s"], r[name + "_warm_s"]
             cells += [f"{first:.2f}", f"{warm:.2f}", f"{first / warm:.2f}",
                       f"{r[name + '_compile_s']:.1f}"]
+        cells.append(f"{r['after_idle_s']:.2f}" if "after_idle_s" in r else "-")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("<!-- first_query_spark:end -->")
     return "\n".join(lines)
@@ -196,8 +207,11 @@ def main() -> None:
         work = Path(tmp)
         wheels = build_wheels(work)
         rows = [first_queries(wheels[kind], work, kind) for kind in ("shipped", "plain")]
-        spark_rows = [spark_first_queries(wheels[kind], work, kind)
-                      for kind in ("shipped", "plain")]
+        # The package's worker daemon against pyspark's, side by side, twice each.
+        spark_rows = [spark_first_queries(wheels["shipped"], work, "shipped", daemon,
+                                          f"-{i}")
+                      for i in range(2) for daemon in (True, False)]
+        spark_rows.append(spark_first_queries(wheels["plain"], work, "plain"))
     for r in [*rows, *spark_rows]:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     assert rows[0]["first_query_rows"] == rows[1]["first_query_rows"]

@@ -46,7 +46,7 @@ import numba
 from numba.core import caching, event
 
 __all__ = ["compile_seconds", "install_kernel_cache", "kernel_cache_dir", "kernel_sources",
-           "kernel_version", "kernels_compiled"]
+           "kernel_version", "kernels_compiled", "prepare_compiler"]
 
 _PACKAGE = Path(__file__).resolve().parent
 # Kernels compiled when the wheel was built (uncertain_cep/kernel_build.py), one folder per
@@ -241,6 +241,18 @@ def compile_seconds() -> float:
 def kernels_compiled() -> int:
     """How many of the package's kernels this process has compiled (not loaded)."""
     return _CLOCK.kernels
+
+
+def prepare_compiler() -> None:
+    """Make numba's first use in this process now, before any kernel is loaded or
+    compiled: its typing and target registries of numpy's functions (about 0.45 s on
+    this 2-core machine, half of it probing scipy's BLAS), which every process pays
+    before its first kernel runs. Starts no thread (the Spark worker daemon,
+    ``pipeline/worker_daemon.py``, calls it before it forks)."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
 
 
 def install_kernel_cache() -> None:

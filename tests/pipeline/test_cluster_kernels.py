@@ -3,7 +3,8 @@
 (tests/wheel_build.py) and, per executor, a kernel cache directory that nothing has
 used, the executors' Python workers answer a query's slices, with NOT among its items,
 loading the kernels the wheel ships: the slices' counters report no second of compiling,
-and the answer is the in-process one."""
+and the answer is the in-process one. The workers were forked by the package's daemon
+(uncertain_cep/pipeline/worker_daemon.py), which had loaded the query's modules."""
 
 from __future__ import annotations
 
@@ -35,17 +36,22 @@ def where(batches):
     import pandas as pd
     import uncertain_cep
     from uncertain_cep import kernel_cache
+    # The process that forked this worker: the package's daemon, still itself (it
+    # replaces itself with pyspark's where it cannot fork safely).
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        daemon = f.read().replace(b"\\0", b" ").decode()
     for batch in batches:
         yield pd.DataFrame({"package": [uncertain_cep.__file__] * len(batch),
                             "cache": [str(kernel_cache.kernel_cache_dir().resolve())]
                                      * len(batch),
-                            "cwd": [os.getcwd()] * len(batch)})
+                            "cwd": [os.getcwd()] * len(batch), "daemon": daemon})
 
-seen = spark.range(4, numPartitions=4).mapInPandas(where,
-                                                   "package string, cache string, cwd string")
+seen = spark.range(4, numPartitions=4).mapInPandas(
+    where, "package string, cache string, cwd string, daemon string")
 print("RESULT", json.dumps({
     "compile_seconds": answer.stats.compile_seconds, "slices": answer.stats.slices,
     "places": sorted({(r[0], r[1], r[2]) for r in seen.distinct().collect()}),
+    "daemons": sorted({r[3] for r in seen.collect()}),
     "answer": [[list(map(int, e)), c] for e, c in zip(answer["events"],
                                                      answer["confidence"])]}))
 """
@@ -81,6 +87,9 @@ def test_executors_with_empty_kernel_caches_answer_from_the_wheels_kernels(insta
         for _, _, cwd in places:
             shutil.rmtree(Path(cwd) / "kernels", ignore_errors=True)
     assert got["slices"] >= 2
+    assert got["daemons"] and all("uncertain_cep.pipeline.worker_daemon" in d
+                                  for d in got["daemons"]), got["daemons"]
+    assert "running pyspark's daemon instead" not in proc.stderr
     assert got["compile_seconds"] == 0.0
     assert "compiling the query kernels" not in proc.stderr
     want = idx.query(QUERY)
