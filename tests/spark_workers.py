@@ -50,7 +50,8 @@ def kill_job_when(proc: subprocess.Popen, ready: Callable[[], bool], seconds: fl
 
 
 def python_workers(under: int | None = None) -> list[int]:
-    """PIDs of PySpark's forked Python workers (children of a ``pyspark.daemon``); with
+    """PIDs of PySpark's forked Python workers (children of a ``pyspark.daemon``, or of
+    the package's ``uncertain_cep.pipeline.worker_daemon``); with
     ``under``, only those descended from that process (a job the test started, not the
     Spark sessions of tests running beside it)."""
     daemons, parent = set(), {}
@@ -63,7 +64,7 @@ def python_workers(under: int | None = None) -> list[int]:
         except OSError:
             continue
         parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-        if b"pyspark.daemon" in cmd:
+        if b"pyspark.daemon" in cmd or b"uncertain_cep.pipeline.worker_daemon" in cmd:
             daemons.add(int(entry))
 
     def descends(pid: int) -> bool:

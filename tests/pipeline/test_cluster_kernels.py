@@ -3,8 +3,9 @@
 (tests/wheel_build.py) and, per executor, a kernel cache directory that nothing has
 used, the executors' Python workers answer a query's slices, with NOT among its items,
 loading the kernels the wheel ships: the slices' counters report no second of compiling,
-and the answer is the in-process one. The workers were forked by the package's daemon
-(uncertain_cep/pipeline/worker_daemon.py), which had loaded the query's modules."""
+and the answer is the in-process one. With UNCERTAIN_CEP_WORKER_DAEMON=1 the workers
+were forked by the package's daemon (uncertain_cep/pipeline/worker_daemon.py), which
+had loaded the query's modules."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def test_executors_with_empty_kernel_caches_answer_from_the_wheels_kernels(insta
     # which each executor's Python workers find in their executor's own working folder
     # (a new one per application and executor): one cache per executor, nothing in it.
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(installed),
-               UNCERTAIN_CEP_KERNEL_CACHE="kernels")
+               UNCERTAIN_CEP_KERNEL_CACHE="kernels", UNCERTAIN_CEP_WORKER_DAEMON="1")
     proc = subprocess.run([sys.executable, "-c", _JOB, str(tmp_path / "ix"), QUERY],
                           capture_output=True, text=True, timeout=480, env=env,
                           cwd=tmp_path)

@@ -31,8 +31,8 @@ __all__ = ["DEFAULT_MASTER", "DRIVER_MEMORY", "WORKER_DAEMON", "is_connect", "ma
 DEFAULT_MASTER = "local[*]"
 # The driver's JVM heap of sessions made here (UNCERTAIN_CEP_DRIVER_MEMORY overrides it).
 DRIVER_MEMORY = "2g"
-# The Python worker daemon of sessions made here: pyspark's, with the query's modules
-# loaded before it forks (UNCERTAIN_CEP_WORKER_DAEMON=0 keeps pyspark's own).
+# The Python worker daemon of sessions made here with UNCERTAIN_CEP_WORKER_DAEMON=1:
+# pyspark's, with the query's modules loaded before it forks.
 WORKER_DAEMON = "uncertain_cep.pipeline.worker_daemon"
 
 # Whether a session made here shows Spark's stage bars and log (the CLI's -vv). Quiet by
@@ -61,11 +61,11 @@ def spark_session(master: str | None = None) -> SparkSession:
     (never stopped, its master and ``PYSPARK_PYTHON`` untouched); asking for another
     master then is an :class:`~uncertain_cep.errors.InputError`. Only a session made
     here gets the project's settings (UTC, Arrow, this interpreter on the executors, the
-    JVM class archive, the SQL functions ``uc_query`` and ``uc_match``, Python workers
-    forked with the query's modules loaded by
-    :mod:`~uncertain_cep.pipeline.worker_daemon`). Either session gets those functions
-    when its configuration sets ``spark.uncertain_cep.sql.functions`` to ``true``
-    (:func:`~uncertain_cep.pipeline.sql_functions.register_if_configured`).
+    JVM class archive, the SQL functions ``uc_query`` and ``uc_match``; with
+    ``UNCERTAIN_CEP_WORKER_DAEMON=1``, Python workers forked with the query's modules
+    loaded by :mod:`~uncertain_cep.pipeline.worker_daemon`). Either session gets those
+    functions when its configuration sets ``spark.uncertain_cep.sql.functions`` to
+    ``true`` (:func:`~uncertain_cep.pipeline.sql_functions.register_if_configured`).
     """
     try:
         from pyspark.sql import SparkSession
@@ -103,8 +103,10 @@ def spark_session(master: str | None = None) -> SparkSession:
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     if not os.environ.get("SPARK_REMOTE") and os.environ.get(
-            "UNCERTAIN_CEP_WORKER_DAEMON", "1") != "0":
-        # Python workers forked with the query's modules loaded (worker_daemon.py).
+            "UNCERTAIN_CEP_WORKER_DAEMON") == "1":
+        # Python workers forked with the query's modules loaded (worker_daemon.py): on
+        # request only, since the session's first Python job then pays for the loading
+        # (docs/benchmarks.md, "First queries of a fresh install").
         builder = builder.config("spark.python.daemon.module", WORKER_DAEMON)
     spark = (builder.master(url).appName("uncertain-cep")
              # Instants are whole units since the epoch in UTC (SEMANTICS A1).

@@ -14,8 +14,13 @@ query itself on a small index (docs/benchmarks.md, "First queries of a fresh ins
 
 This daemon loads those modules once, then runs pyspark's own daemon, so every worker
 it forks starts with them. Sessions made by :func:`~uncertain_cep.pipeline.session.
-spark_session` use it (``spark.python.daemon.module``; ``UNCERTAIN_CEP_WORKER_DAEMON=0``
-leaves Spark's); any session may set it, where the executors have the package.
+spark_session` use it with ``UNCERTAIN_CEP_WORKER_DAEMON=1``
+(``spark.python.daemon.module``); any session may set it, where the executors have the
+package. Not by default: the loading moves into the session's first Python job (one
+process per executor, where pyspark's workers loaded in parallel), which it makes slower
+by about as much as it saves the first query (measured in docs/benchmarks.md); what it
+saves for good is every later worker's share: those Spark forks after a minute idle,
+and the further workers of an executor with several cores.
 
 pyspark's daemon imports nothing of the workers' before it forks, because a process
 with threads besides its own cannot be forked safely. This one keeps that rule: pyarrow's
