@@ -116,3 +116,40 @@ def test_a_new_cache_directory_starts_as_a_copy_of_the_kernels_the_wheel_ships(t
     assert (folder / "uncertain_cep.a" / "f-1.py311.nbi").read_bytes() == b"uncertain_cep.a"
     assert (folder / "uncertain_cep.b" / "f-1.py311.nbi").read_bytes() == b"compiled here"
     kernel_cache._seed(folder, tmp_path / "no wheel here")          # nothing shipped
+
+
+_LOADER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from uncertain_cep import kernel_cache
+    from uncertain_cep.query.engine.kernels.chains import descends
+
+    module = "uncertain_cep.query.engine.kernels.chains"
+    if sys.argv[1] == "background":
+        kernel_cache.load_in_background([module]).join()
+        loaded = len(descends.overloads)
+    else:
+        loaded = kernel_cache.load_cached_kernels([module])
+    ready = len(descends.overloads)
+    codes = np.array([0, 1], dtype=np.int64)
+    assert descends(0, 1, codes, np.array([1, 1]), np.zeros(2, np.int64),
+                    np.array([-1]), np.array([1]))
+    print(loaded, ready, len(descends.overloads), kernel_cache.kernels_compiled())
+""")
+
+
+@pytest.mark.parametrize("how", ["now", "background"])
+def test_kernels_loaded_ahead_from_the_cache_are_the_ones_a_call_then_runs(tmp_path, how):
+    # What the Spark worker daemon and the query's driver do: a process loads, before any
+    # call, every form its cache holds, compiling nothing; an empty cache loads nothing.
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["UNCERTAIN_CEP_KERNEL_CACHE"] = str(tmp_path / "kernels")
+
+    def run() -> list[int]:
+        done = subprocess.run([sys.executable, "-c", _LOADER, how], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=True)
+        return [int(x) for x in done.stdout.split()]
+
+    assert run() == [0, 0, 1, 1]        # nothing cached: the call compiles it
+    loaded, ready, after, compiled = run()
+    assert loaded >= 1 and ready >= 1 and after == ready and compiled == 0

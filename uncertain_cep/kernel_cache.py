@@ -33,20 +33,24 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numba
 from numba.core import caching, event
 
 __all__ = ["compile_seconds", "install_kernel_cache", "kernel_cache_dir", "kernel_sources",
-           "kernel_version", "kernels_compiled", "prepare_compiler"]
+           "kernel_version", "kernels_compiled", "load_cached_kernels", "load_in_background",
+           "prepare_compiler"]
 
 _PACKAGE = Path(__file__).resolve().parent
 # Kernels compiled when the wheel was built (uncertain_cep/kernel_build.py), one folder per
@@ -253,6 +257,92 @@ def prepare_compiler() -> None:
 
     cpu_target.typing_context.refresh()
     cpu_target.target_context.refresh()
+
+
+def load_cached_kernels(modules: Iterable[str] | None = None, *,
+                        parallel: bool = True) -> int:
+    """Load now, from this version's cache, every compiled form of the kernels defined in
+    ``modules`` (module names, imported if they are not; default every imported module
+    of the package), compiling nothing; returns how many were loaded.
+
+    A kernel is loaded at its first call, which needs the argument types; the cache's
+    index of each kernel lists the types it was compiled for, so a process about to use
+    the kernels can load them beforehand, where the wait costs nothing: Spark's worker
+    daemon before it forks (``pipeline/worker_daemon.py``, with ``parallel=False``:
+    loading a ``parallel=True`` kernel starts numba's threads, and a process with
+    threads must not fork), and the driver while the executors answer. A form compiled
+    for another CPU, numba or source is skipped (numba's own key says so), as is any
+    that fails to load: its first call loads or compiles it as before.
+
+    >>> load_cached_kernels(["uncertain_cep.kernel_cache"])   # defines no kernel
+    0
+    """
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.dispatcher import Dispatcher
+
+    if modules is None:
+        found = {name: module for name, module in list(sys.modules.items())
+                 if name.startswith("uncertain_cep.")}
+    else:
+        found = {name: importlib.import_module(name) for name in modules}
+    loaded = 0
+    for name, module in sorted(found.items()):
+        for kernel in list(vars(module).values()):
+            if (isinstance(kernel, Dispatcher) and kernel.py_func.__module__ == name
+                    and (parallel or not kernel.targetoptions.get("parallel"))):
+                with global_compiler_lock:
+                    loaded += _load_kernel(kernel)
+    return loaded
+
+
+def load_in_background(modules: Iterable[str]) -> threading.Thread:
+    """:func:`prepare_compiler` and :func:`load_cached_kernels` of ``modules`` on a thread
+    of their own, started; join it before calling their kernels. For a process that is
+    about to wait (the Spark query's driver while the executors answer) and then runs
+    kernels it has not run before: about 0.8 s of a driver's first query, hidden.
+
+    >>> load_in_background(["uncertain_cep.kernel_cache"]).join()
+    """
+    names = list(modules)
+
+    def load() -> None:
+        try:
+            prepare_compiler()
+            load_cached_kernels(names)
+        except Exception as e:      # only an earlier start lost: the calls load them
+            log.debug("loading kernels in the background failed: %s", e)
+
+    thread = threading.Thread(target=load, name="uncertain-cep-kernel-loading", daemon=True)
+    thread.start()
+    return thread
+
+
+def _load_kernel(kernel) -> int:
+    """Load ``kernel``'s cached forms (under numba's compiler lock): what
+    ``Dispatcher.compile`` does when it finds a form in the cache, without its fallback
+    of compiling."""
+    cache = kernel._cache
+    index = getattr(cache, "_cache_file", None)
+    if index is None:           # no cache (numba's NullCache)
+        return 0
+    loaded = 0
+    try:
+        codegen = kernel.targetctx.codegen()
+        for key in index._load_index():
+            args = key[0]
+            if (tuple(args) in kernel.overloads
+                    or key != cache._index_key(args, codegen)):
+                continue
+            result = cache.load_overload(args, kernel.targetctx)
+            if result is None or result.objectmode:
+                continue
+            kernel.targetctx.insert_user_function(result.entry_point, result.fndesc,
+                                                  [result.library])
+            kernel.add_overload(result)
+            loaded += 1
+    except Exception as e:      # numba's internals moved, or a damaged entry: skip
+        log.debug("could not load %s from the kernel cache: %s", kernel.py_func, e)
+    return loaded
 
 
 def install_kernel_cache() -> None:

@@ -23,13 +23,20 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(worker_daemon.thread_count() is None, reason="no /proc")
 def test_after_loading_the_worker_modules_the_daemon_holds_one_thread():
     # As Spark starts it: one core a task (OMP_NUM_THREADS=1).
+    # It has also loaded the kernels that run on one thread from the machine's cache
+    # (compiled by the setup), and none of the parallel ones, whose loading starts threads.
     done = _run("import sys\n"
                 "from uncertain_cep.pipeline import worker_daemon as w\n"
                 "w.preload()\n"
+                "from uncertain_cep import kernel_cache\n"
+                "from uncertain_cep.query.engine.kernels import negation, tuples\n"
                 "print(w.thread_count(), 'uncertain_cep.query.engine.batch_engine' in "
-                "sys.modules)", OMP_NUM_THREADS="1")
+                "sys.modules, len(tuples._extremes.overloads) > 0, "
+                "len(negation.group_factor.overloads) > 0, "
+                "len(tuples._probabilities.overloads), kernel_cache.kernels_compiled())",
+                OMP_NUM_THREADS="1")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["1", "True"]
+    assert done.stdout.split() == ["1", "True", "True", "True", "0", "0"]
 
 
 @pytest.mark.skipif(worker_daemon.thread_count() is None, reason="no /proc")

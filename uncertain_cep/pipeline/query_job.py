@@ -34,6 +34,7 @@ import pandas as pd
 from uncertain_cep.errors import InputError, PlanningError, UncertainCepError
 from uncertain_cep.files import replace_directory
 from uncertain_cep.index.store.reader import IndexReader
+from uncertain_cep.kernel_cache import load_in_background
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.answer_forms import (
@@ -64,6 +65,8 @@ __all__ = ["CollectedAnswer", "query_spark", "query_spark_collected", "query_spa
            "write_answer_directory"]
 # The driver-side helper's extra columns: what a row is, a slice's counters, its error.
 _KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
+# Where the kernels the driver runs on the collected rows live (the answer's order).
+_ANSWER_MODULE = "uncertain_cep.query.evaluation.answer"
 
 
 class CollectedAnswer(NamedTuple):
@@ -158,6 +161,8 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
         return CollectedAnswer([], QueryStats(strategy=strategy, engine="spark", slices=0),
                                job.archive, job.pattern)
     schema = _detailed_schema(answer_schema(job.archive, datetimes=False))
+    # The driver's own kernels (the answer table's order) load while the executors work.
+    loading = load_in_background([_ANSWER_MODULE])
     try:
         out = _slices(job.spark, job.plan).mapInPandas(
             _task(job, strategy, detailed=True), schema).toPandas()
@@ -165,6 +170,8 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
         if not is_spark_error(e):
             raise
         raise spark_failure(e, f"the query over {index}") from e
+    finally:
+        loading.join()
     errors = out.loc[out[_KIND] == "error", _ERROR]
     if len(errors):
         raise PlanningError(f"a time slice failed: {errors.iloc[0]}")

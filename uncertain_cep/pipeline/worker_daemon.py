@@ -12,8 +12,12 @@ query itself on a small index (docs/benchmarks.md, "First queries of a fresh ins
 
 (This file names no compiler: an edit here changes no kernel version.)
 
-This daemon loads those modules once, then runs pyspark's own daemon, so every worker
-it forks starts with them. Sessions made by :func:`~uncertain_cep.pipeline.session.
+This daemon loads those modules once, makes the compiler's first use and loads from the
+kernel cache every kernel that runs on one thread (0.3 s: what a worker's first slice
+spent loading; :func:`~uncertain_cep.kernel_cache.load_cached_kernels`), then runs
+pyspark's own daemon, so every worker it forks starts with them. The parallel kernels
+are left to the workers (a few, 0.1 s at a first slice): loading one starts the
+compiler's threads. Sessions made by :func:`~uncertain_cep.pipeline.session.
 spark_session` use it with ``UNCERTAIN_CEP_WORKER_DAEMON=1``
 (``spark.python.daemon.module``); any session may set it, where the executors have the
 package. Not by default: the loading moves into the session's first Python job (one
@@ -56,15 +60,19 @@ def thread_count() -> int | None:
 
 
 def preload() -> None:
-    """Import the worker modules and make the compiler's first use in this process."""
+    """Import the worker modules, make the compiler's first use in this process and load
+    the kernels that start no thread from the kernel cache."""
     import importlib
 
     os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
     for name in _MODULES:
         importlib.import_module(name)
-    from uncertain_cep.kernel_cache import prepare_compiler
+    from uncertain_cep.kernel_cache import load_cached_kernels, prepare_compiler
 
     prepare_compiler()
+    # The kernels a worker runs on one thread, loaded from the cache now rather than at
+    # a worker's first slice (0.3 s); the parallel ones would start threads here.
+    load_cached_kernels(parallel=False)
 
 
 def _plain_daemon(reason: str) -> None:
