@@ -8,7 +8,8 @@
    in-process reader on zero rows of it, before any work is distributed
    (:mod:`~uncertain_cep.pipeline.build_input`).
 2. Find duplicate event ids (an aggregation; only the duplicates reach the driver).
-3. Count the rows and, for an archive of more than ``shard_events`` events, choose cut
+3. Count the rows and, for an archive of more than ``shard_events`` events (by default,
+   also one of 250,000 events or more per task slot), choose cut
    instants from the quantiles of its earliest times
    (:func:`~uncertain_cep.pipeline.shard_job.plan_cuts_spark`).
 4. Hash-partition the rows by dependency group, sort each partition by group, and let
@@ -204,7 +205,10 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
         Events per shard (default :data:`~uncertain_cep.pipeline.shard_job.DEFAULT_SHARD_EVENTS`):
         a larger archive is cut by time into shards of about that many events, each
         finished by a task of its own and read side by side (exact:
-        :mod:`uncertain_cep.index.shards`).
+        :mod:`uncertain_cep.index.shards`). Left out, an archive of fewer events is
+        still cut into one shard per task slot of the session where each holds at least
+        :data:`~uncertain_cep.pipeline.shard_job.MIN_SLOT_SHARD_EVENTS` events (every
+        slot then finishes a shard).
     log
         Receives progress messages (default: the ``uncertain_cep`` logger).
 
@@ -254,7 +258,7 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
         try:
             return _build(spark, spec, frame, target, group_by=group_by, time_unit=time_unit,
                           settings=settings, reject_rows=reject_rows,
-                          shard_events=shard_events or DEFAULT_SHARD_EVENTS,
+                          shard_events=shard_events,
                           report_groups=report_groups, partitions=partitions, say=say,
                           warn=log or _log.warning, started=started, phases=phases)
         except UncertainCepError:
@@ -268,7 +272,7 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
 def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame,
            target: Path | VersionUpload, *,
            group_by: str, time_unit: float | str | None, settings: BuildSettings,
-           reject_rows: bool, report_groups: bool, shard_events: int,
+           reject_rows: bool, report_groups: bool, shard_events: int | None,
            partitions: int | None,
            say: Callable[[str], None], warn: Callable[[str], None], started: float,
            phases: dict[str, float]) -> BuildSummary:
@@ -292,9 +296,9 @@ def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame,
         phases["read_and_check_duplicates"] = time.perf_counter() - mark
         mark = time.perf_counter()
         frame, micros = timestamps_as_micros(frame)
-        cuts = plan_cuts_spark(frame, shard_events=shard_events, time_unit=time_unit,
-                               micros=micros, nanos=spec.nanos_columns,
-                               slots=task_slots(spark))
+        cuts = plan_cuts_spark(frame, shard_events=shard_events or DEFAULT_SHARD_EVENTS,
+                               time_unit=time_unit, micros=micros, nanos=spec.nanos_columns,
+                               slots=task_slots(spark), fill_slots=shard_events is None)
         phases["count_and_cut"] = time.perf_counter() - mark
         mark = time.perf_counter()
         say("validating and indexing groups"

@@ -37,8 +37,9 @@ from uncertain_cep.model.event_times import time_columns
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DEFAULT_SHARD_EVENTS", "finish_in_tasks", "plan_cuts_spark", "shard_records",
-           "shared_extents_of", "written_shards"]
+__all__ = ["DEFAULT_SHARD_EVENTS", "MIN_SLOT_SHARD_EVENTS", "finish_in_tasks",
+           "plan_cuts_spark", "shard_count", "shard_records", "shared_extents_of",
+           "written_shards"]
 
 # Events per shard when a build is not told: a shard is what one task finishes (its
 # R*-tree bulk load, columns and statistics) and what a query's task opens. Smaller
@@ -47,21 +48,29 @@ __all__ = ["DEFAULT_SHARD_EVENTS", "finish_in_tasks", "plan_cuts_spark", "shard_
 # more pieces, each a forest of its own: at 10M events, 12 shards of 900,000 built in
 # 282 s, 4 of 2.5M in 260 s (docs/benchmarks.md).
 DEFAULT_SHARD_EVENTS = 4_000_000
+# Under the default, an archive of at least this many events per task slot is cut into
+# one shard per slot at least, so that its shard tasks keep every slot busy: 1M events on
+# 2 slots built in 40.3-45.8 s as two shards against 48.6-53.9 s as one (the R*-tree and
+# statistics phase 9.7-10.6 s against 18.8-19.6 s; docs/benchmarks.md). Smaller shards
+# than this cost more in pieces than a slot saves.
+MIN_SLOT_SHARD_EVENTS = 250_000
 # Quantiles of the earliest times asked for in the one pass that counts the rows (before
 # the count, the number of shards is unknown): shards are cut at the nearest of them.
 _QUANTILES = 1024
 
 
 def plan_cuts_spark(frame: DataFrame, *, shard_events: int, time_unit: Any,
-                    micros: tuple[str, ...], nanos: tuple[str, ...], slots: int = 1
-                    ) -> tuple[int, ...]:
+                    micros: tuple[str, ...], nanos: tuple[str, ...], slots: int = 1,
+                    fill_slots: bool = False) -> tuple[int, ...]:
     """Cut instants for shards of about ``shard_events`` events, from one aggregation
     over the input: its row count and the quantiles of its earliest times on a grid of
     :data:`_QUANTILES`, those at the shards' shares turned into instants (duplicates
     merged); none for one shard. More than one shard are rounded up to a multiple of the
     session's ``slots`` (tasks at once), so that every wave of shard tasks keeps every
     slot busy (measured at 10M events on 2 slots: 3 shards finished in 178 s, one
-    directory in 232 s)."""
+    directory in 232 s). With ``fill_slots`` (the build's default shards), an archive
+    of fewer than ``shard_events`` events is still cut into up to ``slots`` shards of at
+    least :data:`MIN_SLOT_SHARD_EVENTS` each."""
     from pyspark.sql import functions as F
 
     column = "t_lo" if "t_lo" in frame.columns else "t"
@@ -73,10 +82,9 @@ def plan_cuts_spark(frame: DataFrame, *, shard_events: int, time_unit: Any,
     found = frame.agg(F.count(F.lit(1)),
                       F.percentile_approx(F.col(f"`{column}`"), grid, 10_000)).first()
     rows = int(found[0]) if found is not None else 0
-    n_shards = max(1, math.ceil(rows / shard_events))
+    n_shards = shard_count(rows, shard_events, slots, fill_slots)
     if n_shards == 1 or found is None or not found[1]:
         return ()
-    n_shards = math.ceil(n_shards / max(slots, 1)) * max(slots, 1)
     at = {min(max(round(k * _QUANTILES / n_shards), 1), _QUANTILES - 1) - 1
           for k in range(1, n_shards)}
     values = [found[1][i] for i in sorted(at) if found[1][i] is not None]
@@ -88,6 +96,26 @@ def plan_cuts_spark(frame: DataFrame, *, shard_events: int, time_unit: Any,
     instants, _, _ = time_columns(pd.DataFrame({"t_lo": raw, "t_hi": raw}),
                                   np.arange(len(raw)), time_unit, ColumnLabels({}))
     return tuple(int(c) for c in np.unique(instants))
+
+
+def shard_count(rows: int, shard_events: int, slots: int, fill_slots: bool = False
+                ) -> int:
+    """How many shards :func:`plan_cuts_spark` cuts ``rows`` events into.
+
+    >>> shard_count(10_000_000, 4_000_000, 2), shard_count(1_000_000, 4_000_000, 2)
+    (4, 1)
+    >>> [shard_count(n, 4_000_000, 2, fill_slots=True) for n in (400_000, 1_000_000)]
+    [1, 2]
+    >>> shard_count(1_000_000, 4_000_000, 8, fill_slots=True)    # 250,000 events each
+    4
+    """
+    slots = max(slots, 1)
+    n_shards = max(1, math.ceil(rows / shard_events))
+    if fill_slots:
+        n_shards = max(n_shards, min(slots, rows // MIN_SLOT_SHARD_EVENTS))
+    if n_shards > 1 and n_shards >= slots:
+        n_shards = math.ceil(n_shards / slots) * slots
+    return n_shards
 
 
 def shared_extents_of(summary: DataFrame, attributes: tuple[str, ...]) -> SharedExtents:
