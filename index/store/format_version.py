@@ -6,7 +6,7 @@ version is refused when opened, with the advice to rebuild it. The comments belo
 each version changed.
 
 >>> FORMAT, FORMAT_VERSION
-('uncertain-cep index', 10)
+('uncertain-cep index', 11)
 """
 
 from __future__ import annotations
@@ -31,4 +31,7 @@ FORMAT = "uncertain-cep index"
 # columns a query maps are a working copy made on each host (a local cache); the nodes and
 # trees tables and the mapped columns are no longer stored. A version-9 reader would find
 # no node table.
-FORMAT_VERSION = 10
+# 11: the R*-tree is stored as one tree per chunk of consecutive event rows (the
+# manifest's rtree.chunk_entries; files rtree-1.dat, ...); a version-10 reader would
+# search the first chunk only and miss the other events.
+FORMAT_VERSION = 11

@@ -17,7 +17,10 @@ Layout of an index directory::
                         integers (:mod:`uncertain_cep.index.store.packed_nodes`)
     packed/rtree.dat.zst, packed/rtree.idx.zst
                         libspatialindex's R*-tree over every event's box, compressed;
-                        entry ids are event rows in the order of the events table
+                        entry ids are event rows in the order of the events table; an
+                        index of more events than a chunk holds (the manifest's
+                        ``rtree.chunk_entries``) has one tree per chunk of consecutive
+                        rows, the next ones ``rtree-1.dat.zst``, ``rtree-1.idx.zst``, ...
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
                         instant of those events: what the time-sliced query engine
                         sizes its work by
@@ -77,7 +80,7 @@ __all__ = ["CATEGORY_STATS", "CELL_STATS", "COLUMNS", "EVENTS", "EVENT_ARRAYS", 
            "REJECTED_GROUPS", "REJECTED_GROUP_SCHEMA", "REJECTED_ROWS", "REJECTED_ROW_COLUMNS",
            "REJECTED_ROW_SCHEMA", "RTREE", "RTREE_FILES", "SHARD", "SHARDS", "STATS",
            "TIME_STATS", "TIME_STATS_COLUMNS", "TREES", "WORK", "FormatNames", "group_keys",
-           "table_files"]
+           "rtree_base", "rtree_files", "table_files"]
 
 MANIFEST = "manifest.json"
 EVENTS, NODES, TREES = "events", "nodes", "trees"
@@ -150,6 +153,27 @@ FORMAT_NAMES = FormatNames(
                           *TIME_STATS_COLUMNS, *_STATISTICS_COLUMNS,
                           *REJECTED_ROW_SCHEMA.names, *REJECTED_GROUP_SCHEMA.names}
                          - _SHARED_NAMES)))
+
+
+def rtree_base(chunk: int) -> str:
+    """libspatialindex's base name of the files of an R*-tree's chunk ``chunk`` (the
+    first chunk's is :data:`RTREE`; see
+    :func:`~uncertain_cep.index.store.rtree_and_statistics.rtree_chunks`).
+
+    >>> rtree_base(0), rtree_base(2)
+    ('rtree', 'rtree-2')
+    """
+    return RTREE if chunk == 0 else f"{RTREE}-{chunk}"
+
+
+def rtree_files(chunks: int) -> tuple[str, ...]:
+    """The files of an R*-tree of ``chunks`` chunks, chunk by chunk.
+
+    >>> rtree_files(2)
+    ('rtree.dat', 'rtree.idx', 'rtree-1.dat', 'rtree-1.idx')
+    """
+    return tuple(f"{rtree_base(k)}.{ext}" for k in range(max(chunks, 1))
+                 for ext in ("dat", "idx"))
 
 
 def table_files(root: Path, table: str) -> list[str]:

@@ -241,19 +241,35 @@ def time_axis_to_json(axis: TimeAxis) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RTreeInfo:
-    """The R*-tree file: its number of dimensions and of entries (one per event)."""
+    """The R*-tree: its number of dimensions and of entries (one per event), and how many
+    entries each of its chunks holds (consecutive event rows; the last chunk the rest:
+    :func:`~uncertain_cep.index.store.rtree_and_statistics.rtree_chunks`)."""
 
     dimension: int
     entries: int
+    chunk_entries: int
+
+    @property
+    def chunks(self) -> int:
+        """How many trees the R*-tree is stored as (one at least).
+
+        >>> RTreeInfo(5, 2_000_001, 1_000_000).chunks, RTreeInfo(5, 0, 1_000_000).chunks
+        (3, 1)
+        """
+        return max(1, -(-self.entries // self.chunk_entries))
 
     @classmethod
     def from_fields(cls, o: ManifestFields) -> RTreeInfo:
-        out = cls(_count(o, "dimension"), _count(o, "entries"))
+        dimension, entries = _count(o, "dimension"), _count(o, "entries")
+        chunk_entries = o.integer("chunk_entries")
+        if chunk_entries < 1:
+            raise o.fail("chunk_entries", "an integer >= 1", chunk_entries)
         o.done()
-        return out
+        return cls(dimension, entries, chunk_entries)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dimension": self.dimension, "entries": self.entries}
+        return {"dimension": self.dimension, "entries": self.entries,
+                "chunk_entries": self.chunk_entries}
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ from uncertain_cep.index.store.layout import (
     EVENT_COLUMNS,
     EVENTS,
     MANIFEST,
-    RTREE_FILES,
+    RTREE,
     SHARDS,
     TIME_STATS,
     table_files,
@@ -96,7 +96,7 @@ from uncertain_cep.index.store.remote import (
     is_remote,
     open_remote,
 )
-from uncertain_cep.index.store.rtree_files import SharedRTree, open_rtree_file
+from uncertain_cep.index.store.rtree_files import RTreeChunks, SharedRTree, open_rtree
 from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     discard,
@@ -283,13 +283,14 @@ class IndexReader:
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive, settings, nodes))
 
-    def _open_copy(self, copy: Path) -> tuple[Archive, EventLayout, SharedRTree | None]:
+    def _open_copy(self, copy: Path
+                   ) -> tuple[Archive, EventLayout, SharedRTree | RTreeChunks | None]:
         """The archive, layout and R*-tree of a working copy, their files checked first
         (they are mapped now)."""
         archive, layout = _mapped_archive(copy, self.manifest, self.read_columns,
-                                          (f"{EVENT_ARRAYS}/", *RTREE_FILES))
-        rtree = (open_rtree_file(copy, len(archive.numeric_names)) if archive.n_events
-                 else None)
+                                          (f"{EVENT_ARRAYS}/", RTREE))
+        rtree = (open_rtree(copy, len(archive.numeric_names), self.manifest.rtree.chunks)
+                 if archive.n_events else None)
         return archive, layout, rtree
 
     def _side_by_side(self, readers: list[IndexReader], wanted: list[int],
@@ -313,8 +314,8 @@ class IndexReader:
         def check(copy: Path) -> tuple[Archive, EventLayout, ShardSearch]:
             archive, layout = _mapped_archive(copy, view, read_text,
                                               (f"{EVENT_ARRAYS}/", f"{RTREES}/"))
-            trees = [open_rtree_file(copy / RTREES / f"{k:05d}", len(archive.numeric_names))
-                     for k in range(len(readers))]
+            trees = [open_rtree(copy / RTREES / f"{k:05d}", len(archive.numeric_names),
+                                r.manifest.rtree.chunks) for k, r in enumerate(readers)]
             return archive, layout, ShardSearch(
                 trees, [r.manifest.counts.events for r in readers],
                 [r.manifest.counts.groups for r in readers])

@@ -32,20 +32,28 @@ from uncertain_cep.index.store.layout import (
     CELL_STATS,
     EVENT_COLUMNS,
     EVENTS,
-    RTREE,
-    RTREE_FILES,
     TIME_STATS,
     TIME_STATS_COLUMNS,
     TREES,
     group_keys,
+    rtree_base,
+    rtree_files,
     table_files,
 )
-from uncertain_cep.index.store.manifest_records import TimeDomain
+from uncertain_cep.index.store.manifest_records import RTreeInfo, TimeDomain
 from uncertain_cep.model.time_axis import MAX_SPAN
 
-__all__ = ["SharedExtents", "check_span", "write_rtree_and_statistics"]
+__all__ = ["RTREE_CHUNK_ENTRIES", "SharedExtents", "check_span", "rtree_chunks",
+           "write_rtree_and_statistics"]
 
 _TIME_BUCKETS = 1024
+# Entries of one R*-tree file at most. libspatialindex's bulk load sorts up to 1,000,000
+# entries in memory and the rest through files on disk, which costs more than twice as
+# much per entry: 3,850,000 boxes of 5 dimensions bulk-loaded in 20.0 s as one tree and in
+# 8.7 s as four trees of 962,500 (this 2-core machine; a shard of the 100M build holds
+# 3.85M events). So an index of more events stores one tree per chunk of this many
+# consecutive event rows, each searched in turn (rtree_files.RTreeChunks).
+RTREE_CHUNK_ENTRIES = 990_000
 
 
 class SharedExtents(NamedTuple):
@@ -68,16 +76,28 @@ def check_span(time: tuple[int, int] | None) -> None:
                          "it in time")
 
 
+def rtree_chunks(entries: int, chunk_entries: int) -> list[tuple[int, int]]:
+    """The event rows ``[start, stop)`` of each chunk of an R*-tree of ``entries``
+    entries, ``chunk_entries`` a chunk (one chunk, maybe empty, at least).
+
+    >>> rtree_chunks(5, 2), rtree_chunks(0, 2)
+    ([(0, 2), (2, 4), (4, 5)], [(0, 0)])
+    """
+    n = max(1, -(-entries // chunk_entries))
+    return [(k * chunk_entries, min(entries, (k + 1) * chunk_entries)) for k in range(n)]
+
+
 def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ...],
                                categorical: tuple[str, ...],
                                shared: SharedExtents | None = None,
                                rtree_dir: Path | None = None
-                               ) -> tuple[int, TimeDomain, int, EventStatistics]:
-    """Write the R*-tree file (into ``rtree_dir``, default ``root``) and the statistics
+                               ) -> tuple[int, TimeDomain, RTreeInfo, EventStatistics]:
+    """Write the R*-tree files (into ``rtree_dir``, default ``root``: one tree per chunk
+    of :data:`RTREE_CHUNK_ENTRIES` event rows, :func:`rtree_chunks`) and the statistics
     of the draft ``root`` from its events table. Returns the number of events, the time
     domain (the events' own instants, the buckets' width over ``shared`` when given), the
-    R*-tree's dimension and the
-    statistics (over ``shared``'s grid when given).
+    R*-tree's dimension, entries and chunks, and the statistics (over ``shared``'s grid
+    when given).
 
     Raises
     ------
@@ -146,14 +166,17 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
     if seen != n_rows:
         raise IndexFormatError(f"the events table holds {seen} rows, its Parquet footers "
                                f"say {n_rows}")
-    props = rtree_properties(len(numeric))
-    props.overwrite = True
-    # A bulk load needs at least one entry.
-    source = ((np.arange(n_rows, dtype=np.int64), mins, maxs),) if n_rows else ()
-    tree = rtree_index.Index(str(rtree_dir / RTREE), *source, properties=props,
-                             interleaved=False)
-    tree.close()
-    for name in RTREE_FILES:
+    chunks = rtree_chunks(n_rows, RTREE_CHUNK_ENTRIES)
+    for k, (start, stop) in enumerate(chunks):
+        props = rtree_properties(len(numeric))
+        props.overwrite = True
+        # A bulk load needs at least one entry. Ids are the events' rows in the table.
+        source = ((np.arange(start, stop, dtype=np.int64), mins[start:stop],
+                   maxs[start:stop]),) if stop > start else ()
+        tree = rtree_index.Index(str(rtree_dir / rtree_base(k)), *source, properties=props,
+                                 interleaved=False)
+        tree.close()
+    for name in rtree_files(len(chunks)):
         with open(rtree_dir / name, "rb+") as fh:
             os.fsync(fh.fileno())
     starts = b0 + width * np.arange(n_buckets, dtype=np.int64)
@@ -165,7 +188,7 @@ def write_rtree_and_statistics(root: Path, group_by: str, numeric: tuple[str, ..
     write_durably(pa.Table.from_pandas(cells, preserve_index=False), root / CELL_STATS)
     write_durably(pa.Table.from_pandas(cats, preserve_index=False), root / CATEGORY_STATS)
     domain = TimeDomain(t_min=t0, t_max=t1, bucket_width=int(width), max_interval=max_width)
-    return seen, domain, dimension, finished
+    return seen, domain, RTreeInfo(dimension, seen, RTREE_CHUNK_ENTRIES), finished
 
 
 def _check_room_for_rtree(root: Path, n_rows: int, dimension: int) -> None:

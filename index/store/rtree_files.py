@@ -42,9 +42,9 @@ import numpy as np
 from rtree import index as rtree_index
 
 from uncertain_cep.index.rtree_boxes import rtree_properties
-from uncertain_cep.index.store.layout import RTREE, RTREE_FILES
+from uncertain_cep.index.store.layout import RTREE, rtree_base
 
-__all__ = ["SharedRTree", "open_rtree_file"]
+__all__ = ["RTreeChunks", "SharedRTree", "open_rtree", "open_rtree_file"]
 
 
 class SharedRTree:
@@ -95,30 +95,70 @@ _OPEN: dict[tuple[int, int, int, int, int], SharedRTree] = {}
 _OPENING = threading.Lock()
 
 
-def open_rtree_file(root: Path, n_attributes: int) -> SharedRTree:
-    """The R*-tree whose files ``rtree.dat`` and ``rtree.idx`` are in ``root``, opened
-    once per process and shared.
+class RTreeChunks:
+    """An R*-tree stored as chunks of consecutive event rows, one tree each (ids are the
+    events' rows, as in one tree; :func:`~uncertain_cep.index.store.rtree_and_statistics.
+    rtree_chunks`): each query box asked of every chunk, the rows found per box in chunk
+    order."""
+
+    access = "R*-tree search"
+
+    def __init__(self, trees: list[SharedRTree]) -> None:
+        self._trees = trees
+        self.access = f"R*-tree search, in each of its {len(trees)} chunks"
+
+    def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """rtree's bulk search over every chunk: the ids meeting each box, and how many
+        per box."""
+        n_boxes = len(mins)
+        found, owners = [], []
+        for tree in self._trees:
+            ids, counts = tree.intersection_v(mins, maxs)
+            found.append(np.asarray(ids, dtype=np.int64))
+            owners.append(np.repeat(np.arange(n_boxes), np.asarray(counts, dtype=np.int64)))
+        owner = np.concatenate(owners)
+        order = np.argsort(owner, kind="stable")
+        return (np.concatenate(found)[order],
+                np.bincount(owner, minlength=n_boxes).astype(np.int64))
+
+    def close(self) -> None:
+        """Nothing, as for each chunk's :class:`SharedRTree`."""
+
+
+def open_rtree(root: Path, n_attributes: int, chunks: int) -> SharedRTree | RTreeChunks:
+    """The R*-tree of ``chunks`` chunks whose files are in ``root``
+    (:func:`~uncertain_cep.index.store.layout.rtree_files`), each file opened once per
+    process and shared (:func:`open_rtree_file`)."""
+    trees = [open_rtree_file(root, n_attributes, rtree_base(k)) for k in range(max(chunks, 1))]
+    return trees[0] if len(trees) == 1 else RTreeChunks(trees)
+
+
+def open_rtree_file(root: Path, n_attributes: int, base: str = RTREE) -> SharedRTree:
+    """The R*-tree whose files ``<base>.dat`` and ``<base>.idx`` (default ``rtree``) are
+    in ``root``, opened once per process and shared.
 
     Raises what libspatialindex or the filesystem raise for a missing or damaged file
     (``rtree.exceptions.RTreeError``, ``OSError``)."""
-    stat = os.stat(root / RTREE_FILES[0])
+    names = (f"{base}.dat", f"{base}.idx")
+    stat = os.stat(root / names[0])
     key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, n_attributes)
     with _OPENING:
         _release_unused()
         tree = _OPEN.get(key)
         if tree is None:
-            files = [os.open(root / name, os.O_RDONLY) for name in RTREE_FILES]
+            files = [os.open(root / name, os.O_RDONLY) for name in names]
             try:
                 props = rtree_properties(n_attributes)
                 props.overwrite = False
-                index = rtree_index.Index(str(root / RTREE), properties=props,
+                index = rtree_index.Index(str(root / base), properties=props,
                                           interleaved=False)
             except BaseException:
                 for fd in files:
                     os.close(fd)
                 raise
             if any(os.fstat(fd).st_ino != os.stat(root / name).st_ino
-                   for fd, name in zip(files, RTREE_FILES)):
+                   for fd, name in zip(files, names)):
                 # Replaced while it was opened: which file the tree holds is not known,
                 # so it is never closed.
                 for fd in files:

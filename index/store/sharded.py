@@ -157,7 +157,8 @@ def finish_sharded(draft: IndexDraft, shards: list[ShardRecord], manifests: list
                         max((t.t_max for t in times if t.t_max is not None), default=None),
                         manifests[0].time.bucket_width,
                         max((t.max_interval for t in times), default=0)),
-        rtree=RTreeInfo(manifests[0].rtree.dimension, sum(m.rtree.entries for m in manifests)),
+        rtree=RTreeInfo(manifests[0].rtree.dimension, sum(m.rtree.entries for m in manifests),
+                        manifests[0].rtree.chunk_entries),
         statistics=StoredStatistics.of(statistics), input_fingerprint=fingerprint,
         checksums=tuple((name, file_digest(root / name)) for name in files),
         build=build, rejected=rejected, shards=tuple(shards))

@@ -9,8 +9,8 @@ events in 4 shards, against 0.7 GB for one directory mapped). Instead the shards
 copies (:mod:`uncertain_cep.index.store.working_copy`) are concatenated once per host into
 a working copy of their own, in the same cache (named by the index and the shards), which
 every process then memory-maps: its pages are read where a query gathers them and shared
-by the processes of the host. The shards' R*-tree files are linked into it, each searched
-on its own (:class:`~uncertain_cep.index.shards.merge.ShardSearch`).
+by the processes of the host. The shards' R*-tree files (every chunk's) are linked into
+it, each shard's searched on its own (:class:`~uncertain_cep.index.shards.merge.ShardSearch`).
 
 >>> import os, tempfile
 >>> import numpy as np
@@ -37,7 +37,7 @@ from pathlib import Path
 from uncertain_cep.index.node_rows import column_dtype
 from uncertain_cep.index.shards.merge import OFFSET_COLUMNS, moved_column, node_table_sizes
 from uncertain_cep.index.store.event_columns import concatenate_event_columns
-from uncertain_cep.index.store.layout import COLUMNS, EVENT_ARRAYS, RTREE_FILES
+from uncertain_cep.index.store.layout import COLUMNS, EVENT_ARRAYS, RTREE
 from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS, open_node_columns
 from uncertain_cep.index.store.npy_files import write_npy
 from uncertain_cep.index.store.working_copy import cached
@@ -77,9 +77,10 @@ def write_side_by_side(parts: list[Path], into: Path) -> None:
     for k, part in enumerate(parts):
         folder = into / RTREES / f"{k:05d}"
         folder.mkdir(parents=True)
-        for file in RTREE_FILES:
-            if (part / file).is_file():
+        # Every chunk's files (layout.rtree_files).
+        for path in sorted(part.glob(f"{RTREE}*")):
+            if path.is_file():
                 try:
-                    os.link(part / file, folder / file)
+                    os.link(path, folder / path.name)
                 except OSError:
-                    shutil.copyfile(part / file, folder / file)
+                    shutil.copyfile(path, folder / path.name)

@@ -48,10 +48,10 @@ from uncertain_cep.index.store.layout import (
     NODES,
     PACKED,
     PART,
-    RTREE_FILES,
     TREES,
     WORK,
     group_keys,
+    rtree_files,
     table_files,
 )
 from uncertain_cep.index.store.manifest import SELF_CHECKSUM, Manifest, manifest_digest
@@ -60,7 +60,6 @@ from uncertain_cep.index.store.manifest_records import (
     BuildRecord,
     IndexCounts,
     RejectedCounts,
-    RTreeInfo,
     StoredSettings,
     StoredStatistics,
 )
@@ -174,14 +173,14 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
     derived = derive_probabilities(work / COLUMNS, events_files)
     write_event_columns(work / EVENT_ARRAYS, events_files, group_by=group_by,
                         numeric=attributes.numeric, layout_columns=EVENT_COLUMNS, keys=keys)
-    n_events, time_domain, dimension, statistics = write_rtree_and_statistics(
+    n_events, time_domain, rtree, statistics = write_rtree_and_statistics(
         root, group_by, attributes.numeric, attributes.categorical, shared, rtree_dir=work)
     group_type = (pq.read_schema(events_files[0]).field(group_by).type if events_files
                   else None)
     pack_node_columns(work / COLUMNS, root / PACKED,
                       pa.array(keys.to_numpy(), type=group_type) if len(keys) else None,
                       probabilities=not derived)
-    for name in RTREE_FILES:
+    for name in rtree_files(rtree.chunks):
         compress_file(work / name, root / compressed_name(name))
     fsync_files(root / PACKED)
     # The builders' nodes and trees tables are deleted once the manifest is written (a
@@ -196,7 +195,7 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
         settings=StoredSettings.of(settings),
         time_axis=time_axis,
         counts=IndexCounts(n_events, int(groups), int(trees), int(nodes)), time=time_domain,
-        rtree=RTreeInfo(dimension, n_events), statistics=StoredStatistics.of(statistics),
+        rtree=rtree, statistics=StoredStatistics.of(statistics),
         # The archive as validated is what the index answers for; a build from files
         # also records the files it read (see the Spark job).
         input_fingerprint=input_fingerprint or _fingerprint(root, EVENTS),

@@ -63,7 +63,7 @@ from uncertain_cep.index.store.layout import (
     EVENTS,
     MANIFEST,
     PACKED,
-    RTREE_FILES,
+    rtree_files,
     table_files,
 )
 from uncertain_cep.index.store.manifest import Manifest, manifest_digest
@@ -160,7 +160,7 @@ def _decompress_file(source: Path, target: Path) -> None:
 
 def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
     """Write the working files of the index directory ``root`` into ``into``: the node
-    table's and the events table's columns and the R*-tree file."""
+    table's and the events table's columns and the R*-tree's files."""
     packed = root / PACKED
     events = [root / f for f in table_files(root, EVENTS)]
     expand_node_columns(packed, into / COLUMNS, n_rows=manifest.counts.events)
@@ -171,7 +171,7 @@ def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
     write_event_columns(into / EVENT_ARRAYS, events,
                         group_by=manifest.group_by, numeric=manifest.attributes.numeric,
                         layout_columns=EVENT_COLUMNS, keys=group_labels(packed))
-    for name in RTREE_FILES:
+    for name in rtree_files(manifest.rtree.chunks):
         if (root / compressed_name(name)).is_file():
             _decompress_file(root / compressed_name(name), into / name)
 
