@@ -196,6 +196,12 @@ _PRIVATE_READS_ALLOWED = {
     "_uncertain_cep_cli": "the CLI's mark on the logging handler it installs",
     "_CacheLocator": "numba's base class of cache locators (uncertain_cep/kernel_cache.py)",
     "_locator_classes": "numba's list of cache locators, which the package's joins",
+    # uncertain_cep/kernel_cache.py loads a kernel's cached forms ahead of its first
+    # call, as numba's Dispatcher.compile does on a cache hit (no public way to list
+    # them):
+    "_cache": "numba's cache of a kernel (Dispatcher._cache)",
+    "_load_index": "numba's index of a kernel's cached forms (their argument types)",
+    "_index_key": "numba's key of a form in that index (CPU, numba, bytecode)",
     "_destroy": "rtree's handle destructor, disarmed for trees opened in place "
                 "(index/store/rtree_files.py: libspatialindex would write their header)",
 }
