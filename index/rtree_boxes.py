@@ -28,7 +28,7 @@ from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.forests.tables import group_extents
 from uncertain_cep.model.events import Archive
 
-__all__ = ["BoxSearch", "EventLayout", "event_boxes", "rtree_properties"]
+__all__ = ["BoxSearch", "EventLayout", "event_boxes", "merged_by_box", "rtree_properties"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +77,24 @@ def event_boxes(group: np.ndarray, t_min: np.ndarray, t_max: np.ndarray,
     highs = [group, t_max, code_hi] + [hi for _, hi in attributes]
     return (np.column_stack([np.asarray(c, dtype=np.float64) for c in lows]),
             np.column_stack([np.asarray(c, dtype=np.float64) for c in highs]))
+
+
+def merged_by_box(found: Sequence[tuple[np.ndarray, np.ndarray]], n_boxes: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Bulk searches of the same ``n_boxes`` boxes in several trees (each result rtree's
+    ``intersection_v`` form: ids box after box, and how many per box) as one result: each
+    box's ids, tree after tree.
+
+    >>> ids, counts = merged_by_box([(np.array([1, 2]), np.array([1, 1])),
+    ...                              (np.array([7]), np.array([1, 0]))], 2)
+    >>> ids.tolist(), counts.tolist()
+    ([1, 7, 2], [2, 1])
+    """
+    owner = np.concatenate([np.repeat(np.arange(n_boxes), np.asarray(c, dtype=np.int64))
+                            for _, c in found])
+    ids = np.concatenate([np.asarray(i, dtype=np.int64) for i, _ in found])
+    order = np.argsort(owner, kind="stable")
+    return ids[order], np.bincount(owner, minlength=n_boxes).astype(np.int64)
 
 
 class BoxSearch(Protocol):

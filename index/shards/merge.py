@@ -32,7 +32,7 @@ import numpy as np
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.forests.forest import GroupForest
 from uncertain_cep.index.node_table import NodeTable
-from uncertain_cep.index.rtree_boxes import EventLayout
+from uncertain_cep.index.rtree_boxes import EventLayout, merged_by_box
 from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.model.attributes import NumericAttribute
 from uncertain_cep.model.events import Archive
@@ -169,16 +169,11 @@ class ShardSearch:
 
     def intersection_v(self, mins: np.ndarray, maxs: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-        n_queries = len(mins)
-        found, owners = [], []
+        found = []
         for tree, rows, groups in zip(self._trees, self._rows, self._groups):
             lo, hi = mins.copy(), maxs.copy()
             lo[:, 0] -= groups
             hi[:, 0] -= groups
             ids, counts = tree.intersection_v(lo, hi)
-            found.append(np.asarray(ids, dtype=np.int64) + rows)
-            owners.append(np.repeat(np.arange(n_queries), np.asarray(counts, dtype=np.int64)))
-        ids = np.concatenate(found)
-        owner = np.concatenate(owners)
-        order = np.argsort(owner, kind="stable")
-        return ids[order], np.bincount(owner, minlength=n_queries).astype(np.int64)
+            found.append((np.asarray(ids, dtype=np.int64) + rows, counts))
+        return merged_by_box(found, len(mins))

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from rtree import index as rtree_index
 
-from uncertain_cep.index.rtree_boxes import rtree_properties
+from uncertain_cep.index.rtree_boxes import merged_by_box, rtree_properties
 from uncertain_cep.index.store.layout import RTREE, rtree_base
 
 __all__ = ["RTreeChunks", "SharedRTree", "open_rtree", "open_rtree_file"]
@@ -111,16 +111,8 @@ class RTreeChunks:
                        ) -> tuple[np.ndarray, np.ndarray]:
         """rtree's bulk search over every chunk: the ids meeting each box, and how many
         per box."""
-        n_boxes = len(mins)
-        found, owners = [], []
-        for tree in self._trees:
-            ids, counts = tree.intersection_v(mins, maxs)
-            found.append(np.asarray(ids, dtype=np.int64))
-            owners.append(np.repeat(np.arange(n_boxes), np.asarray(counts, dtype=np.int64)))
-        owner = np.concatenate(owners)
-        order = np.argsort(owner, kind="stable")
-        return (np.concatenate(found)[order],
-                np.bincount(owner, minlength=n_boxes).astype(np.int64))
+        return merged_by_box([tree.intersection_v(mins, maxs) for tree in self._trees],
+                             len(mins))
 
     def close(self) -> None:
         """Nothing, as for each chunk's :class:`SharedRTree`."""
