@@ -38,3 +38,5 @@ def test_a_million_events_on_two_slots_are_two_shards_by_default_and_one_when_to
     assert shard_count(1_000_000, 4_000_000, 2, fill_slots=True) == 2
     assert shard_count(1_000_000, 4_000_000, 2) == 1
     assert shard_count(400_000, 4_000_000, 2, fill_slots=True) == 1
+    # More than one shard fill whole waves of slots, as before the default filled them.
+    assert shard_count(2_500_000, 1_000_000, 8) == 8

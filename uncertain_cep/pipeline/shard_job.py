@@ -111,10 +111,10 @@ def shard_count(rows: int, shard_events: int, slots: int, fill_slots: bool = Fal
     """
     slots = max(slots, 1)
     n_shards = max(1, math.ceil(rows / shard_events))
+    if n_shards > 1:
+        n_shards = math.ceil(n_shards / slots) * slots
     if fill_slots:
         n_shards = max(n_shards, min(slots, rows // MIN_SLOT_SHARD_EVENTS))
-    if n_shards > 1 and n_shards >= slots:
-        n_shards = math.ceil(n_shards / slots) * slots
     return n_shards
 
 
