@@ -24,11 +24,9 @@ from uncertain_cep.index.forests.forest import REAL, VIRTUAL
 from uncertain_cep.index.forests.tables import NODE_COLUMNS, TREE_COLUMNS
 
 __all__ = ["NODE_ROW_COLUMNS", "TREE_ROW_COLUMNS", "DenseIds", "DenseRows", "TableSizes",
-           "TreeColumns", "add_depth_of_trees_above", "column_dtype", "fill_nodes",
+           "TreeColumns", "add_depth_of_trees_above", "fill_nodes",
            "node_column_sizes", "release_pages", "starts"]
 
-_INT8 = frozenset({"kind"})
-_FLOAT = frozenset({"poi", "cond"})
 # Rows per chunk when a whole column is updated in place (bounded memory).
 _CHUNK = 1 << 22
 
@@ -189,10 +187,6 @@ class DenseRows:
 
     def __call__(self, g: np.ndarray, pos: np.ndarray) -> np.ndarray:
         return self.row_of_event[self.event_start[g] + pos]
-
-
-def column_dtype(column: str) -> type:
-    return np.int8 if column in _INT8 else np.float64 if column in _FLOAT else np.int64
 
 
 def release_pages(arrays: Iterable[np.memmap]) -> None:

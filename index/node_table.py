@@ -39,9 +39,43 @@ from typing import NamedTuple
 
 import numpy as np
 
+from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forests.forest import REAL, GroupForest
 
-__all__ = ["NodeArrays", "NodeTable", "node_table"]
+__all__ = ["ID_LIMIT", "NodeArrays", "NodeTable", "column_dtype", "id_dtype", "node_table"]
+
+# Ids, codes and offsets are int32 while every one of them stays below this (every kernel
+# is compiled for that width); a larger table keeps int64 and its kernels compile on use.
+ID_LIMIT = 2**31 - 1
+_WIDE = frozenset({"instant"})      # instants are the archive's, not counted by the table
+_NARROW = frozenset({"kind"})
+_FLOAT = frozenset({"poi", "cond"})
+
+
+def id_dtype(n_nodes: int, n_rows: int) -> np.dtype:
+    """The integer type of a table's ids, codes and offsets (:func:`column_dtype`): int32
+    while nodes and archive rows both stay below :data:`ID_LIMIT` (compact codes, child
+    slots and row-node slots are bounded by the nodes), else int64.
+
+    >>> id_dtype(5_500_000, 1_000_000), id_dtype(3_000_000_000, 10)
+    (dtype('int32'), dtype('int64'))
+    """
+    return np.dtype(np.int32 if max(n_nodes, n_rows) < ID_LIMIT else np.int64)
+
+
+def column_dtype(column: str, ids: np.dtype) -> np.dtype:
+    """The type of a node-table column, ``ids`` the table's :func:`id_dtype`: ``poi`` and
+    ``cond`` 8-byte floats (answers exact to 1e-9), ``instant`` int64, ``kind`` int8,
+    every other column ``ids``.
+
+    >>> column_dtype("child_list", id_dtype(10, 4)), column_dtype("instant", np.int32)
+    (dtype('int32'), dtype('int64'))
+    """
+    if column in _FLOAT:
+        return np.dtype(np.float64)
+    if column in _NARROW:
+        return np.dtype(np.int8)
+    return np.dtype(np.int64) if column in _WIDE else np.dtype(ids)
 
 
 class NodeArrays(NamedTuple):
@@ -109,9 +143,22 @@ class NodeTable:
     child_root: np.ndarray      # per node: root of the tree a virtual node stands for, else -1
     tree_root: np.ndarray       # per tree: global root node
 
+    def __post_init__(self) -> None:
+        # One type per column for every table, built or mapped: the kernels compile once.
+        ids = self.ids
+        for name, values in vars(self).items():
+            want = column_dtype(name, ids)
+            if isinstance(values, np.ndarray) and values.dtype != want:
+                object.__setattr__(self, name, _cast(name, values, want))
+
     @property
     def n_nodes(self) -> int:
         return len(self.group)
+
+    @property
+    def ids(self) -> np.dtype:
+        """The type of the table's ids, codes and offsets (:func:`id_dtype`)."""
+        return id_dtype(len(self.group), len(self.row_nodes_start) - 1)
 
     @cached_property
     def nests_trees(self) -> np.ndarray:
@@ -136,7 +183,7 @@ class NodeTable:
             child_root=self.child_root, tree_parent=self.tree_parent,
             tree_level=self.tree_level, tree_virtual=self.tree_virtual,
             tree_last_code=self.tree_last_code, tree_root=self.tree_root,
-            group_root=group_root.astype(np.int64), row_nodes_start=self.row_nodes_start,
+            group_root=group_root.astype(self.ids), row_nodes_start=self.row_nodes_start,
             row_nodes=self.row_nodes)
 
     def nodes_of_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +195,15 @@ class NodeTable:
         return owner, self.row_nodes[np.repeat(starts, counts) + offsets]
 
 
+def _cast(name: str, values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` as ``dtype``, refused where a value would not survive the cast."""
+    out = values.astype(dtype)
+    if len(values) and np.issubdtype(dtype, np.integer) and not np.array_equal(out, values):
+        raise IndexFormatError(f"the node table's column {name!r} holds values outside "
+                               f"{dtype}; rebuild the index")
+    return out
+
+
 def node_table(forests: Sequence[GroupForest], members: Sequence[np.ndarray],
                n_rows: int) -> NodeTable:
     """The :class:`NodeTable` of an index's forests (``members[g]``: the archive row of
@@ -156,8 +212,9 @@ def node_table(forests: Sequence[GroupForest], members: Sequence[np.ndarray],
     trees = np.array([f.n_trees for f in forests], dtype=np.int64)
     group_start = np.concatenate([[0], np.cumsum(sizes)])
     tree_start = np.concatenate([[0], np.cumsum(trees)])
+    ids = id_dtype(int(group_start[-1]), n_rows)
 
-    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    def cat(parts: list[np.ndarray], dtype: np.dtype | type) -> np.ndarray:
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
     row, tree, tparent, tvirtual, parent, child_root, tree_root = [], [], [], [], [], [], []
@@ -175,39 +232,38 @@ def node_table(forests: Sequence[GroupForest], members: Sequence[np.ndarray],
         roots = np.where(f.tree_root >= 0, f.tree_root + group_start[g], -1)
         child_root.append(np.where(f.child_tree >= 0, roots[np.maximum(f.child_tree, 0)], -1))
         tree_root.append(roots)
-    tree_parent = cat(tparent, np.int64)
+    tree_parent = cat(tparent, ids)
     # Nesting levels, one gather per level of nesting (it is shallow).
-    level = np.zeros(len(tree_parent), dtype=np.int64)
+    level = np.zeros(len(tree_parent), dtype=ids)
     up = tree_parent.copy()
     while (inner := up >= 0).any():
         level[inner] += 1
         up[inner] = tree_parent[up[inner]]
-    rows = cat(row, np.int64)
+    rows = cat(row, ids)
     real_nodes = np.flatnonzero(rows >= 0)
     order = real_nodes[np.argsort(rows[real_nodes], kind="stable")]
     counts = np.bincount(rows[order], minlength=n_rows)
     return NodeTable(
         group_start=group_start, tree_start=tree_start,
-        group=np.repeat(np.arange(len(forests), dtype=np.int64), sizes),
+        group=np.repeat(np.arange(len(forests), dtype=ids), sizes),
         row=rows,
         instant=cat([f.instant for f in forests], np.int64),
-        tree=cat(tree, np.int64),
+        tree=cat(tree, ids),
         poi=cat([f.poi for f in forests], np.float64),
-        code=cat([f.compact_code for f in forests], np.int64),
-        code_end=cat([f.compact_end for f in forests], np.int64),
+        code=cat([f.compact_code for f in forests], ids),
+        code_end=cat([f.compact_end for f in forests], ids),
         tree_parent=tree_parent,
         tree_level=level,
-        tree_virtual=cat(tvirtual, np.int64),
-        tree_last_code=cat([f.tree_compact_range[:, 1] for f in forests], np.int64),
-        row_nodes_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        row_nodes=order.astype(np.int64),
+        tree_virtual=cat(tvirtual, ids),
+        tree_last_code=cat([f.tree_compact_range[:, 1] for f in forests], ids),
+        row_nodes_start=np.concatenate([[0], np.cumsum(counts)]).astype(ids),
+        row_nodes=order.astype(ids),
         kind=cat([f.kind for f in forests], np.int8),
-        parent=cat(parent, np.int64),
+        parent=cat(parent, ids),
         cond=cat([f.cond for f in forests], np.float64),
-        depth=cat([f.global_depth for f in forests], np.int64),
+        depth=cat([f.global_depth for f in forests], ids),
         child_start=np.concatenate([[0], np.cumsum(cat(
-            [np.diff(f.child_start) for f in forests], np.int64))]).astype(np.int64),
-        child_list=cat([f.child_list + group_start[g] for g, f in enumerate(forests)],
-                       np.int64),
-        child_root=cat(child_root, np.int64),
-        tree_root=cat(tree_root, np.int64))
+            [np.diff(f.child_start) for f in forests], np.int64))]).astype(ids),
+        child_list=cat([f.child_list + group_start[g] for g, f in enumerate(forests)], ids),
+        child_root=cat(child_root, ids),
+        tree_root=cat(tree_root, ids))

@@ -131,9 +131,11 @@ def moved_column(name: str, values: np.ndarray, base: dict[str, int], last: bool
     values = np.asarray(values)
     if name in _OFFSETS:
         kept = values if last else values[:-1]
-        return (kept + base[_OFFSETS[name]]).astype(np.int64)
+        return kept.astype(np.int64) + base[_OFFSETS[name]]
     if name in _MOVES:
-        return np.where(values >= 0, values + base[_MOVES[name]], values)
+        # In int64: the shards side by side may count past what one shard's ids hold.
+        wide = values.astype(np.int64)
+        return np.where(wide >= 0, wide + base[_MOVES[name]], wide)
     return values
 
 

@@ -45,12 +45,12 @@ from uncertain_cep.index.rtree_boxes import EventLayout
 from uncertain_cep.index.store.column_checks import check_event_columns
 from uncertain_cep.index.store.manifest import Manifest
 from uncertain_cep.index.store.node_columns import group_codes
-from uncertain_cep.index.store.npy_files import write_npy
+from uncertain_cep.index.store.npy_files import NpyWriter
 from uncertain_cep.model.attributes import NumericAttribute, text_values
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.instant_weights import WEIGHT_COLUMNS, stored_instant_weights
 
-__all__ = ["concatenate_event_columns", "open_event_columns", "text_columns",
+__all__ = ["SideBySideEvents", "open_event_columns", "text_columns",
            "write_event_columns"]
 
 # Files of the directory (besides the layout's columns, named as in the events table).
@@ -133,19 +133,47 @@ def write_event_columns(directory: Path, event_files: list[Path], *, group_by: s
                    directory / _LABELS)
 
 
-def concatenate_event_columns(parts: list[Path], into: Path) -> None:
-    """Write the event columns of several indexes (``parts``: their ``event_columns``
-    directories, alike) side by side into ``into``: rows after rows, group codes moved
-    past the groups before, the group labels one after another (they may repeat)."""
-    into.mkdir(parents=True, exist_ok=True)
-    labels = [pq.read_table(p / _LABELS) for p in parts]
-    group_base = np.cumsum([0] + [t.num_rows for t in labels[:-1]])
-    for file in sorted(f.name for f in parts[0].glob("*.npy")):
-        columns = [np.load(p / file, mmap_mode="r") for p in parts]
-        write_npy(into / file, columns[0].dtype, sum(len(c) for c in columns),
-                  (column + base if file == _GROUP_CODES else column
-                   for column, base in zip(columns, group_base)))
-    pq.write_table(pa.concat_tables(labels), into / _LABELS)
+class SideBySideEvents:
+    """The event columns of several indexes written side by side into ``into``, one
+    index's ``event_columns`` directory at a time (:meth:`append`; alike, in order):
+    rows after rows, group codes moved past the groups before, the group labels one
+    after another (they may repeat). A context manager: leaving it writes the labels and
+    closes the files."""
+
+    def __init__(self, into: Path) -> None:
+        into.mkdir(parents=True, exist_ok=True)
+        self._into = into
+        self._columns: dict[str, NpyWriter] = {}
+        self._labels: list[pa.Table] = []
+        self._groups = 0
+
+    def append(self, part: Path) -> None:
+        """Write the event columns in ``part`` after those appended before."""
+        files = sorted(f.name for f in part.glob("*.npy"))
+        if self._labels and files != sorted(self._columns):
+            raise IndexFormatError(f"{part} holds the event columns {files}, the shards "
+                                   f"before it {sorted(self._columns)}; rebuild the index")
+        labels = pq.read_table(part / _LABELS)
+        for file in files:
+            column = np.load(part / file, mmap_mode="r")
+            if file not in self._columns:
+                self._columns[file] = NpyWriter(self._into / file, column.dtype)
+            self._columns[file].append(column + self._groups if file == _GROUP_CODES
+                                       else column)
+        self._groups += labels.num_rows
+        self._labels.append(labels)
+
+    def close(self) -> None:
+        for column in self._columns.values():
+            column.close()
+        if self._labels:
+            pq.write_table(pa.concat_tables(self._labels), self._into / _LABELS)
+
+    def __enter__(self) -> SideBySideEvents:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _batches(files: list[Path], columns: list[str]) -> Iterator[pa.RecordBatch]:

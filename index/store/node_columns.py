@@ -51,13 +51,12 @@ from uncertain_cep.index.node_rows import (
     TableSizes,
     TreeColumns,
     add_depth_of_trees_above,
-    column_dtype,
     fill_nodes,
     node_column_sizes,
     release_pages,
     starts,
 )
-from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.node_table import NodeTable, column_dtype, id_dtype
 
 __all__ = ["NODE_TABLE_COLUMNS", "group_codes", "node_column_files", "open_node_columns",
            "write_node_columns"]
@@ -75,7 +74,7 @@ def open_node_columns(directory: Path,
     Copy-on-write (not read-only): the file is never written, and the kernels see the
     same writable array type as for an index built in memory, so numba compiles each
     kernel once, not once more for read-only arrays."""
-    arrays = {}
+    arrays: dict[str, np.ndarray] = {}
     for column in NODE_TABLE_COLUMNS:
         path = directory / f"{column}.npy"
         name = f"{directory.name}/{column}.npy"
@@ -86,10 +85,12 @@ def open_node_columns(directory: Path,
                 arrays[column] = np.load(path, mmap_mode="c", allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
             raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
-        if arrays[column].dtype != column_dtype(column) or arrays[column].ndim != 1:
-            raise IndexFormatError(f"{path} holds {arrays[column].dtype} "
-                                   f"{arrays[column].shape}, not a column of "
-                                   f"{np.dtype(column_dtype(column))}; rebuild the index")
+    ids = id_dtype(len(arrays["group"]), len(arrays["row_nodes_start"]) - 1)
+    for column, values in arrays.items():
+        if values.dtype != column_dtype(column, ids) or values.ndim != 1:
+            raise IndexFormatError(f"{directory / column}.npy holds {values.dtype} "
+                                   f"{values.shape}, not a column of "
+                                   f"{column_dtype(column, ids)}; rebuild the index")
     return NodeTable(**arrays)
 
 
@@ -156,9 +157,11 @@ def write_node_columns(directory: Path, node_files: list[Path], tree_files: list
                             tree_ids, ids, int(sizes.tree_start[-1]))
 
     n_nodes = int(sizes.group_start[-1])
-    out = {c: _create(directory, c, n) for c, n in node_column_sizes(sizes)}
+    width = id_dtype(n_nodes, rows.n_rows)
+    out = {c: _create(directory, c, n, column_dtype(c, width))
+           for c, n in node_column_sizes(sizes)}
     for name, values in (*sizes.arrays(), *trees.arrays()):
-        np.save(directory / f"{name}.npy", values)
+        np.save(directory / f"{name}.npy", values.astype(column_dtype(name, width)))
     # Pass 1, part file by part file (each holds whole groups).
     for nodes in _whole_groups(node_files, list(NODE_ROW_COLUMNS)):
         g = group_codes(keys, nodes["group"])
@@ -217,6 +220,6 @@ def _cat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _create(directory: Path, column: str, n: int) -> np.memmap:
-    return np.lib.format.open_memmap(directory / f"{column}.npy", mode="w+",
-                                     dtype=column_dtype(column), shape=(n,))
+def _create(directory: Path, column: str, n: int, dtype: np.dtype) -> np.memmap:
+    return np.lib.format.open_memmap(directory / f"{column}.npy", mode="w+", dtype=dtype,
+                                     shape=(n,))

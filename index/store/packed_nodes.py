@@ -26,13 +26,12 @@ working copy has about 700 (docs/benchmarks.md).
 >>> from pathlib import Path
 >>> import pandas as pd
 >>> import uncertain_cep as uc
->>> from uncertain_cep.index.node_rows import column_dtype
 >>> idx = uc.build_index(pd.DataFrame({"event_id": [1, 2, 3], "group": [0, 0, 1],
 ...                                    "t_lo": [1, 1, 3], "t_hi": [2, 2, 3]}))
 >>> table = idx._index.node_table
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     for c in NODE_TABLE_COLUMNS:
-...         np.save(f"{tmp}/{c}.npy", getattr(table, c).astype(column_dtype(c)))
+...         np.save(f"{tmp}/{c}.npy", getattr(table, c))
 ...     pack_node_columns(Path(tmp), Path(tmp) / "packed")
 ...     expand_node_columns(Path(tmp) / "packed", Path(tmp) / "again", n_rows=3)
 ...     same = all(np.array_equal(np.load(f"{tmp}/again/{c}.npy"), getattr(table, c))
@@ -54,8 +53,7 @@ import pyarrow.parquet as pq
 
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.forests.forest import REAL, VIRTUAL
-from uncertain_cep.index.node_rows import column_dtype
-from uncertain_cep.index.node_table import NodeTable
+from uncertain_cep.index.node_table import NodeTable, column_dtype, id_dtype
 
 __all__ = ["NODE_TABLE_COLUMNS", "PACKED_NODE_FILES", "expand_node_columns", "group_labels",
            "narrow_integers", "pack_node_columns", "read_packed", "widen_integers"]
@@ -194,14 +192,15 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     and ``cond`` are not stored: they are left to
     :func:`~uncertain_cep.index.store.weighted_nodes.derive_probabilities`."""
     columns.mkdir(parents=True, exist_ok=True)
-
-    def save(name: str, values: np.ndarray) -> None:
-        np.save(columns / f"{name}.npy", np.ascontiguousarray(values,
-                                                              dtype=column_dtype(name)))
-
     node_counts, tree_counts = _read(packed / _GROUPS, "nodes"), _read(packed / _GROUPS, "trees")
     group_start = np.concatenate([[0], np.cumsum(node_counts)]).astype(np.int64)
     tree_start = np.concatenate([[0], np.cumsum(tree_counts)]).astype(np.int64)
+    ids = id_dtype(int(group_start[-1]), n_rows)
+
+    def save(name: str, values: np.ndarray) -> None:
+        np.save(columns / f"{name}.npy",
+                np.ascontiguousarray(values, dtype=column_dtype(name, ids)))
+
     save("group_start", group_start)
     save("tree_start", tree_start)
     n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])

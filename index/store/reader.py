@@ -42,7 +42,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -100,6 +100,7 @@ from uncertain_cep.index.store.rtree_files import RTreeChunks, SharedRTree, open
 from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     discard,
+    passing_copy,
     sealed_checksums,
     verified_copy,
     working_copy,
@@ -300,11 +301,14 @@ class IndexReader:
                                for k in ("events", "groups", "trees", "nodes")))
         view = dataclasses.replace(self.manifest, counts=counts)
 
+        def parts() -> Iterator[Path]:
+            for r in readers:
+                with passing_copy(r.root, r.manifest, verified=r.verified_all) as part:
+                    yield part
+
         def get() -> Path:
-            return side_by_side_copy(
-                manifest_digest(self.manifest.to_json()), wanted,
-                lambda: [working_copy(r.root, r.manifest, verified=r.verified_all)
-                         for r in readers])
+            return side_by_side_copy(manifest_digest(self.manifest.to_json()), wanted,
+                                     parts, n_nodes=counts.nodes, n_rows=counts.events)
 
         def read_text(columns: list[str]) -> pd.DataFrame:
             if not columns:

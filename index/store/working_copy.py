@@ -40,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -47,7 +48,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -84,6 +85,7 @@ __all__ = [
     "compressed_name",
     "discard",
     "expand_stored",
+    "passing_copy",
     "seal",
     "sealed_checksums",
     "verified_copy",
@@ -102,6 +104,9 @@ DEFAULT_CACHE_LIMIT = 20 * 2**30
 SEAL = "working.json"
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _COMPRESSION = "zstd"
+# The working copy's own layout, part of every copy's name: a copy of another layout (an
+# older version's int64 columns, say) is never taken for one of this.
+_LAYOUT = "w2"
 
 
 def cache_directory() -> Path:
@@ -197,19 +202,46 @@ def _key(manifest: Manifest) -> str:
     return manifest_digest(manifest.to_json())
 
 
+def _named(key: str) -> str:
+    return f"{key}-{_LAYOUT}"
+
+
 def working_copy(root: Path, manifest: Manifest, *, verified: bool) -> Path:
     """The working copy of the index directory ``root`` (its checked ``manifest``), made
     now if the cache does not hold it; ``verified``: whether the stored files were hashed
     when the index was opened (else they are hashed before they are expanded)."""
 
-    def make(into: Path) -> None:
-        if not verified:
-            listed = dict(manifest.checksums)
-            verify_files(root, {name: digest for name, digest in listed.items()
-                                if name.startswith((f"{PACKED}/", f"{EVENTS}/"))})
-        expand_stored(root, manifest, into)
+    return cached(_key(manifest), lambda into: _expand(root, manifest, into,
+                                                         verified=verified))
 
-    return cached(_key(manifest), make)
+
+@contextlib.contextmanager
+def passing_copy(root: Path, manifest: Manifest, *, verified: bool) -> Iterator[Path]:
+    """The working copy of the index directory ``root`` for the length of a ``with``
+    block: the cache's if it holds one, else expanded now into a temporary folder of the
+    cache (same filesystem: its files can be linked elsewhere) deleted when the block
+    ends. For what is read once to make another copy (shards side by side): keeping it
+    would hold the same columns twice on the host's disk."""
+    held = cache_directory() / _named(_key(manifest))
+    if (held / SEAL).is_file():
+        os.utime(held / SEAL)
+        yield held
+        return
+    held.parent.mkdir(parents=True, exist_ok=True)
+    tmp = held.parent / f".{held.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        _expand(root, manifest, tmp, verified=verified)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool) -> None:
+    if not verified:
+        listed = dict(manifest.checksums)
+        verify_files(root, {name: digest for name, digest in listed.items()
+                            if name.startswith((f"{PACKED}/", f"{EVENTS}/"))})
+    expand_stored(root, manifest, into)
 
 
 def cached(key: str, make: Callable[[Path], None]) -> Path:
@@ -217,7 +249,7 @@ def cached(key: str, make: Callable[[Path], None]) -> Path:
     hold it: written beside its name, sealed, renamed into place (another process's copy,
     renamed first, is taken instead); then the cache is brought within its limit."""
     cache = cache_directory()
-    final = cache / key
+    final = cache / _named(key)
     if (final / SEAL).is_file():
         os.utime(final / SEAL)
         return final
@@ -258,7 +290,7 @@ def adopt(work: Path, manifest: Manifest) -> None:
     as its working copy when the cache is on the same filesystem (a rename); else delete
     it."""
     cache = cache_directory()
-    final = cache / _key(manifest)
+    final = cache / _named(_key(manifest))
     try:
         seal(work)
         cache.mkdir(parents=True, exist_ok=True)

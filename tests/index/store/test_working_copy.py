@@ -48,3 +48,17 @@ def test_a_limit_that_is_not_a_size_is_refused_naming_the_variable(monkeypatch):
     monkeypatch.setenv("UNCERTAIN_CEP_CACHE_LIMIT", "lots")
     with pytest.raises(uc.IndexFormatError, match="UNCERTAIN_CEP_CACHE_LIMIT is 'lots'"):
         cache_limit()
+
+
+def test_a_copy_of_another_layout_is_never_taken_for_this_one(tmp_path, monkeypatch):
+    # An older version's copy of the same index (its int64 columns under the bare manifest
+    # digest) sits in the cache: this version makes and maps its own beside it.
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    root, manifest = _index(tmp_path, "a", 30)
+    made = working_copy(root, manifest, verified=True)
+    older = made.parent / made.name.rsplit("-", 1)[0]
+    assert older != made
+    os.rename(made, older)
+    again = working_copy(root, manifest, verified=True)
+    assert again == made and (again / SEAL).is_file() and (older / SEAL).is_file()
+    assert uc.open_index(tmp_path / "a").query("PATTERN SEQ(A) DEFINE A AS x > 28").shape[0] == 1
