@@ -301,8 +301,17 @@ class IndexReader:
                                for k in ("events", "groups", "trees", "nodes")))
         view = dataclasses.replace(self.manifest, counts=counts)
 
+        # Every shard side by side (the local engine's whole-index query): no other
+        # open needs a shard's own copy, so each is expanded for the moment and deleted.
+        # Some of them (a Spark slice and its halo, which the next slice shares): each
+        # shard's copy is kept for the next open that needs it.
+        passing = len(wanted) == len(self.manifest.shards)
+
         def parts() -> Iterator[Path]:
             for r in readers:
+                if not passing:
+                    yield working_copy(r.root, r.manifest, verified=r.verified_all)
+                    continue
                 with passing_copy(r.root, r.manifest, verified=r.verified_all) as part:
                     yield part
 

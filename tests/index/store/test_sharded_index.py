@@ -114,9 +114,9 @@ def test_a_sharded_index_is_replaced_by_a_new_save_and_foreign_files_are_kept(tm
 
 @settings(max_examples=15)
 @given(case=cases(condition2=False), shard_events=st.integers(1, 6),
-       subset=st.lists(st.integers(0, 5), min_size=1, max_size=4))
+       subset=st.lists(st.integers(0, 5), min_size=1, max_size=4), every=st.booleans())
 def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
-        case, shard_events, subset) -> None:
+        case, shard_events, subset, every) -> None:
     # A query over several shards maps one working copy of them (no copy in memory),
     # holding exactly what merging the shards' own indexes in memory gives.
     from uncertain_cep.index.shards.merge import merge_indexes
@@ -129,7 +129,7 @@ def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
         uc.build_index(df, codes=codes).save(Path(tmp) / "ix", shard_events=shard_events)
         reader = open_reader(Path(tmp) / "ix")
         n = max(len(reader.manifest.shards), 1)
-        which = sorted({k % n for k in subset})
+        which = list(range(n)) if every else sorted({k % n for k in subset})
         opened = reader.load(shards=which)
         parts = [r.load() for r in reader.shards(which if reader.manifest.is_sharded
                                                  else None) if r.manifest.counts.events]
@@ -156,10 +156,14 @@ def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
             made = sorted(p.name for p in cache_directory().iterdir())
             again = open_reader(Path(tmp) / "ix").load(shards=which)
             assert sorted(p.name for p in cache_directory().iterdir()) == made
-            # Made from the shards expanded one at a time and deleted: the cache holds
-            # the side-by-side copy alone, equal to the one made from the build's copies.
+            # Every shard side by side is made from the shards expanded one at a time
+            # and deleted: the cache holds that copy alone. Some of them (a Spark
+            # slice's) keep each shard's own copy for the next slice.
             if len(parts) > 1:
-                assert len(made) == 1 and "-side-by-side" in made[0], made
+                every = len(which) == n
+                event(f"side by side: {'every shard' if every else 'some shards'}")
+                assert sum("-side-by-side" in name for name in made) == 1, made
+                assert len(made) == (1 if every else 1 + len(parts)), made
             for column in NODE_TABLE_COLUMNS:
                 np.testing.assert_array_equal(getattr(fresh.node_table, column),
                                               getattr(merged.node_table, column),
@@ -167,3 +171,24 @@ def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
         finally:
             os.environ["UNCERTAIN_CEP_CACHE"] = before
         assert again.archive.event_ids.tolist() == opened.archive.event_ids.tolist()
+
+
+def test_every_shard_side_by_side_keeps_no_shard_copy_and_some_shards_keep_theirs(
+        tmp_path, monkeypatch) -> None:
+    # The whole index side by side is the only copy its later opens need; a Spark
+    # slice's few shards keep their own copies for the slice next to it.
+    from uncertain_cep.index.store.reader import open_reader
+
+    n = 12
+    df = pd.DataFrame({"event_id": range(n), "group": [i % 2 for i in range(n)],
+                       "t_lo": [3 * i for i in range(n)], "t_hi": [3 * i + 1 for i in range(n)],
+                       "x": [float(i) for i in range(n)]})
+    uc.build_index(df).save(tmp_path / "ix", shard_events=3)
+    shards = len(open_reader(tmp_path / "ix").manifest.shards)
+    assert shards >= 3
+    for name, which, kept in (("every", None, 1), ("some", [0, 1], 3)):
+        monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / f"cache-{name}"))
+        index = open_reader(tmp_path / "ix").load(shards=which)
+        made = sorted(p.name for p in (tmp_path / f"cache-{name}").iterdir())
+        assert len(made) == kept and sum("-side-by-side" in m for m in made) == 1, made
+        assert index.archive.n_events == (n if which is None else 6)
