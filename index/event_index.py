@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 from rtree import index as rtree_index
 
+from uncertain_cep.index.column_scan import ColumnScan
 from uncertain_cep.index.forests.codes import CodeScheme, code_scheme
 from uncertain_cep.index.forests.forest import REAL, GroupForest
 from uncertain_cep.index.forests.rounding import float_down, float_up
@@ -35,7 +36,12 @@ from uncertain_cep.index.statistics import EventStatistics, StatisticsBuilder, S
 from uncertain_cep.model.events import Archive
 from uncertain_cep.progress import progress_bar
 
-__all__ = ["EventIndex", "archive_statistics", "build_forests"]
+__all__ = ["SCAN_SPAN_FRACTION", "EventIndex", "archive_statistics", "build_forests"]
+
+# A search box bounding neither group nor code range whose time span covers at least this
+# fraction of the index's time extent is answered by a column scan, not the R*-tree
+# (index/column_scan.py; measured in docs/benchmarks.md, "Item searches by column scan").
+SCAN_SPAN_FRACTION = 0.125
 
 
 def build_forests(archive: Archive, settings: BuildSettings,
@@ -248,11 +254,46 @@ class EventIndex:
             mins[:, 3 + j], maxs[:, 3 + j] = attributes.get(a, (-math.inf, math.inf))
         if self.archive.n_events == 0:
             return [np.zeros(0, dtype=np.int64) for _ in queries]
+        if self.search_log is None and all(self._scanned(lo, hi) for lo, hi in zip(mins, maxs)):
+            return [self.column_scan.rows(lo, hi) for lo, hi in zip(mins, maxs)]
         if self.search_log is not None:
             self.search_log.append((mins, maxs))
         with self._rtree_lock:
             ids, counts = self.rtree.intersection_v(mins, maxs)
         return np.split(ids.astype(np.int64), np.cumsum(counts)[:-1])
+
+    def search_access(self, time: tuple[float, float]) -> str:
+        """How a box over every group and code in the span ``time`` is searched (what
+        EXPLAIN says of an item's search)."""
+        box = np.array([-math.inf, float_down(time[0]), -math.inf]), \
+            np.array([math.inf, float_up(time[1]), math.inf])
+        if self.archive.n_events and self.search_log is None and self._scanned(*box):
+            return f"column scan of the {self.archive.n_events:,} events' boxes"
+        return str(getattr(self.rtree, "access", "R*-tree search"))
+
+    @cached_property
+    def column_scan(self) -> ColumnScan:
+        """The events' boxes as columns (:mod:`~uncertain_cep.index.column_scan`)."""
+        lay, numeric = self.layout, self.archive.numeric
+        return ColumnScan(self.event_group, lay.t_min, lay.t_max, lay.code_lo, lay.code_hi,
+                          [(numeric[a].lo, numeric[a].hi) for a in self.attributes])
+
+    @cached_property
+    def _time_extent(self) -> tuple[float, float]:
+        return float(np.min(self.layout.t_min)), float(np.max(self.layout.t_max))
+
+    def _scanned(self, low: np.ndarray, high: np.ndarray) -> bool:
+        """Whether the box from ``low`` to ``high`` is answered by a column scan: it
+        bounds neither group nor code range (axes 0 and 2) and its time span covers at
+        least :data:`SCAN_SPAN_FRACTION` of the index's time extent. Such a box the
+        R*-tree prunes by time and attributes alone, which its bulk load spreads through
+        every node; a narrower one (a negation's gap) it finds in a few nodes."""
+        if not (low[0] == -math.inf and high[0] == math.inf
+                and low[2] == -math.inf and high[2] == math.inf):
+            return False
+        first, last = self._time_extent
+        covered = min(high[1], last) - max(low[1], first)
+        return bool(covered >= SCAN_SPAN_FRACTION * (last - first + 1))
 
 
 def archive_statistics(archive: Archive, layout: EventLayout) -> EventStatistics:

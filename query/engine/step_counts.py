@@ -69,9 +69,10 @@ class StepCounter:
         coded = self._code_entries[depth] = self._code_entries.get(depth, 0) + by_code
         tupled = self._tuple_entries[depth] = (self._tuple_entries.get(depth, 0)
                                                + as_tuples)
-        # An index searches its R*-tree; a sharded one opened side by side, each shard's
-        # (index/shards/merge.py).
-        search = getattr(ctx.index.rtree, "access", "R*-tree search")
+        # An index scans its events' box columns for a span it mostly covers, else
+        # searches its R*-tree (a sharded one opened side by side, each shard's:
+        # index/shards/merge.py).
+        search = ctx.index.search_access(ctx.span)
         step.access = ACCESS_PATH.format(search=search, symbols=", ".join(symbols))
         if coded:
             step.access += BY_CODE.format(entries=coded)

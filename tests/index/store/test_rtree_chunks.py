@@ -17,6 +17,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import uncertain_cep as uc
+from uncertain_cep.index import event_index
 from uncertain_cep.index.store import rtree_and_statistics
 from uncertain_cep.index.store.layout import rtree_files
 from uncertain_cep.index.store.rtree_files import RTreeChunks
@@ -33,6 +34,8 @@ def test_an_index_of_chunked_r_trees_answers_as_the_whole_archive(case, chunk_en
     event(f"chunks: {min(-(-len(df) // chunk_entries), 4)}, sharded: {bool(shard_events)}")
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
         patch.setattr(rtree_and_statistics, "RTREE_CHUNK_ENTRIES", chunk_entries)
+        # Every search in the trees, the items' too (else a column scan: test_column_scan).
+        patch.setattr(event_index, "SCAN_SPAN_FRACTION", 2.0)
         whole.save(Path(tmp) / "ix", shard_events=shard_events)
         reopened = uc.open_index(Path(tmp) / "ix")
         assert_same_answer(reopened.query(pattern),
@@ -48,6 +51,7 @@ def _events(n: int) -> pd.DataFrame:
 def test_each_chunk_is_its_own_pair_of_files_and_the_manifest_says_how_many_rows_each_holds(
         tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(rtree_and_statistics, "RTREE_CHUNK_ENTRIES", 4)
+    monkeypatch.setattr(event_index, "SCAN_SPAN_FRACTION", 2.0)
     uc.build_index(_events(10)).save(tmp_path / "ix")
     manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
     assert manifest["rtree"] == {"dimension": 4, "entries": 10, "chunk_entries": 4}

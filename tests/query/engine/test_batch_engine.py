@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from random_archives import archives, patterns, symbols
 
 import uncertain_cep as uc
+from uncertain_cep.index import event_index
 from uncertain_cep.query.engine import batch_engine
 from uncertain_cep.query.engine.item_windows import every_item_window, windows_from_instants
 from uncertain_cep.query.engine.kernels import extension as extension_kernels
@@ -144,8 +145,13 @@ def test_explain_names_the_access_path_of_each_step():
         "tag": ["a", "b", "a", "b", "a", "a"]}))
     ex = idx.explain(QUERY)
     assert len(ex.steps) == 3
-    assert all("R*-tree" in s.access and "by instant" in s.access for s in ex.steps)
+    # The items' boxes span every group and code and all of the time: a column scan.
+    assert all("column scan of the 6 events' boxes" in s.access and "by instant" in s.access
+               for s in ex.steps)
     assert "access path" in str(ex)
+    with patch.object(event_index, "SCAN_SPAN_FRACTION", 2.0):
+        ex = idx.explain(QUERY)
+    assert all("R*-tree" in s.access and "by instant" in s.access for s in ex.steps)
 
 
 def test_explain_names_the_code_ranges_a_crowded_window_takes_its_nodes_from():
