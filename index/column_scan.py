@@ -72,6 +72,8 @@ class ColumnScan:
         ``low`` less the longest extent to the last whose earliest instant is within
         ``high``; a margin of the doubles' spacing covers instants beyond 2**53, which
         their doubles round."""
+        if not (math.isfinite(low) or math.isfinite(high)):
+            return 0, self.n_rows       # every row, without reading the instants
         ordered, longest = self._time_order
         if not ordered or self.n_rows == 0:
             return 0, self.n_rows

@@ -222,18 +222,30 @@ def passing_copy(root: Path, manifest: Manifest, *, verified: bool) -> Iterator[
     cache (same filesystem: its files can be linked elsewhere) deleted when the block
     ends. For what is read once to make another copy (shards side by side): keeping it
     would hold the same columns twice on the host's disk."""
-    held = cache_directory() / _named(_key(manifest))
-    if (held / SEAL).is_file():
-        os.utime(held / SEAL)
-        yield held
+    copy = cache_directory() / _named(_key(manifest))
+    if _held(copy):
+        yield copy
         return
-    held.parent.mkdir(parents=True, exist_ok=True)
-    tmp = held.parent / f".{held.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = _beside(copy)
     try:
         _expand(root, manifest, tmp, verified=verified)
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _held(copy: Path) -> bool:
+    """Whether the cache holds ``copy`` whole; if so it is marked used now."""
+    if not (copy / SEAL).is_file():
+        return False
+    os.utime(copy / SEAL)
+    return True
+
+
+def _beside(copy: Path) -> Path:
+    """A temporary folder's name beside ``copy``, this process's own (hidden: no copy)."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    return copy.parent / f".{copy.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool) -> None:
@@ -248,13 +260,10 @@ def cached(key: str, make: Callable[[Path], None]) -> Path:
     """The cache's copy named ``key``, made now by ``make(folder)`` if the cache does not
     hold it: written beside its name, sealed, renamed into place (another process's copy,
     renamed first, is taken instead); then the cache is brought within its limit."""
-    cache = cache_directory()
-    final = cache / _named(key)
-    if (final / SEAL).is_file():
-        os.utime(final / SEAL)
+    final = cache_directory() / _named(key)
+    if _held(final):
         return final
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = cache / f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = _beside(final)
     try:
         make(tmp)
         seal(tmp)
