@@ -103,9 +103,12 @@ def first_queries(wheel: Path, work: Path, kind: str) -> dict[str, Any]:
 
 # The same two queries on Spark under local-cluster[2,1,1024] (real executor processes),
 # each executor with a new, empty kernel cache of its own (a relative
-# UNCERTAIN_CEP_KERNEL_CACHE, resolved in each executor's new working folder): a job that
-# starts the executors' Python workers, then each query first and again (warm), timed on
-# the driver; compiling as the slices count it.
+# UNCERTAIN_CEP_KERNEL_CACHE, resolved in each executor's new working folder): the
+# session's executors up, then its first Python job, timed apart as "session ready":
+# either Spark's own start of the Python workers (a job that touches its rows, what any
+# PySpark job pays first) or the package's warm-up (uc.warm_up_spark, waited for: it
+# starts the workers too, and runs the query's plan once with no data); then each query
+# first and again (warm), timed on the driver; compiling as the slices count it.
 _SPARK_CHILD = """
 import json, sys, time
 import pandas as pd, uncertain_cep as uc
@@ -115,13 +118,14 @@ uc.build_index(pd.read_parquet(sys.argv[1]), group_by="person",
 spark = spark_session("local-cluster[2,1,1024]")
 spark.range(4, numPartitions=4).count()     # executors up before the first query
 out = {}
-# Spark's own start of Python workers on the executors (pandas imported, nothing of
-# ours), timed apart: what any PySpark job pays first, not the query's.
 def touch(batches):
     for batch in batches:
         yield batch
 t = time.perf_counter()
-spark.range(8, numPartitions=8).mapInPandas(touch, "id long").count()
+if sys.argv[5] == "warm-up":
+    uc.warm_up_spark(spark, wait=True)
+else:
+    spark.range(8, numPartitions=8).mapInPandas(touch, "id long").count()
 out["python_workers_s"] = time.perf_counter() - t
 for name, q in (("first_query", sys.argv[2]), ("first_not_query", sys.argv[3])):
     for run in ("", "_warm"):
@@ -139,27 +143,32 @@ uc.query_index(sys.argv[4], sys.argv[2], engine="spark")
 out["after_idle_s"] = time.perf_counter() - t
 out["installed_at"] = uc.__file__
 print("RESULT " + json.dumps(out))
+spark.stop()
 """
 
 
 def spark_first_queries(wheel: Path, work: Path, kind: str, daemon: bool = True,
-                        run_name: str = "") -> dict[str, Any]:
+                        run_name: str = "", warm_up: bool = True) -> dict[str, Any]:
     """Both queries on Spark, from the installed ``wheel``, executors' caches empty;
-    ``daemon``: the package's worker daemon (else pyspark's)."""
+    ``daemon``: the package's worker daemon (else pyspark's); ``warm_up``: the session
+    made ready by the package's warm-up (else by Spark's own start of its workers)."""
     site = work / f"site-{kind}"
     env = {**os.environ, "PYTHONPATH": str(site), "UNCERTAIN_CEP_KERNEL_CACHE": "kernels",
            "UNCERTAIN_CEP_WORKER_DAEMON": "1" if daemon else "0"}
-    run = work / f"spark-{kind}-{'package' if daemon else 'pyspark'}-daemon{run_name}"
+    ready = "warm-up" if warm_up else "workers"
+    run = work / (f"spark-{kind}-{'package' if daemon else 'pyspark'}-daemon-{ready}"
+                  f"{run_name}")
     run.mkdir()
     proc = subprocess.run([sys.executable, "-c", _SPARK_CHILD, str(SAMPLE), QUERY, NOT_QUERY,
-                           str(run / "index")], cwd=run, env=env, capture_output=True,
-                          text=True)
+                           str(run / "index"), ready], cwd=run, env=env,
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-3000:])
-    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
     assert result["installed_at"].startswith(str(site)), result["installed_at"]
     result["wheel"] = kind
     result["daemon"] = "package's" if daemon else "pyspark's"
+    result["ready"] = "package's warm-up" if warm_up else "Spark's workers started"
     return result
 
 
@@ -167,12 +176,14 @@ def spark_section(rows: list[dict[str, Any]]) -> str:
     lines = [f"<!-- first_query_spark:start (written by bench/bench_first_query.py on "
              f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
              "local-cluster[2,1,1024]) -->",
-             "| wheel | worker daemon | Python workers started s | first query s | warm s "
+             "| wheel | worker daemon | session made ready by | ready s | first query s | "
+             "warm s "
              "| first / warm | compiling s (slices) | first NOT query s | warm s | "
              "first / warm | compiling s (slices) | first query after 75 s idle s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        cells = [r["wheel"], r.get("daemon", "pyspark's"), f"{r['python_workers_s']:.2f}"]
+        cells = [r["wheel"], r.get("daemon", "pyspark's"),
+                 r.get("ready", "Spark's workers started"), f"{r['python_workers_s']:.2f}"]
         for name in ("first_query", "first_not_query"):
             first, warm = r[name + "_s"], r[name + "_warm_s"]
             cells += [f"{first:.2f}", f"{warm:.2f}", f"{first / warm:.2f}",
@@ -207,11 +218,14 @@ def main() -> None:
         work = Path(tmp)
         wheels = build_wheels(work)
         rows = [first_queries(wheels[kind], work, kind) for kind in ("shipped", "plain")]
-        # The package's worker daemon against pyspark's, side by side, twice each.
+        # The package's worker daemon against pyspark's, each with and without the
+        # package's warm-up, side by side, twice each.
         spark_rows = [spark_first_queries(wheels["shipped"], work, "shipped", daemon,
-                                          f"-{i}")
-                      for i in range(2) for daemon in (True, False)]
-        spark_rows.append(spark_first_queries(wheels["plain"], work, "plain"))
+                                          f"-{i}", warm_up)
+                      for i in range(2) for daemon in (True, False)
+                      for warm_up in (True, False)]
+        spark_rows.append(spark_first_queries(wheels["plain"], work, "plain",
+                                              warm_up=False))
     for r in [*rows, *spark_rows]:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     assert rows[0]["first_query_rows"] == rows[1]["first_query_rows"]

@@ -18,6 +18,7 @@ The public API (SEMANTICS.md defines every answer):
     uc.match_spark(events_df, "PARTITION BY ...")     # a lazy pyspark DataFrame
     uc.query_index("index/", "PATTERN ...", engine="spark")   # pandas, for notebooks
     uc.register(spark)                                # SQL: uc_query(...), uc_match(...)
+    uc.warm_up_spark(spark)                           # a session's first query warm
 
 Names are loaded on first use, for start-up time: ``import uncertain_cep`` takes about
 0.05 s, loading every name (pandas, scipy, rtree, lark, matplotlib) about 1.4 s, which
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from uncertain_cep.pipeline.match_job import match_spark, match_spark_pandas
     from uncertain_cep.pipeline.query_job import query_spark
     from uncertain_cep.pipeline.sql_functions import register
+    from uncertain_cep.pipeline.warm_up import warm_up_spark
     from uncertain_cep.query.evaluation.explain import Explanation
     from uncertain_cep.query.language.parse import parse_query
     from uncertain_cep.query.language.patterns import (
@@ -97,6 +99,7 @@ _EXPORTS = {
     "match_spark": "uncertain_cep.pipeline.match_job",
     "match_spark_pandas": "uncertain_cep.pipeline.match_job",
     "register": "uncertain_cep.pipeline.sql_functions",
+    "warm_up_spark": "uncertain_cep.pipeline.warm_up",
     "read_archive": "uncertain_cep.model.events",
     "MaxSpeed": "uncertain_cep.model.feasibility",
     "PairPredicate": "uncertain_cep.model.feasibility",

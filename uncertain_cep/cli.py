@@ -56,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _configure_logging(args.verbose, args.quiet)
     from uncertain_cep.errors import UncertainCepError, UsageError
+    from uncertain_cep.pipeline import session
+
+    # One job per process: no query follows a build here to find its plan warm
+    # (pipeline/warm_up.py).
+    session.WARM_UP = False
 
     try:
         return int(args.run(args))

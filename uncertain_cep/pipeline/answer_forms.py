@@ -30,12 +30,21 @@ from uncertain_cep.query.language.patterns import SequencePattern, with_limit
 from uncertain_cep.query.language.symbols import check_symbols
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["ANSWER_COLUMNS", "answer_schema", "checked_query", "datetime_axis", "first_rows",
-           "match_options", "match_probe", "slice_frame"]
+__all__ = ["ANSWER_COLUMNS", "DRIVER_KERNELS", "ERROR_COLUMN", "KIND_COLUMN", "STATS_COLUMN",
+           "answer_schema", "answer_struct", "checked_query", "datetime_axis",
+           "detailed_frame", "detailed_schema", "first_rows", "match_options",
+           "match_probe", "slice_frame", "slice_numbers"]
 
 ANSWER_COLUMNS = ("events", "confidence", "t_first", "t_last")
+# The modules whose kernels the driver-side helper runs on the collected rows (the
+# answer's order).
+DRIVER_KERNELS = ("uncertain_cep.query.evaluation.answer",)
+# The driver-side helper's extra columns (``query_spark_collected``): what a row is
+# ("row", "stats" or "error"), a slice's counters (pickled), its error.
+KIND_COLUMN, STATS_COLUMN, ERROR_COLUMN = "_uc_kind", "_uc_stats", "_uc_error"
 
 
 # ---------------------------------------------------------------- part A
@@ -61,15 +70,7 @@ def checked_query(index: str | Path, query: str, strategy: str, verify: bool = F
 
 def answer_schema(archive: Archive, *, datetimes: bool = True) -> StructType:
     """The columns of a part-A answer on Spark (``query_spark``, ``uc_query``)."""
-    from pyspark.sql.types import (
-        ArrayType,
-        DoubleType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
+    from pyspark.sql.types import DoubleType, LongType, StringType, TimestampType
 
     kind = archive.event_ids.dtype.kind
     if archive.event_ids.dtype == np.uint64:
@@ -82,6 +83,16 @@ def answer_schema(archive: Archive, *, datetimes: bool = True) -> StructType:
     # (``datetimes=False``: as instants, for the driver-side helper to convert).
     times = (TimestampType() if datetimes and datetime_axis(archive) is not None
              else LongType())
+    return answer_struct(ids, times)
+
+
+def answer_struct(ids: Any = None, times: Any = None) -> StructType:
+    """The answer's columns with events of the Spark type ``ids`` and instants of
+    ``times`` (default both ``LongType``: integer ids, instants)."""
+    from pyspark.sql.types import ArrayType, DoubleType, LongType, StructField, StructType
+
+    ids = LongType() if ids is None else ids
+    times = LongType() if times is None else times
     return StructType([StructField("events", ArrayType(ids, False), False),
                        StructField("confidence", DoubleType(), False),
                        StructField("t_first", times, False),
@@ -102,6 +113,31 @@ def slice_frame(rows: list[tuple[tuple[Any, ...], float, int, int]]) -> pd.DataF
         "confidence": significant(np.array([r[1] for r in rows], dtype=np.float64), 15),
         "t_first": np.array([r[2] for r in rows], dtype=np.int64),
         "t_last": np.array([r[3] for r in rows], dtype=np.int64)})
+
+
+def slice_numbers(spark: SparkSession, n: int) -> DataFrame:
+    """One row per slice (its number, column ``id``), each in its own partition: one task
+    per slice."""
+    return spark.range(0, n, 1, n)
+
+
+def detailed_schema(answer: StructType) -> StructType:
+    """The answer's columns, nullable, between the row's kind and its slice's counters
+    and error: what the driver-side helper collects."""
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    fields = [StructField(f.name, f.dataType, True) for f in answer.fields]
+    return StructType([StructField(KIND_COLUMN, StringType(), False), *fields,
+                       StructField(STATS_COLUMN, BinaryType(), True),
+                       StructField(ERROR_COLUMN, StringType(), True)])
+
+
+def detailed_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every column of :func:`detailed_schema`, in its order (nulls where a row has
+    none)."""
+    names = [KIND_COLUMN, *ANSWER_COLUMNS, STATS_COLUMN, ERROR_COLUMN]
+    return frame.assign(**{c: pd.Series([None] * len(frame), dtype=object)
+                           for c in names if c not in frame.columns})[names]
 
 
 def first_rows(rows: list[tuple[tuple[Any, ...], float, int, int]], k: int

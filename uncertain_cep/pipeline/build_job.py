@@ -109,6 +109,7 @@ from uncertain_cep.pipeline.spark_reader import (
     rename_input,
 )
 from uncertain_cep.pipeline.spark_types import timestamps_as_micros
+from uncertain_cep.pipeline.warm_up import start_warm_up
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -256,17 +257,21 @@ def build_index_spark(source: DataFrame | pd.DataFrame | Any | str | os.PathLike
             frame = read_input(spark, spec, nanos=True)
         spec.duration_units.update(parquet_duration_units(spec))
         try:
-            return _build(spark, spec, frame, target, group_by=group_by, time_unit=time_unit,
-                          settings=settings, reject_rows=reject_rows,
-                          shard_events=shard_events,
-                          report_groups=report_groups, partitions=partitions, say=say,
-                          warn=log or _log.warning, started=started, phases=phases)
+            summary = _build(spark, spec, frame, target, group_by=group_by,
+                             time_unit=time_unit, settings=settings,
+                             reject_rows=reject_rows, shard_events=shard_events,
+                             report_groups=report_groups, partitions=partitions, say=say,
+                             warn=log or _log.warning, started=started, phases=phases)
         except UncertainCepError:
             raise
         except Exception as e:
             if not is_spark_error(e):
                 raise
             raise spark_failure(e, f"the build of {spec.label}") from e
+    # The session's next job is likely a query: its plan is run once ahead, while the
+    # session idles (pipeline/warm_up.py).
+    start_warm_up(spark)
+    return summary
 
 
 def _build(spark: SparkSession, spec: InputSpec, frame: DataFrame,

@@ -38,12 +38,18 @@ from uncertain_cep.kernel_cache import load_in_background
 from uncertain_cep.model.events import Archive
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.pipeline.answer_forms import (
-    ANSWER_COLUMNS,
+    DRIVER_KERNELS,
+    ERROR_COLUMN,
+    KIND_COLUMN,
+    STATS_COLUMN,
     answer_schema,
     checked_query,
     datetime_axis,
+    detailed_frame,
+    detailed_schema,
     first_rows,
     slice_frame,
+    slice_numbers,
 )
 from uncertain_cep.pipeline.session import task_slots
 from uncertain_cep.pipeline.spark_errors import is_spark_error, spark_failure
@@ -54,19 +60,15 @@ from uncertain_cep.pipeline.time_slices import (
     evaluate_slice,
     plan_slices,
 )
+from uncertain_cep.pipeline.warm_up import wait_for_warm_up
 from uncertain_cep.query.evaluation.stats import QueryStats
 from uncertain_cep.query.language.patterns import SequencePattern
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 __all__ = ["CollectedAnswer", "query_spark", "query_spark_collected", "query_spark_rows",
            "write_answer_directory"]
-# The driver-side helper's extra columns: what a row is, a slice's counters, its error.
-_KIND, _STATS, _ERROR = "_uc_kind", "_uc_stats", "_uc_error"
-# Where the kernels the driver runs on the collected rows live (the answer's order).
-_ANSWER_MODULE = "uncertain_cep.query.evaluation.answer"
 
 
 class CollectedAnswer(NamedTuple):
@@ -126,7 +128,7 @@ def query_spark(index: str | Path, query: str, strategy: str = "selectivity", *,
     schema = answer_schema(job.archive)
     if not job.plan:
         return job.spark.createDataFrame([], schema)
-    answer = _slices(job.spark, job.plan).mapInPandas(
+    answer = slice_numbers(job.spark, len(job.plan)).mapInPandas(
         _task(job, strategy, axis=datetime_axis(job.archive)), schema)
     # In-process answers sort by confidence rounded to 12 decimals (rounding noise must
     # not reorder rows), then by event ids; arrays compare element by element as tuples.
@@ -160,11 +162,11 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
     if not job.plan:
         return CollectedAnswer([], QueryStats(strategy=strategy, engine="spark", slices=0),
                                job.archive, job.pattern)
-    schema = _detailed_schema(answer_schema(job.archive, datetimes=False))
+    schema = detailed_schema(answer_schema(job.archive, datetimes=False))
     # The driver's own kernels (the answer table's order) load while the executors work.
-    loading = load_in_background([_ANSWER_MODULE])
+    loading = load_in_background(DRIVER_KERNELS)
     try:
-        out = _slices(job.spark, job.plan).mapInPandas(
+        out = slice_numbers(job.spark, len(job.plan)).mapInPandas(
             _task(job, strategy, detailed=True), schema).toPandas()
     except Exception as e:
         if not is_spark_error(e):
@@ -172,16 +174,17 @@ def query_spark_collected(index: str | Path, query: str, strategy: str = "select
         raise spark_failure(e, f"the query over {index}") from e
     finally:
         loading.join()
-    errors = out.loc[out[_KIND] == "error", _ERROR]
+    errors = out.loc[out[KIND_COLUMN] == "error", ERROR_COLUMN]
     if len(errors):
         raise PlanningError(f"a time slice failed: {errors.iloc[0]}")
-    found = out[out[_KIND] == "row"]
+    found = out[out[KIND_COLUMN] == "row"]
     rows = [(tuple(np.asarray(ev).tolist()), float(c), int(a), int(b))
             for ev, c, a, b in zip(found["events"], found["confidence"], found["t_first"],
                                    found["t_last"])]
     if job.pattern.limit is not None:
         rows = first_rows(rows, job.pattern.limit)
-    parts = [pickle.loads(bytes(b)) for b in out.loc[out[_KIND] == "stats", _STATS]]
+    parts = [pickle.loads(bytes(b))
+             for b in out.loc[out[KIND_COLUMN] == "stats", STATS_COLUMN]]
     stats = QueryStats.merged(parts, engine="spark", seconds=time.perf_counter() - started)
     return CollectedAnswer(rows, stats, job.archive, job.pattern)
 
@@ -248,6 +251,9 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
         spark = spark_session(master)
     else:
         register_if_configured(spark)
+    # A warm-up of this plan still running on the session (pipeline/warm_up.py) ends
+    # first: the two would compete for the same task slots.
+    wait_for_warm_up(spark)
     plan = plan_slices(reader, pattern.window, slices or _default_slices(reader, spark))
     return _Job(spark, reader, archive, pattern, plan)
 
@@ -258,20 +264,6 @@ def _default_slices(reader: IndexReader, spark: SparkSession) -> int:
     (cut by equal events too), and each task opens about one shard and the neighbours its
     halo reaches, not a growing share of the index."""
     return max(2 * task_slots(spark), len(reader.manifest.shards))
-
-
-def _slices(spark: SparkSession, plan: list[TimeSlice]) -> DataFrame:
-    """One row per slice (its number), each in its own partition: one task per slice."""
-    return spark.range(0, len(plan), 1, len(plan))
-
-
-def _detailed_schema(answer: StructType) -> StructType:
-    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
-
-    fields = [StructField(f.name, f.dataType, True) for f in answer.fields]
-    return StructType([StructField(_KIND, StringType(), False), *fields,
-                       StructField(_STATS, BinaryType(), True),
-                       StructField(_ERROR, StringType(), True)])
 
 
 def _task(job: _Job, strategy: str, *,
@@ -294,18 +286,19 @@ def _task(job: _Job, strategy: str, *,
                         raise PlanningError(f"time slice {i} failed: {type(e).__name__}: "
                                             f"{e}") from e
                     # Surface our own message, not a JVM stack trace.
-                    yield _detailed(pd.DataFrame({_KIND: ["error"],
-                                                  _ERROR: [f"{type(e).__name__}: {e}"]}))
+                    error = f"{type(e).__name__}: {e}"
+                    yield detailed_frame(pd.DataFrame({KIND_COLUMN: ["error"],
+                                                       ERROR_COLUMN: [error]}))
                     continue
                 frame = slice_frame(rows)
                 if axis is not None:
                     frame["t_first"] = _instants(axis, frame["t_first"])
                     frame["t_last"] = _instants(axis, frame["t_last"])
                 if detailed:
-                    frame.insert(0, _KIND, "row")
-                    yield _detailed(frame)
-                    frame = _detailed(pd.DataFrame({_KIND: ["stats"],
-                                                    _STATS: [pickle.dumps(stats)]}))
+                    frame.insert(0, KIND_COLUMN, "row")
+                    yield detailed_frame(frame)
+                    frame = detailed_frame(pd.DataFrame({KIND_COLUMN: ["stats"],
+                                                         STATS_COLUMN: [pickle.dumps(stats)]}))
                 yield frame
     return run
 
@@ -315,10 +308,3 @@ def _instants(axis: TimeAxis, instants: pd.Series) -> pd.Series:
     from a task as wall times of the session's zone, which would shift every answer by
     the zone's offset; an aware one is the same instant in any session."""
     return as_utc(axis.datetimes(instants.to_numpy()))
-
-
-def _detailed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every column of the detailed schema, in its order (nulls where a row has none)."""
-    names = [_KIND, *ANSWER_COLUMNS, _STATS, _ERROR]
-    return frame.assign(**{c: pd.Series([None] * len(frame), dtype=object)
-                           for c in names if c not in frame.columns})[names]

@@ -25,7 +25,8 @@ from uncertain_cep.pipeline.spark_errors import is_spark_error
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "DRIVER_MEMORY", "WORKER_DAEMON", "is_connect", "master_of",
+__all__ = ["DEFAULT_MASTER", "DRIVER_MEMORY", "WARM_UP", "WORKER_DAEMON", "is_connect",
+           "master_of",
            "spark_available", "spark_session", "task_slots"]
 
 DEFAULT_MASTER = "local[*]"
@@ -38,6 +39,9 @@ WORKER_DAEMON = "uncertain_cep.pipeline.worker_daemon"
 # Whether a session made here shows Spark's stage bars and log (the CLI's -vv). Quiet by
 # default: log4j at ERROR from the start (log4j2-quiet.properties), no bars.
 SPARK_OUTPUT = False
+# Whether sessions run the query plan once ahead (pipeline/warm_up.py); the command line,
+# one job per process, turns it off.
+WARM_UP = True
 _QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
 
