@@ -132,13 +132,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--work", default="/tmp/uncertain-cep-bench")
+    parser.add_argument("--add", action="store_true",
+                        help="keep the other sizes of the last run's results (a size too "
+                             "large to keep beside the others on one disk)")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    measured = [measure(n, work) for n in args.sizes]
+    kept = []
+    if args.add and RESULTS.is_file():
+        kept = [r for r in json.loads(RESULTS.read_text())["sizes"]
+                if r["events"] not in args.sizes]
     results = {"date": time.strftime("%Y-%m-%d"),
                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                           f"{platform.python_version()}",
-               "sizes": [measure(n, work) for n in args.sizes]}
+               "sizes": sorted([*kept, *measured], key=lambda r: r["events"])}
     write_json(RESULTS, results, indent=1)
     replace_section(DOC, "archive", "Archive scale: open and query millions of events",
                     section(results))

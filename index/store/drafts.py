@@ -48,6 +48,7 @@ __all__ = [
     "IndexDraft",
     "check_replaceable",
     "fsync_dir",
+    "fsync_file",
     "fsync_files",
     "remove_abandoned_drafts",
     "swap_into_place",
@@ -119,9 +120,14 @@ def write_durably(table: pa.Table, path: Path) -> None:
 def fsync_files(directory: Path) -> None:
     """Flush every file of ``directory``, and the directory itself, to disk."""
     for path in directory.iterdir():
-        with open(path, "rb+") as fh:
-            os.fsync(fh.fileno())
+        fsync_file(path)
     fsync_dir(directory)
+
+
+def fsync_file(path: Path) -> None:
+    """Flush one file's contents to disk."""
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
 
 
 def fsync_dir(path: Path) -> None:

@@ -6,7 +6,7 @@ version is refused when opened, with the advice to rebuild it. The comments belo
 each version changed.
 
 >>> FORMAT, FORMAT_VERSION
-('uncertain-cep index', 11)
+('uncertain-cep index', 12)
 """
 
 from __future__ import annotations
@@ -34,4 +34,8 @@ FORMAT = "uncertain-cep index"
 # 11: the R*-tree is stored as one tree per chunk of consecutive event rows (the
 # manifest's rtree.chunk_entries; files rtree-1.dat, ...); a version-10 reader would
 # search the first chunk only and miss the other events.
-FORMAT_VERSION = 11
+# 12: the R*-tree's files are stored as libspatialindex reads them (rtree.dat, rtree.idx,
+# ... beside the manifest), no longer compressed in packed/: a host's working copy links
+# them instead of holding a second, decompressed copy (100M events: 12 GB less on every
+# host that queries). A version-11 reader would find no R*-tree.
+FORMAT_VERSION = 12

@@ -15,12 +15,13 @@ Layout of an index directory::
     packed/groups.parquet, packed/nodes.parquet, packed/trees.parquet
                         the node table, packed: what cannot be derived, in narrow
                         integers (:mod:`uncertain_cep.index.store.packed_nodes`)
-    packed/rtree.dat.zst, packed/rtree.idx.zst
-                        libspatialindex's R*-tree over every event's box, compressed;
-                        entry ids are event rows in the order of the events table; an
-                        index of more events than a chunk holds (the manifest's
-                        ``rtree.chunk_entries``) has one tree per chunk of consecutive
-                        rows, the next ones ``rtree-1.dat.zst``, ``rtree-1.idx.zst``, ...
+    rtree.dat, rtree.idx
+                        libspatialindex's R*-tree over every event's box, as it reads
+                        it (a working copy links these files); entry ids are event rows
+                        in the order of the events table; an index of more events than
+                        a chunk holds (the manifest's ``rtree.chunk_entries``) has one
+                        tree per chunk of consecutive rows, the next ones
+                        ``rtree-1.dat``, ``rtree-1.idx``, ...
     stats/time.parquet      events per time bucket (by earliest instant) and the latest
                         instant of those events: what the time-sliced query engine
                         sizes its work by
@@ -32,9 +33,9 @@ What a query maps is the index's *working copy* on the host
 (:mod:`uncertain_cep.index.store.working_copy`, in a local cache): ``columns/*.npy`` (the
 node table, :mod:`uncertain_cep.index.store.node_columns`), ``event_columns/`` (the events
 table's numbers, :mod:`uncertain_cep.index.store.event_columns`) and ``rtree.dat``,
-``rtree.idx``. A build makes it on the way (in ``_work/``, never listed) and leaves it in
-the cache; the builders' ``nodes/`` and ``trees/`` part files are read by the build's last
-step and deleted once the manifest is written.
+``rtree.idx`` (links to the stored files). A build makes it on the way (in ``_work/``,
+never listed) and leaves it in the cache; the builders' ``nodes/`` and ``trees/`` part
+files are read by the build's last step and deleted once the manifest is written.
 
 A *sharded* index (:mod:`uncertain_cep.index.store.sharded`) holds, instead of the tables
 and the packed files, one directory per shard, each of the layout above with its own

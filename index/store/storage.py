@@ -33,6 +33,7 @@ from uncertain_cep.index.store.checksums import file_digest
 from uncertain_cep.index.store.drafts import (
     IndexDraft,
     fsync_dir,
+    fsync_file,
     fsync_files,
     swap_into_place,
     write_durably,
@@ -71,7 +72,7 @@ from uncertain_cep.index.store.rtree_and_statistics import (
 )
 from uncertain_cep.index.store.time_order import sort_table_by_time
 from uncertain_cep.index.store.weighted_nodes import derive_probabilities
-from uncertain_cep.index.store.working_copy import adopt, compress_file, compressed_name
+from uncertain_cep.index.store.working_copy import adopt, link_or_copy
 from uncertain_cep.model.instant_weights import typed_weights
 from uncertain_cep.model.time_axis import TimeAxis
 from uncertain_cep.model.values import plain
@@ -180,8 +181,12 @@ def finish_directory(root: Path, *, group_by: str, attributes: AttributeNames,
     pack_node_columns(work / COLUMNS, root / PACKED,
                       pa.array(keys.to_numpy(), type=group_type) if len(keys) else None,
                       probabilities=not derived)
+    # The R*-tree is stored as libspatialindex reads it, and the working copy links
+    # the stored files: a host then holds it once (working_copy.expand_stored).
     for name in rtree_files(rtree.chunks):
-        compress_file(work / name, root / compressed_name(name))
+        os.replace(work / name, root / name)
+        link_or_copy(root / name, work / name)
+        fsync_file(root / name)
     fsync_files(root / PACKED)
     # The builders' nodes and trees tables are deleted once the manifest is written (a
     # task killed before that and retried finds them again), and never listed.

@@ -2,9 +2,11 @@
 R*-tree file the query engine maps, kept in a local cache with a size limit.
 
 An index stores each table once, compact (:mod:`uncertain_cep.index.store.packed_nodes`;
-the events table, compressed; the R*-tree file, compressed): what travels to and sits on
-storage. The batch engine gathers from flat 8-byte columns, memory-mapped so that every
-process of a host shares their pages. The first open of an index on a host expands it
+the events table, compressed), and its R*-tree's files as libspatialindex reads them:
+what travels to and sits on storage. The batch engine gathers from flat columns,
+memory-mapped so that every process of a host shares their pages; the copy's R*-tree
+files are links to the stored ones (copies where the cache is on another filesystem), so
+a host holds the tree once. The first open of an index on a host expands it
 (:func:`working_copy`) into the cache directory (:func:`cache_directory`), under a name
 that is the digest of the index's manifest: a rebuilt index never meets the copy of its
 predecessor, and an unchanged one is expanded once per host, whoever opens it. A copy is
@@ -52,8 +54,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-import pyarrow as pa
-
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.store.checksums import file_digest, verify_files
 from uncertain_cep.index.store.event_columns import write_event_columns
@@ -81,10 +81,9 @@ __all__ = [
     "cache_directory",
     "cache_limit",
     "cached",
-    "compress_file",
-    "compressed_name",
     "discard",
     "expand_stored",
+    "link_or_copy",
     "passing_copy",
     "seal",
     "sealed_checksums",
@@ -103,7 +102,6 @@ DEFAULT_CACHE_LIMIT = 20 * 2**30
 # A working copy's own checksums and size, written last.
 SEAL = "working.json"
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-_COMPRESSION = "zstd"
 # The working copy's own layout, part of every copy's name: a copy of another layout (an
 # older version's int64 columns, say) is never taken for one of this.
 _LAYOUT = "w2"
@@ -138,29 +136,13 @@ def cache_limit() -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
-def compressed_name(name: str) -> str:
-    """The stored name of a file kept compressed (the R*-tree's)."""
-    return f"{PACKED}/{name}.zst"
-
-
-def compress_file(source: Path, target: Path) -> None:
-    """Write ``source`` compressed (zstd) to ``target``, its size first (the caller makes
-    it durable with the rest of its folder)."""
-    data = source.read_bytes()
-    with open(target, "wb") as fh:
-        fh.write(len(data).to_bytes(8, "little"))
-        fh.write(pa.compress(data, codec=_COMPRESSION, asbytes=True))
-
-
-def _decompress_file(source: Path, target: Path) -> None:
-    raw = source.read_bytes()
-    size = int.from_bytes(raw[:8], "little")
+def link_or_copy(source: Path, target: Path) -> None:
+    """``target`` made another name of ``source`` (a hard link: no second copy on disk),
+    or a copy of it where the two are on different filesystems."""
     try:
-        data = pa.decompress(raw[8:], decompressed_size=size, codec=_COMPRESSION,
-                             asbytes=True)
-    except (pa.ArrowException, ValueError) as e:
-        raise IndexFormatError(f"{source} is damaged: {e}; rebuild the index") from e
-    target.write_bytes(data)
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
@@ -176,9 +158,9 @@ def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
     write_event_columns(into / EVENT_ARRAYS, events,
                         group_by=manifest.group_by, numeric=manifest.attributes.numeric,
                         layout_columns=EVENT_COLUMNS, keys=group_labels(packed))
+    # Stored as libspatialindex reads it: linked, so the host holds it once.
     for name in rtree_files(manifest.rtree.chunks):
-        if (root / compressed_name(name)).is_file():
-            _decompress_file(root / compressed_name(name), into / name)
+        link_or_copy(root / name, into / name)
 
 
 def seal(directory: Path) -> None:
@@ -251,8 +233,10 @@ def _beside(copy: Path) -> Path:
 def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool) -> None:
     if not verified:
         listed = dict(manifest.checksums)
+        rtree = set(rtree_files(manifest.rtree.chunks))
         verify_files(root, {name: digest for name, digest in listed.items()
-                            if name.startswith((f"{PACKED}/", f"{EVENTS}/"))})
+                            if name.startswith((f"{PACKED}/", f"{EVENTS}/"))
+                            or name in rtree})
     expand_stored(root, manifest, into)
 
 

@@ -165,8 +165,14 @@ def test_a_tree_whose_files_are_gone_stays_while_used_and_is_closed_once_unused(
     expected = uc.build_index(_archive()).query(QUERY)      # no tree file of its own
     idx = uc.open_index(tmp_path / "a")
     tree = weakref.ref(idx.event_index.rtree)      # the test's own reference is weak
-    # The working copy evicted (or its cache deleted) while the index is in use.
+    # The working copy evicted (or its cache deleted) while the index is in use: its
+    # tree files were links to the index's, which still name them...
     shutil.rmtree(tmp_path / "cache")
+    assert not tree().unlinked()
+    # ... until those are replaced (by copies of the same bytes here).
+    for path in (tmp_path / "a").glob("rtree*"):
+        shutil.copyfile(path, path.with_name(path.name + ".new"))
+        os.replace(path.with_name(path.name + ".new"), path)
     assert tree().unlinked()
     _ = uc.open_index(tmp_path / "b").event_index      # opening a tree sweeps the registry
     assert tree() in rtree_files._OPEN.values()    # still used: kept, still answering

@@ -164,7 +164,7 @@ def test_damaged_or_missing_files_that_opening_reads_are_refused(tmp_path, table
 
 @pytest.mark.parametrize("table", ["events/part-00000.parquet", "packed/nodes.parquet",
                                    "packed/trees.parquet", "packed/groups.parquet",
-                                   "packed/rtree.dat.zst", "packed/rtree.idx.zst"])
+                                   "rtree.dat", "rtree.idx"])
 def test_damaged_stored_files_are_refused_when_a_working_copy_is_made_or_verified(
         tmp_path, monkeypatch, table):
     _example().save(tmp_path / "ix")
