@@ -225,30 +225,38 @@ def _index_path(work: Path, n: int, shard_events: int | None) -> Path:
     return work / (f"index-{n}" if shard_events is None else f"index-{n}-{shard_events}")
 
 
-def compare_engines(n: int, work: Path, shard_events: int | None = None
+ENGINES = ("local", "local-cold", "spark", "spark-no-archive")
+
+
+def compare_engines(n: int, work: Path, shard_events: int | None = None,
+                    engines: tuple[str, ...] = ENGINES, queries: list[str] | None = None
                     ) -> list[dict[str, object]]:
     """Each engine in its own process (peak memory of its process tree). The local engine
     also runs on a host without the index's working copy (``local-cold``: an empty cache
     of its own, so opening expands the stored files), and the Spark engine with the JVM
-    class archive off (``spark-no-archive``), for its session start and first query."""
+    class archive off (``spark-no-archive``), for its session start and first query.
+    ``engines``: those to run (an index whose whole working copy does not fit the disk
+    runs the Spark engine alone); ``queries``: default :data:`QUERIES`."""
+    queries = queries or QUERIES
     path = _index_path(work, n, shard_events)
     runs = {}
     cold_cache = Path(tempfile.mkdtemp(prefix="uncertain-cep-cold-cache-"))
     envs = {"spark-no-archive": {"UNCERTAIN_CEP_JVM_CACHE": "off"},
             "local-cold": {"UNCERTAIN_CEP_CACHE": str(cold_cache)}}
-    for engine in ("local", "local-cold", "spark", "spark-no-archive"):
+    for engine in engines:
         seconds, peak, peak_pss, log = _run_measured(
             [sys.executable, "-c", _ENGINE_RUN, engine, str(path), str(LOCAL_LIMIT_GB),
-             json.dumps(QUERIES)], env=envs.get(engine))
+             json.dumps(queries)], env=envs.get(engine))
         runs[engine] = (json.loads(log.split("RESULT", 1)[1].strip().splitlines()[0]), peak,
                         peak_pss)
         print(engine, round(seconds, 1), "s,", round(peak / 2**20), "MB RSS,",
               round(peak_pss / 2**20), "MB PSS", flush=True)
     shutil.rmtree(cold_cache, ignore_errors=True)
-    (local, local_peak, local_pss), (spark, spark_peak, spark_pss) = (runs["local"],
-                                                                      runs["spark"])
+    not_run = ({"error": "not run"}, None, None)
+    (local, local_peak, local_pss) = runs.get("local", not_run)
+    (spark, spark_peak, spark_pss) = runs["spark"]
     rows = []
-    for k, q in enumerate(QUERIES):
+    for k, q in enumerate(queries):
         lq = local["queries"][k] if "queries" in local else {"error": local.get("error")}
         sq = spark["queries"][k]
         same = (lq.get("answer") == sq.get("answer")) if "answer" in lq else None
@@ -256,30 +264,37 @@ def compare_engines(n: int, work: Path, shard_events: int | None = None
             "events": n, "query": q, "matches": sq.get("matches"),
             "local_open_seconds": _round(local.get("open_seconds")),
             "local_query_seconds": _round(lq.get("seconds")),
-            "local_peak_rss_mb": round(local_peak / 2**20),
-            "local_peak_pss_mb": round(local_pss / 2**20),
+            "local_peak_rss_mb": _mib(local_peak),
+            "local_peak_pss_mb": _mib(local_pss),
             "local_error": lq.get("error"),
             "spark_start_seconds": _round(spark.get("open_seconds")),
             "spark_query_seconds": _round(sq.get("seconds")),
-            "spark_peak_rss_mb": round(spark_peak / 2**20),
-            "spark_peak_pss_mb": round(spark_pss / 2**20),
+            "spark_peak_rss_mb": _mib(spark_peak),
+            "spark_peak_pss_mb": _mib(spark_pss),
             "spark_slices": sq.get("stats", {}).get("slices"),
             "entries_local": lq.get("stats", {}).get("entries_created"),
             "entries_spark": sq.get("stats", {}).get("entries_created"),
             "same_answers": same})
-        plain = runs["spark-no-archive"][0]
-        rows[-1].update({
-            "no_archive_start_seconds": _round(plain.get("open_seconds")),
-            "no_archive_query_seconds": _round(plain["queries"][k].get("seconds")),
-            "no_archive_same_answers": plain["queries"][k].get("answer") == sq.get("answer")})
-        cold, cold_peak, _ = runs["local-cold"]
-        rows[-1].update({
-            "cold_open_seconds": _round(cold.get("open_seconds")),
-            "cold_query_seconds": _round(cold["queries"][k].get("seconds")),
-            "cold_peak_rss_mb": round(cold_peak / 2**20),
-            "cold_same_answers": cold["queries"][k].get("answer") == lq.get("answer")})
+        if "spark-no-archive" in runs:
+            plain = runs["spark-no-archive"][0]
+            rows[-1].update({
+                "no_archive_start_seconds": _round(plain.get("open_seconds")),
+                "no_archive_query_seconds": _round(plain["queries"][k].get("seconds")),
+                "no_archive_same_answers":
+                    plain["queries"][k].get("answer") == sq.get("answer")})
+        if "local-cold" in runs:
+            cold, cold_peak, _ = runs["local-cold"]
+            rows[-1].update({
+                "cold_open_seconds": _round(cold.get("open_seconds")),
+                "cold_query_seconds": _round(cold["queries"][k].get("seconds")),
+                "cold_peak_rss_mb": _mib(cold_peak),
+                "cold_same_answers": cold["queries"][k].get("answer") == lq.get("answer")})
         print(rows[-1], flush=True)
     return rows
+
+
+def _mib(x: int | None) -> int | None:
+    return None if x is None else round(x / 2**20)
 
 
 def _mb(x: object) -> str:
@@ -312,11 +327,13 @@ def _table(results: dict[str, list[dict[str, Any]]]) -> str:
               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results["query"]:
         local = r["local_query_seconds"] if not r["local_error"] else r["local_error"]
+        same = "-" if r["same_answers"] is None else r["same_answers"]
         lines.append(f"| {r['events']:,} | `{r['query'][8:56]}...` | {r['matches']} | "
-                     f"{r['local_open_seconds']} | {local} | {r['local_peak_rss_mb']:,} / "
+                     f"{_mb(r['local_open_seconds'])} | {local} | "
+                     f"{_mb(r['local_peak_rss_mb'])} / "
                      f"{_mb(r.get('local_peak_pss_mb'))} | {r['spark_query_seconds']} | "
                      f"{r['spark_peak_rss_mb']:,} / {_mb(r.get('spark_peak_pss_mb'))} | "
-                     f"{r['spark_slices']} | {r['same_answers']} |")
+                     f"{r['spark_slices']} | {same} |")
     lines += _section(
         "Spark engine with and without the JVM class archive (`UNCERTAIN_CEP_JVM_CACHE=off`), "
         "each in a fresh process:",
@@ -359,6 +376,10 @@ def main() -> None:
                         help="events per shard of the builds (default: the build's own)")
     parser.add_argument("--compare-only", action="store_true",
                         help="keep the build rows of the last run; compare engines again")
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES),
+                        help="the engines to compare (spark among them; default all)")
+    parser.add_argument("--archive-queries", action="store_true",
+                        help="compare on bench_archive.py's selective queries")
     parser.add_argument("--build-only", action="store_true",
                         help="build, and keep the engine comparisons of the last run (an "
                              "index whose working copy does not fit the disk)")
@@ -385,10 +406,21 @@ def main() -> None:
     if compared:
         print("JVM class archive:", record_class_archive(), flush=True)
     for n in compared:
-        results["query"] += compare_engines(n, work, args.shard_events)
+        if "spark" not in args.engines:
+            parser.error("--engines must include spark")
+        from bench.bench_archive import QUERIES as ARCHIVE_QUERIES
+
+        results["query"] += compare_engines(
+            n, work, args.shard_events, tuple(args.engines),
+            ARCHIVE_QUERIES if args.archive_queries else None)
         results["query"].sort(key=lambda r: r["events"])
         RESULTS.write_text(json.dumps(results, indent=2))
     RESULTS.write_text(json.dumps(results, indent=2))
+    write_table(results)
+
+
+def write_table(results: dict[str, list[dict[str, Any]]]) -> None:
+    """The results' tables into their section of docs/benchmarks.md."""
     text = DOCS.read_text()
     begin, end = "<!-- pipeline:begin -->", "<!-- pipeline:end -->"
     table = f"{begin}\n{_table(results)}\n{end}"
