@@ -239,7 +239,7 @@ def compare_engines(n: int, work: Path, shard_events: int | None = None,
     runs the Spark engine alone); ``queries``: default :data:`QUERIES`."""
     queries = queries or QUERIES
     path = _index_path(work, n, shard_events)
-    runs = {}
+    runs: dict[str, tuple[dict[str, Any], int | None, int | None]] = {}
     cold_cache = Path(tempfile.mkdtemp(prefix="uncertain-cep-cold-cache-"))
     envs = {"spark-no-archive": {"UNCERTAIN_CEP_JVM_CACHE": "off"},
             "local-cold": {"UNCERTAIN_CEP_CACHE": str(cold_cache)}}
@@ -252,12 +252,14 @@ def compare_engines(n: int, work: Path, shard_events: int | None = None,
         print(engine, round(seconds, 1), "s,", round(peak / 2**20), "MB RSS,",
               round(peak_pss / 2**20), "MB PSS", flush=True)
     shutil.rmtree(cold_cache, ignore_errors=True)
-    not_run = ({"error": "not run"}, None, None)
+    not_run: tuple[dict[str, Any], int | None, int | None] = ({"error": "not run"}, None,
+                                                              None)
     (local, local_peak, local_pss) = runs.get("local", not_run)
     (spark, spark_peak, spark_pss) = runs["spark"]
     rows = []
     for k, q in enumerate(queries):
-        lq = local["queries"][k] if "queries" in local else {"error": local.get("error")}
+        lq: dict[str, Any] = (local["queries"][k] if "queries" in local
+                              else {"error": local.get("error")})
         sq = spark["queries"][k]
         same = (lq.get("answer") == sq.get("answer")) if "answer" in lq else None
         rows.append({
