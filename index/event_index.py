@@ -91,7 +91,8 @@ class EventIndex:
                  node_table: NodeTable | None = None,
                  load_forests: Callable[[], Sequence[GroupForest]] | None = None,
                  load_node_table: Callable[[], NodeTable] | None = None,
-                 built_with_condition2: bool | None = None) -> None:
+                 built_with_condition2: bool | None = None,
+                 time_extent: tuple[int, int] | None = None) -> None:
         self.archive = archive
         self.settings = settings
         # Whether the trees were built with Condition 2 (an index opened without the
@@ -126,6 +127,10 @@ class EventIndex:
         # memory pool): searches from several threads of one process take turns.
         self._rtree_lock = threading.Lock()
         self._statistics = statistics
+        # Known from a stored index's manifest: else read from the instants on first use
+        # (at 100M events 1.6 GB of pages each process would read).
+        if time_extent is not None:
+            self.__dict__["_time_extent"] = (float(time_extent[0]), float(time_extent[1]))
         # Query boxes are appended here when a list is set (node-read counting replays them).
         self.search_log: list[tuple[np.ndarray, np.ndarray]] | None = None
 

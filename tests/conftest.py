@@ -118,4 +118,5 @@ _SLOW_RANK = {name: rank for rank, name in enumerate(_SLOW_FIRST)}
 
 
 def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: _SLOW_RANK.get(item.originalname, len(_SLOW_RANK)))
+    items.sort(key=lambda item: _SLOW_RANK.get(getattr(item, "originalname", item.name),
+                                               len(_SLOW_RANK)))

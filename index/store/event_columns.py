@@ -183,10 +183,13 @@ def _batches(files: list[Path], columns: list[str]) -> Iterator[pa.RecordBatch]:
 
 def open_event_columns(directory: Path, manifest: Manifest,
                        read_text: Callable[[list[str]], pd.DataFrame],
-                       layout_columns: tuple[str, ...]) -> tuple[Archive, EventLayout]:
+                       layout_columns: tuple[str, ...], *, check: bool = True
+                       ) -> tuple[Archive, EventLayout]:
     """The archive and layout of an index, numeric columns memory-mapped
     copy-on-write (the files are never written; see :func:`open_node_columns`);
-    ``read_text(columns)`` reads the events table's text columns (:func:`text_columns`)."""
+    ``read_text(columns)`` reads the events table's text columns (:func:`text_columns`).
+    ``check``: check the numbers that index other arrays (``False``: this host checked
+    these very files before, :mod:`~uncertain_cep.index.store.host_checks`)."""
     n = manifest.counts.events
 
     def mapped(file: str, dtype: type) -> np.ndarray:
@@ -230,6 +233,7 @@ def open_event_columns(directory: Path, manifest: Manifest,
         mapped(f"{c}.npy", dtype) for c, dtype in zip(layout_columns, _LAYOUT_TYPES, strict=True))
     layout = EventLayout(positions=pos, t_min=t_min, t_max=t_max, code_lo=code_lo,
                          code_hi=code_hi)
-    check_event_columns(archive.group_of, layout, directory, n_groups=len(labels),
-                        group_file=_GROUP_CODES, position_file=f"{layout_columns[0]}.npy")
+    if check:
+        check_event_columns(archive.group_of, layout, directory, n_groups=len(labels),
+                            group_file=_GROUP_CODES, position_file=f"{layout_columns[0]}.npy")
     return archive, layout

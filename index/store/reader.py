@@ -65,6 +65,7 @@ from uncertain_cep.index.statistics import EventStatistics
 from uncertain_cep.index.store.checksums import verify_files
 from uncertain_cep.index.store.column_checks import check_node_table
 from uncertain_cep.index.store.event_columns import open_event_columns
+from uncertain_cep.index.store.host_checks import checked_before, record_checked
 from uncertain_cep.index.store.layout import (
     CATEGORY_STATS,
     CELL_STATS,
@@ -100,7 +101,7 @@ from uncertain_cep.index.store.rtree_files import RTreeChunks, SharedRTree, open
 from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     discard,
-    passing_copy,
+    passing_copies,
     sealed_checksums,
     verified_copy,
     working_copy,
@@ -278,7 +279,7 @@ class IndexReader:
             raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
         nodes = manifest.counts.nodes
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
-                          statistics=statistics,
+                          statistics=statistics, time_extent=_time_extent(manifest),
                           load_node_table=lambda: self._node_table(copy, opened, archive,
                                                                    get, nodes),
                           built_with_condition2=self.manifest.settings.condition2 is not None,
@@ -299,7 +300,10 @@ class IndexReader:
         """The shards ``readers`` (numbered ``wanted``) side by side."""
         counts = IndexCounts(*(sum(getattr(r.manifest.counts, k) for r in readers)
                                for k in ("events", "groups", "trees", "nodes")))
-        view = dataclasses.replace(self.manifest, counts=counts)
+        extents = [e for r in readers if (e := _time_extent(r.manifest)) is not None]
+        view = dataclasses.replace(self.manifest, counts=counts, time=dataclasses.replace(
+            self.manifest.time, t_min=min((lo for lo, _ in extents), default=None),
+            t_max=max((hi for _, hi in extents), default=None)))
 
         # Every shard side by side (the local engine's whole-index query): no other
         # open needs a shard's own copy, so each is expanded for the moment and deleted.
@@ -308,12 +312,12 @@ class IndexReader:
         passing = len(wanted) == len(self.manifest.shards)
 
         def parts() -> Iterator[Path]:
+            if passing:
+                yield from passing_copies([(r.root, r.manifest, r.verified_all)
+                                           for r in readers])
+                return
             for r in readers:
-                if not passing:
-                    yield working_copy(r.root, r.manifest, verified=r.verified_all)
-                    continue
-                with passing_copy(r.root, r.manifest, verified=r.verified_all) as part:
-                    yield part
+                yield working_copy(r.root, r.manifest, verified=r.verified_all)
 
         def get() -> Path:
             return side_by_side_copy(manifest_digest(self.manifest.to_json()), wanted,
@@ -375,9 +379,13 @@ class IndexReader:
 
     def _mapped_node_table(self, copy: Path, opened: Mapping[str, BinaryIO],
                            archive: Archive, n_nodes: int) -> NodeTable:
+        # Hashed and their numbers checked by an earlier process of this host (the files
+        # unchanged since): not again. Only this check records the node files.
+        checked = checked_before(copy, opened)
         try:
-            sealed = sealed_checksums(copy)
-            verify_files(copy, {name: sealed.get(name, "") for name in opened}, opened)
+            if not checked:
+                sealed = sealed_checksums(copy)
+                verify_files(copy, {name: sealed.get(name, "") for name in opened}, opened)
             table = open_node_columns(copy / COLUMNS, opened)
         finally:
             for fh in opened.values():
@@ -385,8 +393,10 @@ class IndexReader:
         if table.n_nodes != n_nodes:
             raise IndexFormatError(f"{self.root} is damaged: its node table does not match "
                                    "its manifest; rebuild the index")
-        check_node_table(table, copy / COLUMNS, n_rows=archive.n_events,
-                         n_groups=len(archive.group_labels))
+        if not checked:
+            check_node_table(table, copy / COLUMNS, n_rows=archive.n_events,
+                             n_groups=len(archive.group_labels))
+            record_checked(copy, opened)
         return table
 
     def _forests(self, archive: Archive, settings: BuildSettings, n_nodes: int
@@ -464,6 +474,12 @@ class IndexReader:
         return self._read_table(EVENTS, columns) if columns else pd.DataFrame()
 
 
+def _time_extent(manifest: Manifest) -> tuple[int, int] | None:
+    """The earliest and latest feasible instants of the events ``manifest`` counts."""
+    t = manifest.time
+    return (t.t_min, t.t_max) if t.t_min is not None and t.t_max is not None else None
+
+
 def _open_node_files(copy: Path) -> dict[str, BinaryIO]:
     """The node table's files of a working copy, open (hashed, mapped and closed when a
     query first needs them, from these very files even if the copy is evicted
@@ -478,9 +494,17 @@ def _mapped_archive(copy: Path, manifest: Manifest,
     """The archive and layout of a working copy, mapped once the files it maps now (those
     whose names start with ``checked``) match their sealed checksums."""
     sealed = sealed_checksums(copy)
-    verify_files(copy, {name: digest for name, digest in sealed.items()
-                        if name.startswith(checked)})
-    return open_event_columns(copy / EVENT_ARRAYS, manifest, read_text, EVENT_COLUMNS)
+    mapped = {name: digest for name, digest in sealed.items() if name.startswith(checked)}
+    # Hashed and their numbers checked by an earlier process of this host (the files
+    # unchanged since): not again.
+    before = checked_before(copy, mapped)
+    if not before:
+        verify_files(copy, mapped)
+    opened = open_event_columns(copy / EVENT_ARRAYS, manifest, read_text, EVENT_COLUMNS,
+                                check=not before)
+    if not before:
+        record_checked(copy, mapped)
+    return opened
 
 
 def _release_decoding_buffers() -> None:

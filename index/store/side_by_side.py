@@ -9,13 +9,18 @@ events in 4 shards, against 0.7 GB for one directory mapped). Instead the shards
 copies (:mod:`uncertain_cep.index.store.working_copy`) are concatenated once per host into
 a working copy of their own, in the same cache (named by the index and the shards), which
 every process then memory-maps: its pages are read where a query gathers them and shared
-by the processes of the host. When every shard of the index is put side by side, a
-shard whose own copy the cache does not hold is expanded into a temporary folder,
-appended and deleted before the next
-(:func:`~uncertain_cep.index.store.working_copy.passing_copy`): the host's disk holds the
-shards once, side by side, not twice (the reader decides; a Spark slice's few shards keep
-their copies, which the next slice shares). The shards' R*-tree files (every chunk's)
-are linked into it, each shard's searched on its own
+by the processes of the host.
+
+When every shard of the index is put side by side (the local engine's whole-index
+query; every Spark slice, where the host's cache can hold that copy:
+:func:`~uncertain_cep.index.store.working_copy.holds_whole`), a shard whose own copy
+the cache does not hold is expanded into a temporary folder, appended and deleted
+before the next, the next ones expanded meanwhile in threads
+(:func:`~uncertain_cep.index.store.working_copy.passing_copies`): the host's disk holds
+the shards once, side by side, not twice. A Spark slice of an index too large for that
+puts its few shards side by side and keeps their own copies, which the next slice
+shares. The shards' R*-tree files (every chunk's) are linked into it, each shard's
+searched on its own
 (:class:`~uncertain_cep.index.shards.merge.ShardSearch`).
 
 >>> import os, tempfile

@@ -10,8 +10,9 @@ a host holds the tree once. The first open of an index on a host expands it
 (:func:`working_copy`) into the cache directory (:func:`cache_directory`), under a name
 that is the digest of the index's manifest: a rebuilt index never meets the copy of its
 predecessor, and an unchanged one is expanded once per host, whoever opens it. A copy is
-written beside its final name and renamed into place; two processes expanding the same
-index at once each write their own and the first rename wins. Its files' checksums are
+written beside its final name and renamed into place, by one process of the host at a
+time: another that needs the same copy meanwhile waits for it (a lock file beside it) and
+maps it. Its files' checksums are
 sealed in :data:`SEAL` and checked when they are mapped, as the stored files are; a copy
 found damaged is deleted and made again (:func:`verified_copy`).
 
@@ -44,19 +45,23 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 from uncertain_cep.errors import IndexFormatError
+from uncertain_cep.index.node_table import column_dtype, id_dtype
 from uncertain_cep.index.store.checksums import file_digest, verify_files
 from uncertain_cep.index.store.event_columns import write_event_columns
+from uncertain_cep.index.store.host_checks import STAMP
 from uncertain_cep.index.store.layout import (
     COLUMNS,
     EVENT_ARRAYS,
@@ -68,6 +73,7 @@ from uncertain_cep.index.store.layout import (
     table_files,
 )
 from uncertain_cep.index.store.manifest import Manifest, manifest_digest
+from uncertain_cep.index.store.manifest_records import IndexCounts
 from uncertain_cep.index.store.packed_nodes import expand_node_columns, group_labels
 from uncertain_cep.index.store.weighted_nodes import derive_probabilities
 
@@ -81,10 +87,12 @@ __all__ = [
     "cache_directory",
     "cache_limit",
     "cached",
+    "copy_bytes",
     "discard",
     "expand_stored",
+    "holds_whole",
     "link_or_copy",
-    "passing_copy",
+    "passing_copies",
     "seal",
     "sealed_checksums",
     "verified_copy",
@@ -105,6 +113,11 @@ _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 # The working copy's own layout, part of every copy's name: a copy of another layout (an
 # older version's int64 columns, say) is never taken for one of this.
 _LAYOUT = "w2"
+# The node table's columns with one value per node (the others are per tree, per group,
+# or child and row slots) and an event's R*-tree entry (libspatialindex's files, measured).
+_PER_NODE_COLUMNS = ("group", "row", "instant", "tree", "poi", "code", "code_end", "kind",
+                     "parent", "cond", "depth", "child_start", "child_root")
+_RTREE_BYTES_PER_EVENT = 120
 
 
 def cache_directory() -> Path:
@@ -136,6 +149,33 @@ def cache_limit() -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
+def copy_bytes(counts: IndexCounts, event_columns: int) -> int:
+    """About how many bytes the working copy of an index of ``counts`` whose events table
+    has ``event_columns`` columns takes: per node its 13 columns, a child slot and a row
+    slot; per tree 5 columns; per event a column per stored one and its R*-tree entry
+    (about 120 bytes).
+
+    >>> from uncertain_cep.index.store.manifest_records import IndexCounts
+    >>> counts = IndexCounts(events=200_000, groups=400, trees=200_148, nodes=1_102_714)
+    >>> round(copy_bytes(counts, 13) / 123_183_486, 2)    # what that index's copy took
+    1.01
+    """
+    ids = id_dtype(counts.nodes, counts.events)
+    per_node = sum(column_dtype(c, ids).itemsize for c in _PER_NODE_COLUMNS) + 2 * ids.itemsize
+    return (counts.nodes * per_node + counts.trees * 5 * ids.itemsize
+            + counts.events * (8 * event_columns + _RTREE_BYTES_PER_EVENT))
+
+
+def holds_whole(manifest: Manifest) -> bool:
+    """Whether the cache may hold the working copy of the whole index ``manifest``
+    describes (:func:`copy_bytes` within :func:`cache_limit`): then every time slice of
+    a Spark query on a host maps that one copy (made once per host, its pages shared by
+    the host's processes) instead of putting its own few shards side by side, whose sets
+    overlap (each slice's halo meets the next slice's shard) and, at 100M events, could
+    not all be kept."""
+    return copy_bytes(manifest.counts, len(manifest.schema)) <= cache_limit()
+
+
 def link_or_copy(source: Path, target: Path) -> None:
     """``target`` made another name of ``source`` (a hard link: no second copy on disk),
     or a copy of it where the two are on different filesystems."""
@@ -165,7 +205,8 @@ def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
 
 def seal(directory: Path) -> None:
     """Record the checksums and size of a working copy's files (its last file)."""
-    files = sorted(p for p in directory.rglob("*") if p.is_file() and p.name != SEAL)
+    files = sorted(p for p in directory.rglob("*")
+                   if p.is_file() and p.name not in (SEAL, STAMP))
     record = {"files": {p.relative_to(directory).as_posix(): file_digest(p) for p in files},
               "bytes": sum(p.stat().st_size for p in files)}
     (directory / SEAL).write_text(json.dumps(record))
@@ -197,23 +238,60 @@ def working_copy(root: Path, manifest: Manifest, *, verified: bool) -> Path:
                                                          verified=verified))
 
 
-@contextlib.contextmanager
-def passing_copy(root: Path, manifest: Manifest, *, verified: bool) -> Iterator[Path]:
-    """The working copy of the index directory ``root`` for the length of a ``with``
-    block: the cache's if it holds one, else expanded now into a temporary folder of the
-    cache (same filesystem: its files can be linked elsewhere) deleted when the block
-    ends. For what is read once to make another copy (shards side by side): keeping it
-    would hold the same columns twice on the host's disk."""
-    copy = cache_directory() / _named(_key(manifest))
-    if _held(copy):
-        yield copy
-        return
-    tmp = _beside(copy)
-    try:
-        _expand(root, manifest, tmp, verified=verified)
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def passing_copies(parts: Sequence[tuple[Path, Manifest, bool]], *, ahead: int = 2
+                   ) -> Iterator[Path]:
+    """The working copy of each index directory of ``parts`` (its root, its checked
+    manifest, whether its stored files were hashed when it was opened), one after
+    another: the cache's if it holds one, else expanded into a temporary folder of the
+    cache (same filesystem: its files can be linked elsewhere) deleted when the caller
+    asks for the next. For what is read once to make another copy (shards side by side):
+    keeping them would hold the same columns twice on the host's disk.
+
+    The next ``ahead`` are expanded meanwhile, in threads (numpy and Arrow release the
+    GIL while they work: the host's other cores expand while the caller writes); at most
+    ``ahead + 1`` temporary folders exist at a time."""
+
+    def make(k: int) -> tuple[Path, bool]:
+        root, manifest, verified = parts[k]
+        copy = cache_directory() / _named(_key(manifest))
+        if _held(copy):
+            return copy, False
+        tmp = _beside(copy)
+        try:
+            _expand(root, manifest, tmp, verified=verified)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return tmp, True
+
+    def drop(made: Future[tuple[Path, bool]]) -> None:
+        # A part the caller will not ask for (it stopped early): its folder goes.
+        if made.cancel():
+            return
+        try:
+            path, temporary = made.result()
+        except BaseException:
+            return
+        if temporary:
+            shutil.rmtree(path, ignore_errors=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, ahead),
+                            thread_name_prefix="uncertain-cep-expand") as pool:
+        made: dict[int, Future[tuple[Path, bool]]] = {}
+        try:
+            for k in range(len(parts)):
+                for j in range(k, min(len(parts), k + ahead + 1)):
+                    if j not in made:
+                        made[j] = pool.submit(make, j)
+                path, temporary = made.pop(k).result()
+                try:
+                    yield path
+                finally:
+                    if temporary:
+                        shutil.rmtree(path, ignore_errors=True)
+        finally:
+            for future in made.values():
+                drop(future)
 
 
 def _held(copy: Path) -> bool:
@@ -247,15 +325,38 @@ def cached(key: str, make: Callable[[Path], None]) -> Path:
     final = cache_directory() / _named(key)
     if _held(final):
         return final
-    tmp = _beside(final)
-    try:
-        make(tmp)
-        seal(tmp)
-        _rename_into(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    # One process of the host makes it; the others wait for it, then map it (two making
+    # the same copy at once would need the host's disk twice: at 100M events a copy of
+    # the whole index is about 49 GB).
+    with _making(final):
+        if _held(final):
+            return final
+        tmp = _beside(final)
+        try:
+            make(tmp)
+            seal(tmp)
+            _rename_into(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     evict(keep=final)
     return final
+
+
+@contextlib.contextmanager
+def _making(copy: Path) -> Iterator[None]:
+    """Hold the host's lock on making ``copy`` (a hidden lock file beside it, locked with
+    ``flock``: released when its holder ends, however it ends). Once the copy is in
+    place the lock file is deleted: whoever waits on it, or comes later, finds the copy."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    path = copy.parent / f".{copy.name}.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if (copy / SEAL).is_file():
+                path.unlink(missing_ok=True)
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def discard(copy: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from unittest.mock import patch
 
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ import uncertain_cep as uc
 from uncertain_cep.api import answer_frame
 from uncertain_cep.errors import InputError, PlanningError
 from uncertain_cep.index.store.reader import open_reader
+from uncertain_cep.pipeline import time_slices
 from uncertain_cep.pipeline.answer_forms import first_rows
 from uncertain_cep.pipeline.time_slices import evaluate_slice, plan_slices
 from uncertain_cep.query.language.patterns import with_limit
@@ -33,10 +35,19 @@ def _assert_same_answers(got, want):
 @settings(max_examples=15)
 @given(df=archives(max_groups=4, max_events=12), pattern=patterns(),
        n_slices=st.integers(1, 8), codes=st.sampled_from(["compact", "paper"]),
-       shard_events=st.none() | st.integers(1, 6))
+       shard_events=st.none() | st.integers(1, 6), whole=st.booleans())
 def test_union_of_time_slices_equals_the_whole_index(tmp_path_factory, df, pattern,
-                                                     n_slices, codes, shard_events):
-    # Sharded indexes too: a slice reads the shards whose events meet it.
+                                                     n_slices, codes, shard_events, whole):
+    # Sharded indexes too: a slice reads the shards whose events meet it, from the whole
+    # index's working copy where the cache can hold it (whole), else from those shards
+    # side by side.
+    with patch.object(time_slices, "holds_whole", lambda manifest: whole):
+        _slices_equal_the_whole_index(tmp_path_factory, df, pattern, n_slices, codes,
+                                      shard_events)
+
+
+def _slices_equal_the_whole_index(tmp_path_factory, df, pattern, n_slices, codes,
+                                  shard_events):
     try:
         idx = uc.build_index(df, codes=codes)
     except InputError:

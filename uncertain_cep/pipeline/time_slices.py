@@ -7,9 +7,10 @@ Each slice needs only the events with ``t_max >= lo`` and ``t_min <= max(t_max o
 anchors) + L`` (SEMANTICS A4: every event a tuple anchored in ``[lo, hi)`` involves
 happens at most ``L`` instants after its first event); :class:`TimeSlice` records that
 span. A slice answers from the index opened once per process (:func:`opened_index`: of a
-sharded index, the shards the span meets; event and node columns memory-mapped from the
-host's working copy, so a slice's evaluation touches only the pages its tuples meet), the
-R*-tree's searches bounded by the span.
+sharded index, the shards the span meets, or the whole index where the host's cache can
+hold it; event and node columns memory-mapped from the host's working copy, so a slice's
+evaluation touches only the pages its tuples meet), the R*-tree's searches bounded by
+the span.
 
 Only the first item's candidates are limited to the slice's anchors, and the answers are
 exactly those of the whole index; this module has no Spark in it, so the equality is
@@ -25,6 +26,7 @@ from typing import Any
 from uncertain_cep.errors import IndexFormatError, PlanningError
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.store.reader import IndexReader
+from uncertain_cep.index.store.working_copy import holds_whole
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.stats import QueryStats
 from uncertain_cep.query.language.patterns import SequencePattern
@@ -121,13 +123,19 @@ def _check_unchanged(reader: IndexReader) -> None:
 
 def opened_index(reader: IndexReader, shards: list[int] | None = None) -> EventIndex:
     """The index ``reader`` checked (of a sharded index, the ``shards`` given, side by
-    side), opened once per process (a Spark executor's Python worker answers its later
-    slices and queries from the same open index).
+    side, or the whole index where the host's cache can hold its working copy:
+    :func:`~uncertain_cep.index.store.working_copy.holds_whole`), opened once per process
+    (a Spark executor's Python worker answers its later slices and queries from the
+    same open index).
 
     Every call checks that the directory still holds the manifest ``reader`` checked (by
     content, so on any host of a shared filesystem): all slices of a query answer from
     one version of the index, and a rebuild meanwhile is an IndexFormatError."""
-    wanted = tuple(shards) if shards is not None and reader.manifest.is_sharded else None
+    # Where the host's cache can hold the whole index's working copy, every slice maps
+    # that one (made once per host, shared by its processes, kept for the next query);
+    # else the shards asked for, side by side.
+    wanted = (tuple(shards) if shards is not None and reader.manifest.is_sharded
+              and not holds_whole(reader.manifest) else None)
     key = (str(reader.root), reader.manifest, wanted)
     index = _OPENED.get(key)
     if index is None:

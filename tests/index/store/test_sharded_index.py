@@ -141,6 +141,10 @@ def test_shards_side_by_side_are_mapped_and_equal_the_shards_merged_in_memory(
                                           getattr(merged.node_table, column), err_msg=column)
         assert isinstance(opened.node_table.poi, np.memmap)
         assert isinstance(opened.archive.t_lo, np.memmap)
+        # The time extent the scan-or-tree rule weighs, from the manifests: the instants'.
+        if opened.archive.n_events:
+            assert opened._time_extent == (float(np.min(opened.layout.t_min)),
+                                           float(np.max(opened.layout.t_max)))
         # The same candidates for every event's own box.
         boxes = merged.boxes()
         if len(boxes[0]):

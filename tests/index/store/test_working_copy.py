@@ -3,9 +3,13 @@ by deleting the copies used longest ago, never the one in use."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import shutil
 import time
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -62,3 +66,97 @@ def test_a_copy_of_another_layout_is_never_taken_for_this_one(tmp_path, monkeypa
     again = working_copy(root, manifest, verified=True)
     assert again == made and (again / SEAL).is_file() and (older / SEAL).is_file()
     assert uc.open_index(tmp_path / "a").query("PATTERN SEQ(A) DEFINE A AS x > 28").shape[0] == 1
+
+
+def _make_slowly(into) -> None:
+    """A copy that takes a moment to make, recording who made it."""
+    into.mkdir(parents=True)
+    with open(into.parent.parent / "made.log", "a") as log:
+        log.write(f"{os.getpid()}\n")
+    time.sleep(0.5)
+    (into / "part.npy").write_bytes(b"columns")
+
+
+def _take_copy(cache: str, queue) -> None:
+    os.environ["UNCERTAIN_CEP_CACHE"] = cache
+    from uncertain_cep.index.store.working_copy import cached
+
+    queue.put(str(cached("shared", _make_slowly)))
+
+
+def test_processes_needing_one_copy_at_once_make_it_once_and_all_map_it(tmp_path):
+    # Two making the same copy would need the host's disk twice (a whole 100M index's copy
+    # is about 49 GB): the first makes it, the others wait for it.
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    workers = [context.Process(target=_take_copy, args=(str(tmp_path / "cache"), queue))
+               for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    copies = {queue.get(timeout=5) for _ in workers}
+    assert len(copies) == 1
+    assert len((tmp_path / "made.log").read_text().split()) == 1
+    assert (Path(copies.pop()) / "part.npy").read_bytes() == b"columns"
+
+
+def test_a_copy_checked_by_one_process_is_not_hashed_again_until_a_file_changes(
+        tmp_path, monkeypatch):
+    from uncertain_cep.index.store import reader as reader_module
+
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    root, _ = _index(tmp_path, "ix", 12)
+    hashed: list[str] = []
+    verify = reader_module.verify_files
+
+    def counting(copy, checksums, opened=None):
+        hashed.extend(checksums)
+        return verify(copy, checksums, opened)
+
+    monkeypatch.setattr(reader_module, "verify_files", counting)
+    query = "PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x > 5 WITHIN 6"
+
+    def answer() -> list:
+        # A reader of its own each time: what another process does.
+        return uc.open_index(root).query(query)["events"].tolist()
+
+    first = answer()
+    assert any(name.startswith("columns/") for name in hashed)
+    assert any(name.startswith("event_columns/") for name in hashed)
+    hashed.clear()
+    assert answer() == first and hashed == []
+    # A file rewritten since (another identity) is checked again: here found damaged and
+    # the copy made again, whose answers are the index's.
+    copy = next((tmp_path / "cache").glob("*-w2"))
+    column = copy / "columns" / "code.npy"
+    codes = np.load(column)
+    codes[:] = 0
+    np.save(column, codes)
+    assert answer() == first
+    assert any(name.startswith("columns/") for name in hashed)
+
+
+def test_shards_expanded_ahead_come_in_order_and_leave_no_folder_behind(tmp_path,
+                                                                        monkeypatch):
+    from uncertain_cep.index.store.working_copy import passing_copies
+
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    n = 15
+    df = pd.DataFrame({"event_id": range(n), "group": [i % 2 for i in range(n)],
+                       "t_lo": [3 * i for i in range(n)], "t_hi": [3 * i + 1 for i in range(n)],
+                       "x": [float(i) for i in range(n)]})
+    uc.build_index(df).save(tmp_path / "ix", shard_events=3)
+    shards = open_reader(tmp_path / "ix").shards()
+    assert len(shards) >= 4
+    shutil.rmtree(tmp_path / "cache")       # the copies the save left
+    parts = [(r.root, r.manifest, False) for r in shards]
+    seen = [len(np.load(p / "event_columns" / "t_lo.npy")) for p in passing_copies(parts)]
+    assert seen == [r.manifest.counts.events for r in shards]
+    assert not list((tmp_path / "cache").iterdir())
+    # Stopped after the first: the ones expanded ahead are deleted too.
+    ahead = passing_copies(parts, ahead=2)
+    assert next(ahead).is_dir()
+    ahead.close()
+    assert not list((tmp_path / "cache").iterdir())
