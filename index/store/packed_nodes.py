@@ -184,6 +184,26 @@ def pack_node_columns(columns: Path, packed: Path, labels: pa.Array | None = Non
         "last_code": load("tree_last_code")})
 
 
+def _in_order_of(keys: np.ndarray, ids: np.ndarray, n_ids: int) -> np.ndarray:
+    """``ids`` (ascending, below ``n_ids``) stably sorted by ``keys`` (non-negative):
+    as they are where the keys already ascend (the children of a breadth-first forest),
+    else by one sort of keys and ids packed into an int64 each (distinct, so any sort is
+    stable; about 1.6x faster here than a stable argsort of the keys).
+
+    >>> _in_order_of(np.array([2, 0, 2, 1]), np.array([3, 5, 6, 9]), 10).tolist()
+    [5, 9, 3, 6]
+    """
+    if len(keys) < 2 or bool((keys[1:] >= keys[:-1]).all()):
+        return ids
+    if (int(keys.max()) + 1) * max(n_ids, 1) >= 2**63:
+        return ids[np.argsort(keys, kind="stable")]
+    packed = keys.astype(np.int64) * n_ids
+    packed += ids
+    packed.sort()
+    packed %= n_ids
+    return packed
+
+
 def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     """Write the node table stored in ``packed`` (:func:`pack_node_columns`) into
     ``columns``, one ``.npy`` file per column of :data:`NODE_TABLE_COLUMNS`, deriving
@@ -218,7 +238,7 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     save("parent", parent)
     # Children in id order: the nodes with a parent, stably sorted by it.
     has_parent = np.flatnonzero(parent >= 0)
-    save("child_list", has_parent[np.argsort(parent[has_parent], kind="stable")])
+    save("child_list", _in_order_of(parent[has_parent], has_parent, n_nodes))
     save("child_start", np.concatenate([[0], np.cumsum(
         np.bincount(parent[has_parent], minlength=n_nodes))]))
     del parent, has_parent
@@ -229,7 +249,7 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     save("kind", kind)
     # Each row's real nodes in id order.
     real = np.flatnonzero((kind == REAL) & (row >= 0))
-    save("row_nodes", real[np.argsort(row[real], kind="stable")])
+    save("row_nodes", _in_order_of(row[real], real, n_nodes))
     save("row_nodes_start", np.concatenate([[0], np.cumsum(
         np.bincount(row[real], minlength=n_rows))]))
     del row, real

@@ -25,6 +25,7 @@ from typing import Any
 
 from uncertain_cep.errors import IndexFormatError, PlanningError
 from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.store.mapped_pages import index_columns, release_mapped_pages
 from uncertain_cep.index.store.reader import IndexReader
 from uncertain_cep.index.store.working_copy import holds_whole
 from uncertain_cep.query.evaluation.context import QueryContext
@@ -112,6 +113,9 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
     ids = index.archive.event_ids[answer.events].tolist()
     rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
                     answer.t_last.tolist()))
+    # The worker keeps the index open for its next slice, not the pages this one touched
+    # (they stay in the host's page cache): its memory does not grow slice by slice.
+    release_mapped_pages(index_columns(index))
     return rows, ctx.stats
 
 

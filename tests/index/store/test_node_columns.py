@@ -104,3 +104,17 @@ def test_a_node_column_of_the_wrong_type_is_refused_when_mapped(tmp_path):
     np.save(copy / "columns" / "poi.npy", np.zeros(5, dtype=np.int32))
     with pytest.raises(IndexFormatError, match=r"poi\.npy holds int32"):
         open_node_columns(copy / "columns")
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.integers(0, 40), max_size=60), sorted_keys=st.booleans(),
+       gap=st.integers(1, 3))
+def test_ids_put_in_order_of_their_keys_are_a_stable_sort(keys, sorted_keys, gap):
+    # What the expansion makes the children and row lists with (a packed sort, or none
+    # where the keys already ascend): the stable argsort's order.
+    from uncertain_cep.index.store.packed_nodes import _in_order_of
+
+    keys = np.array(sorted(keys) if sorted_keys else keys, dtype=np.int64)
+    ids = np.arange(len(keys), dtype=np.int64) * gap
+    want = ids[np.argsort(keys, kind="stable")]
+    assert _in_order_of(keys, ids, max(len(keys) * gap, 1)).tolist() == want.tolist()
