@@ -263,7 +263,7 @@ def dated_archives(draw: st.DrawFn):
     return instants, dated, unit, zone
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(case=dated_archives(), pattern=patterns(("x",)),
        strategy=st.sampled_from(["selectivity", "sequential"]))
 def test_a_datetime_archive_answers_as_the_same_archive_in_instants(case, pattern, strategy):

@@ -34,7 +34,7 @@ def nested_archives(draw: st.DrawFn) -> pd.DataFrame:
     return df.iloc[list(order)].reset_index(drop=True)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(df=nested_archives(), codes=st.sampled_from(["compact", "paper"]))
 def test_stored_node_table_equals_the_one_built_from_the_forests(tmp_path_factory, df, codes):
     path = tmp_path_factory.mktemp("ix") / "index"
@@ -106,7 +106,7 @@ def test_a_node_column_of_the_wrong_type_is_refused_when_mapped(tmp_path):
         open_node_columns(copy / "columns")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(keys=st.lists(st.integers(0, 40), max_size=60), sorted_keys=st.booleans(),
        gap=st.integers(1, 3))
 def test_ids_put_in_order_of_their_keys_are_a_stable_sort(keys, sorted_keys, gap):

@@ -183,7 +183,7 @@ def two_negations_in_one_gap(draw: st.DrawFn) -> SequencePattern:
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(df=archives(max_groups=3), pattern=two_negations_in_one_gap())
 def test_several_negations_in_one_gap_equal_possible_worlds(strategy, df, pattern):
     df = df.drop(columns=[c for c in df.columns if c.startswith("y")])
@@ -209,7 +209,7 @@ def test_a_groups_nearest_node_before_a_gap_keeps_its_identity_with_classes(stra
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(df=archives(max_groups=3, max_events=10, max_per_group=5),
        pattern=patterns(("x",), negation=True, min_items=5, max_items=6))
 def test_entries_merged_under_negation_in_several_gaps_equal_possible_worlds(

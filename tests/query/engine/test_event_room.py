@@ -44,7 +44,7 @@ def _rooms_and_children(draw):
             np.array(new, dtype=np.int64), first, last, rows, window)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_rooms_and_children())
 def test_new_tuples_judged_unbuilt_as_when_built(case):
     (room, events, earliest, latest, owner, column, new, first, last, rows,

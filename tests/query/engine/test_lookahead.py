@@ -51,7 +51,7 @@ def _cases(draw):
     return k, candidates, item, matched, window
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_cases())
 def test_every_instant_a_completion_uses_stays_in_the_window(case):
     k, candidates, item, matched, window = case
@@ -97,7 +97,7 @@ def _tuple_cases(draw):
     return candidates, item, window, events, earliest, latest
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_tuple_cases())
 def test_a_tuples_window_in_one_pass_equals_its_start_and_end_narrowed_apart(case):
     # tuple_window fuses the plain window of the earliest instants (its start) and of the

@@ -142,7 +142,7 @@ def negations_in_two_gaps(draw: st.DrawFn) -> SequencePattern:
                            None)
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=30)
 @given(df=archives(max_groups=3, max_events=9), pattern=negations_in_two_gaps(),
        condition2=st.booleans(), layout=st.sampled_from(["multi", "multi", "single"]))
 def test_negations_in_two_gaps_fold_per_segment_to_the_possible_worlds_confidence(
@@ -282,7 +282,7 @@ def _spread_archives(draw: st.DrawFn) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(df=_spread_archives(), pattern=patterns(("x",), negation=True, min_items=3, max_items=5),
        within=st.one_of(st.none(), st.integers(2, 30)))
 def test_placed_events_and_certain_gaps_as_tuples_equal_possible_worlds(strategy, df,
@@ -357,7 +357,7 @@ def test_a_gap_that_certainly_holds_a_negated_event_weighs_its_tuples_zero():
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(df=archives(max_groups=3, max_events=8),
        pattern=patterns(("x",), min_items=4, max_items=6),
        within=st.one_of(st.none(), st.integers(3, 8)))
@@ -384,7 +384,7 @@ def test_tuples_without_room_for_their_unmatched_items_lose_no_answer(strategy, 
 
 
 @pytest.mark.parametrize("strategy", ["selectivity", "sequential"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(df=_spread_archives(), pattern=patterns(("x",), negation=True, min_items=3, max_items=5),
        within=st.one_of(st.none(), st.integers(2, 30)),
        confidence=st.sampled_from([0.05, 0.3, 0.6]))
@@ -420,7 +420,7 @@ def test_an_event_that_may_lie_in_a_gap_bounds_every_completion(strategy, df, pa
     event(f"bounded by an event in a gap: {min(lowered, 1)}")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(df=_spread_archives(), items=st.integers(4, 6), within=st.integers(6, 40),
        negation=st.booleans(), confidence=st.sampled_from([0.05, 0.3, 0.6]))
 def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
@@ -452,7 +452,7 @@ def test_first_and_last_instants_kept_from_the_parent_equal_possible_worlds(
     assert_same_answer(got, idx.query(query, strategy="possible_worlds"))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(df=archives(max_events=8),
        pattern=patterns(("x",), negation=True, min_items=3, max_items=4), data=st.data())
 def test_the_likeliest_event_and_certain_factors_are_sought_for_live_tuples_only(df, pattern, data):

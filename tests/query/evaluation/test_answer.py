@@ -33,7 +33,7 @@ def answers_in_parts(draw):
     return parts, event_ids, made
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(case=answers_in_parts())
 def test_the_table_is_the_same_with_the_rows_ids_made_beforehand(case):
     parts, event_ids, made = case

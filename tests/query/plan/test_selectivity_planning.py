@@ -51,7 +51,7 @@ _WINDOW_BOUND = st.one_of(st.integers(-50, 1500).map(float), st.just(np.inf),
                          st.just(-np.inf))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.lists(st.tuples(_WINDOW_BOUND, _WINDOW_BOUND, st.booleans()),
                          min_size=3, max_size=3), min_size=1, max_size=12))
 def test_the_cheapest_item_of_many_windows_is_each_items_estimate_at_once(rows):

@@ -67,7 +67,7 @@ def test_a_tuple_told_below_its_floor_has_a_programme_sum_below_it(df, data):
     assert (lo[told] == -NO_TIME).all() and (hi[told] == NO_TIME).all()
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=20)
 @given(df=archives(max_events=8), pattern=patterns(("x",), negation=True, min_items=3,
                                                    max_items=4), data=st.data())
 def test_with_negation_a_tuple_told_below_its_floor_comes_back_as_below_it(df, pattern,
