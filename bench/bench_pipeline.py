@@ -423,15 +423,21 @@ def main() -> None:
 
 def write_table(results: dict[str, list[dict[str, Any]]]) -> None:
     """The results' tables into their section of docs/benchmarks.md."""
-    text = DOCS.read_text()
-    begin, end = "<!-- pipeline:begin -->", "<!-- pipeline:end -->"
-    table = f"{begin}\n{_table(results)}\n{end}"
-    if begin in text:
-        text = text.split(begin)[0] + table + text.split(end, 1)[1]
-    else:
-        text += f"\n## Spark pipeline\n\n{table}\n"
-    DOCS.write_text(text)
+    write_marked(DOCS, "pipeline", _table(results), heading="## Spark pipeline")
     print(_table(results))
+
+
+def write_marked(docs: Path, name: str, table: str, *, heading: str) -> None:
+    """``table`` between the markers ``<!-- name:begin/end -->`` of ``docs``, or at its
+    end under ``heading`` where it has none yet."""
+    text = docs.read_text()
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    marked = f"{begin}\n{table}\n{end}"
+    if begin in text:
+        text = text.split(begin)[0] + marked + text.split(end, 1)[1]
+    else:
+        text += f"\n{heading}\n\n{marked}\n"
+    docs.write_text(text)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_archive import QUERIES  # noqa: E402
-from bench.bench_pipeline import _ENGINE_RUN, LOCAL_LIMIT_GB, _run_measured  # noqa: E402
+from bench.bench_pipeline import (  # noqa: E402
+    _ENGINE_RUN,
+    LOCAL_LIMIT_GB,
+    _run_measured,
+    write_marked,
+)
 from uncertain_cep.index.store.reader import open_reader  # noqa: E402
 from uncertain_cep.index.store.working_copy import copy_bytes  # noqa: E402
 
@@ -107,14 +112,8 @@ def main() -> None:
             {(x["events"], x["way"]) for x in rows}]
     results = sorted(kept + rows, key=lambda r: (r["events"], r["way"]))
     RESULTS.write_text(json.dumps(results, indent=2))
-    begin, end = "<!-- slice-copies:begin -->", "<!-- slice-copies:end -->"
-    text = DOCS.read_text()
-    table = f"{begin}\n{_table(results)}\n{end}"
-    if begin in text:
-        text = text.split(begin)[0] + table + text.split(end, 1)[1]
-    else:
-        text += f"\n## How Spark slices open a sharded index\n\n{table}\n"
-    DOCS.write_text(text)
+    write_marked(DOCS, "slice-copies", _table(results),
+                 heading="## How Spark slices open a sharded index")
     print(_table(results))
 
 
