@@ -87,7 +87,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"| {r['events']:,} | {r['shards']} | {r['way']} | {f['queries'][0]} | "
             f"{', '.join(map(str, f['queries'][1:]))} | {later['queries'][0]} | "
             f"{f['peak_pss_mb']:,} / {later['peak_pss_mb']:,} | {f['cache_mb']:,} | "
-            f"{r.get('same_answers', '-')} |")
+            f"{'-' if r.get('same_answers') is None else r['same_answers']} |")
     return "\n".join(lines)
 
 
