@@ -58,6 +58,7 @@ from uncertain_cep.pipeline.sql_functions import register_if_configured
 from uncertain_cep.pipeline.time_slices import (
     TimeSlice,
     evaluate_slice,
+    in_task_order,
     plan_slices,
 )
 from uncertain_cep.pipeline.warm_up import wait_for_warm_up
@@ -255,6 +256,8 @@ def _prepare(index: str | Path, query: str, strategy: str, spark: SparkSession |
     # first: the two would compete for the same task slots.
     wait_for_warm_up(spark)
     plan = plan_slices(reader, pattern.window, slices or _default_slices(reader, spark))
+    # Seams after the slices whose shards' working copies they read (one task each).
+    plan = in_task_order(plan, reader, lag=task_slots(spark))
     return _Job(spark, reader, archive, pattern, plan)
 
 

@@ -20,24 +20,34 @@ tested in-process as well as through the Spark engine.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from itertools import pairwise
 from typing import Any
+
+import numpy as np
 
 from uncertain_cep.errors import IndexFormatError, PlanningError
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.store.mapped_pages import index_columns, release_mapped_pages
-from uncertain_cep.index.store.reader import IndexReader
+from uncertain_cep.index.store.reader import IndexReader, TimeBuckets
 from uncertain_cep.index.store.working_copy import holds_whole
+from uncertain_cep.pipeline.seam_index import seam_index
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.stats import QueryStats
 from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import evaluate
 
-__all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "opened_index", "plan_slices"]
+__all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "in_task_order", "opened_index",
+           "plan_slices"]
 
 # Strategies that only look at the events and trees a slice holds. Tree traversal walks
 # whole groups and possible worlds enumerates whole groups, so they need the local engine.
 SLICE_STRATEGIES = ("selectivity", "sequential")
+# Windows up to this many instants are counted exactly as doubles.
+_EXACT_WINDOW = 2.0**52
+_INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -61,14 +71,23 @@ class TimeSlice:
 
 
 def plan_slices(reader: IndexReader, window: float, n_slices: int) -> list[TimeSlice]:
-    """Cut the time domain into about ``n_slices`` slices of equal event counts; ``window``
-    is the query's ``WITHIN`` (infinite without one), each slice's halo."""
+    """Cut the time domain into about ``n_slices`` slices of equal event counts, in time
+    order; ``window`` is the query's ``WITHIN`` (infinite without one), each slice's halo.
+
+    Of a sharded index (and a finite window) the slices follow the shards
+    (:func:`_slices_by_shard`): a slice's span meets one shard, or it is a *seam* at a
+    boundary, a window wide, whose few events are indexed in memory
+    (:mod:`uncertain_cep.pipeline.seam_index`). No slice then puts whole shards side by
+    side."""
     buckets = reader.time_buckets()
     if not len(buckets.starts):
         return []
+    per = max(1, math.ceil(int(buckets.events.sum()) / max(1, n_slices)))
+    if reader.manifest.is_sharded:
+        by_shard = _slices_by_shard(reader, buckets, window, per)
+        if by_shard is not None:
+            return by_shard
     width = buckets.width
-    total = int(buckets.events.sum())
-    per = max(1, math.ceil(total / max(1, n_slices)))
     slices = []
     start_lo, acc, latest = None, 0, None
     for t_lo, count, last in zip(buckets.starts, buckets.events, buckets.latest):
@@ -82,6 +101,75 @@ def plan_slices(reader: IndexReader, window: float, n_slices: int) -> list[TimeS
     if start_lo is not None and latest is not None:
         slices.append(TimeSlice(start_lo, int(buckets.starts[-1]) + width, latest, window))
     return slices
+
+
+def _slices_by_shard(reader: IndexReader, buckets: TimeBuckets, window: float, per: int
+                     ) -> list[TimeSlice] | None:
+    """Slices of a sharded index cut where the shards a slice needs change.
+
+    An anchor at instant ``t`` (a tuple's first event, earliest at ``t``, latest at most
+    ``t + max_interval``) needs the shards whose events reach ``t`` and start by
+    ``t + max_interval + window``: that set changes only where a shard's first instant,
+    less the reach, or its last instant plus one, falls. Between two such points every
+    slice has one set, so its span meets the shards of that set alone. Each stretch is
+    cut further at bucket starts into pieces of about ``per`` events. ``None`` (cut by
+    events alone) where the window is infinite or too long to count in instants
+    exactly, or the instants reach int64's top (a slice's end would not fit)."""
+    if not math.isfinite(window) or window > _EXACT_WINDOW:
+        return None
+    extents = [(s.t_min, s.t_max) for s in reader.manifest.shards
+               if s.t_min is not None and s.t_max is not None]
+    if not extents:
+        return None
+    max_interval = reader.manifest.time.max_interval
+    reach = Fraction(max_interval) + Fraction(window)
+    start = min(lo for lo, _ in extents)
+    stop = max(hi for _, hi in extents) + 1
+    if stop > _INT64_MAX:
+        return None
+    enter = [math.ceil(lo - reach) for lo, _ in extents]
+    leave = [hi + 1 for _, hi in extents]
+    points = sorted({start, stop} | {p for p in (*enter, *leave) if start < p < stop})
+    slices = []
+    for lo, hi in pairwise(points):
+        if not any(e <= lo < gone for e, gone in zip(enter, leave)):
+            continue    # no event starts here: no anchor
+        for a, b in _by_events(buckets, lo, hi, per):
+            slices.append(TimeSlice(a, b, b - 1 + max_interval, window))
+    return slices
+
+
+def _by_events(buckets: TimeBuckets, lo: int, hi: int, per: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` cut at bucket starts into about equal pieces of about ``per`` events
+    (by the buckets starting inside)."""
+    first, last = np.searchsorted(buckets.starts, [lo, hi], side="left")
+    starts, events = buckets.starts[first:last], buckets.events[first:last]
+    pieces = max(1, round(int(events.sum()) / per))
+    if pieces == 1:
+        return [(lo, hi)]
+    running = np.cumsum(events)
+    wanted = running[-1] * np.arange(1, pieces) / pieces
+    at = np.searchsorted(running, wanted, side="left") + 1
+    cuts = sorted({int(starts[i]) for i in at if i < len(starts) and starts[i] > lo})
+    return list(pairwise([lo, *cuts, hi]))
+
+
+def in_task_order(plan: Sequence[TimeSlice], reader: IndexReader, lag: int
+                  ) -> list[TimeSlice]:
+    """The slices of ``plan`` (in time order) in the order to hand them to tasks: a slice
+    needing several shards (a seam) after the slices of the last shard it needs and
+    ``lag`` more (about the task slots: the working copies it reads are made by then),
+    the others in time order."""
+    keys = []
+    mains = 0
+    for piece in plan:
+        if len(reader.shards_meeting(piece.lo, piece.need_hi)) == 1:
+            keys.append(float(mains))
+            mains += 1
+        else:
+            # After every main slice before it, then lag more.
+            keys.append(mains - 1 + lag + 0.5)
+    return [piece for _, piece in sorted(zip(keys, plan), key=lambda kp: kp[0])]
 
 
 def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePattern,
@@ -99,7 +187,10 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
     # A remote index: this host's mirror of the version the driver opened.
     reader = reader.on_this_host()
     shards = reader.shards_meeting(piece.lo, piece.need_hi)
-    index = opened_index(reader, shards)
+    # Events meeting the span: t_hi >= lo and t_lo <= latest + halo, in integers.
+    span = (piece.lo, piece.latest + math.floor(piece.halo)) if math.isfinite(piece.halo) \
+        else None
+    index = opened_index(reader, shards, span)
     ctx = QueryContext(index, pattern)
     ctx.stats.strategy = strategy
     if reader.manifest.is_sharded:
@@ -125,30 +216,51 @@ def _check_unchanged(reader: IndexReader) -> None:
                                "query again")
 
 
-def opened_index(reader: IndexReader, shards: list[int] | None = None) -> EventIndex:
-    """The index ``reader`` checked (of a sharded index, the ``shards`` given, side by
-    side, or the whole index where the host's cache can hold its working copy:
-    :func:`~uncertain_cep.index.store.working_copy.holds_whole`), opened once per process
-    (a Spark executor's Python worker answers its later slices and queries from the
-    same open index).
+def opened_index(reader: IndexReader, shards: list[int] | None = None,
+                 span: tuple[int, int] | None = None) -> EventIndex:
+    """The index ``reader`` checked, opened once per process (a Spark executor's Python
+    worker answers its later slices and queries from the same open index). Of a sharded
+    index: the one shard of ``shards`` from its own working copy; of several, where
+    ``span`` (the instants the slice's events meet) holds few events, an index of those
+    events in memory (:func:`~uncertain_cep.pipeline.seam_index.seam_index`); else those
+    shards side by side, or the whole index where the host's cache can hold its working
+    copy (:func:`~uncertain_cep.index.store.working_copy.holds_whole`).
 
     Every call checks that the directory still holds the manifest ``reader`` checked (by
     content, so on any host of a shared filesystem): all slices of a query answer from
     one version of the index, and a rebuild meanwhile is an IndexFormatError."""
-    # Where the host's cache can hold the whole index's working copy, every slice maps
-    # that one (made once per host, shared by its processes, kept for the next query);
-    # else the shards asked for, side by side.
-    wanted = (tuple(shards) if shards is not None and reader.manifest.is_sharded
-              and not holds_whole(reader.manifest) else None)
-    key = (str(reader.root), reader.manifest, wanted)
-    index = _OPENED.get(key)
-    if index is None:
-        # One index at a time: a worker that moves on to another index lets the old go.
-        _OPENED.clear()
-        index = _OPENED[key] = reader.load(shards=wanted)
+    wanted: tuple[int, ...] | None = None
+    if shards is not None and reader.manifest.is_sharded:
+        if len(shards) == 1:
+            wanted = (shards[0],)
+        elif span is not None and (seam := seam_index(
+                reader, shards, *span, lambda k: _opened(reader, (k,)))) is not None:
+            _check_unchanged(reader)
+            return seam
+        elif not holds_whole(reader.manifest):
+            # Where the host's cache can hold the whole index's working copy, every such
+            # slice maps that one (made once per host, shared by its processes, kept for
+            # the next query); else the shards asked for, side by side.
+            wanted = tuple(shards)
+    index = _opened(reader, wanted)
     # Checked after loading too: a rebuild during the load is caught here.
     _check_unchanged(reader)
     return index
 
 
+def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
+    """The index (its shards ``wanted``, or all) opened in this process, kept for the
+    next slice; two at most (a seam's shards): a worker that moves on lets the oldest
+    go."""
+    key = (str(reader.root), reader.manifest, wanted)
+    index = _OPENED.pop(key, None)
+    if index is None:
+        while len(_OPENED) >= _KEPT_OPEN:
+            del _OPENED[next(iter(_OPENED))]
+        index = reader.load(shards=wanted)
+    _OPENED[key] = index
+    return index
+
+
 _OPENED: dict[tuple[str, object, tuple[int, ...] | None], EventIndex] = {}
+_KEPT_OPEN = 2
