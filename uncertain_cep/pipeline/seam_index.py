@@ -63,6 +63,14 @@ def whole_clusters_meeting(t_lo: np.ndarray, t_hi: np.ndarray, lo: int, hi: int
         lo, hi = wider_lo, wider_hi
 
 
+def _events_surely_inside(reader: IndexReader, lo: int, hi: int) -> int:
+    """The events of the time buckets lying inside ``[lo, hi]`` (fewer than the span
+    holds): a span this counts past the limit is refused before any shard is opened."""
+    buckets = reader.time_buckets()
+    inside = (buckets.starts >= lo) & (buckets.starts + buckets.width - 1 <= hi)
+    return int(buckets.events[inside].sum())
+
+
 def seam_index(reader: IndexReader, shards: Sequence[int], lo: int, hi: int,
                open_shard: Callable[[int], EventIndex]) -> EventIndex | None:
     """An in-memory index of the events of the sharded index ``reader`` opens whose
@@ -71,7 +79,8 @@ def seam_index(reader: IndexReader, shards: Sequence[int], lo: int, hi: int,
     events' instants and the rows taken are read); ``None`` where the index was built with Condition 2 or the
     seam holds more than :data:`SEAM_EVENTS` events. Its groups are those of the shards'
     pieces, its statistics the whole index's (what plans use)."""
-    if reader.manifest.settings.condition2 is not None:
+    if reader.manifest.settings.condition2 is not None or \
+            _events_surely_inside(reader, lo, hi) > SEAM_EVENTS:
         return None
     settings = reader.manifest.settings.build_settings()
     chosen: list[tuple[EventIndex, np.ndarray]] = []
