@@ -64,6 +64,8 @@ PACKED_NODE_FILES = (_GROUPS, _NODES, _TREES)
 # Where a file keeps each narrowed column's least value.
 _BASES = b"uncertain_cep.bases"
 _COMPRESSION = "zstd"
+# Stored columns that are node-table columns of their own type (the others are ids).
+_STORED_TYPES = frozenset({"instant", "kind", "depth", "poi", "cond"})
 
 
 def narrow_integers(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -106,15 +108,22 @@ def _write(path: Path, columns: dict[str, np.ndarray | pa.Array]) -> None:
     pq.write_table(table, path, compression=_COMPRESSION)
 
 
-def _read(path: Path, column: str) -> np.ndarray:
-    """One column of a file :func:`_write` wrote, widened back to its full type."""
+def _read(path: Path, column: str, dtype: np.dtype | None = None) -> np.ndarray:
+    """One column of a file :func:`_write` wrote, widened back to ``dtype`` (an integer
+    column; default int64, its full type)."""
     try:
         f = pq.ParquetFile(path)
         bases = json.loads((f.schema_arrow.metadata or {}).get(_BASES, b"{}"))
         values = f.read(columns=[column]).column(0).to_numpy()
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
         raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
-    return widen_integers(values, int(bases[column])) if column in bases else values
+    if column not in bases:
+        return values
+    if dtype is None:
+        return widen_integers(values, int(bases[column]))
+    out = values.astype(dtype)
+    out += int(bases[column])
+    return out
 
 
 def read_packed(path: Path) -> pd.DataFrame:
@@ -216,75 +225,106 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     group_start = np.concatenate([[0], np.cumsum(node_counts)]).astype(np.int64)
     tree_start = np.concatenate([[0], np.cumsum(tree_counts)]).astype(np.int64)
     ids = id_dtype(int(group_start[-1]), n_rows)
+    nodes_file, trees_file = packed / _NODES, packed / _TREES
 
     def save(name: str, values: np.ndarray) -> None:
         np.save(columns / f"{name}.npy",
                 np.ascontiguousarray(values, dtype=column_dtype(name, ids)))
 
+    def read(path: Path, name: str) -> np.ndarray:
+        # Widened straight to the column's own type (ids: int32 for most tables): every
+        # value and every sum below fits it, and half the bytes of int64 move.
+        return _read(path, name, column_dtype(name if name in _STORED_TYPES else "id", ids))
+
     save("group_start", group_start)
     save("tree_start", tree_start)
     n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
-    group = np.repeat(np.arange(len(node_counts), dtype=np.int64), node_counts)
-    tree_group = np.repeat(np.arange(len(tree_counts), dtype=np.int64), tree_counts)
-    if len(_read(packed / _NODES, "kind")) != n_nodes or \
-            len(_read(packed / _TREES, "last_code")) != n_trees:
+    if len(_read(nodes_file, "kind")) != n_nodes or \
+            len(_read(trees_file, "last_code")) != n_trees:
         raise IndexFormatError(f"{packed} is damaged: its node and tree tables do not "
                                "match its group sizes; rebuild the index")
-    save("group", group)
-    nodes = np.arange(n_nodes, dtype=np.int64)
-    back = _read(packed / _NODES, "parent_back")
-    parent = np.where(back != 0, nodes - back, -1)
-    del back
+    save("group", np.repeat(np.arange(len(node_counts), dtype=ids), node_counts))
+    parent = _from_back(read(nodes_file, "parent_back"))
     save("parent", parent)
     # Children in id order: the nodes with a parent, stably sorted by it.
-    has_parent = np.flatnonzero(parent >= 0)
-    save("child_list", _in_order_of(parent[has_parent], has_parent, n_nodes))
-    save("child_start", np.concatenate([[0], np.cumsum(
-        np.bincount(parent[has_parent], minlength=n_nodes))]))
-    del parent, has_parent
-    save("tree", _read(packed / _NODES, "tree") + tree_start[group])
-    row = _read(packed / _NODES, "row")
+    has_parent = np.flatnonzero(parent >= 0).astype(ids)
+    keys = parent[has_parent]
+    del parent
+    save("child_list", _in_order_of(keys, has_parent, n_nodes))
+    save("child_start", _starts(keys, n_nodes, ids))
+    del has_parent, keys
+    tree = read(nodes_file, "tree")
+    tree += np.repeat(tree_start[:-1].astype(ids), node_counts)
+    save("tree", tree)
+    del tree
+    row = read(nodes_file, "row")
     save("row", row)
-    kind = _read(packed / _NODES, "kind")
+    kind = read(nodes_file, "kind")
     save("kind", kind)
     # Each row's real nodes in id order.
-    real = np.flatnonzero((kind == REAL) & (row >= 0))
-    save("row_nodes", _in_order_of(row[real], real, n_nodes))
-    save("row_nodes_start", np.concatenate([[0], np.cumsum(
-        np.bincount(row[real], minlength=n_rows))]))
-    del row, real
-    code = _read(packed / _NODES, "code")
+    real = np.flatnonzero((kind == REAL) & (row >= 0)).astype(ids)
+    keys = row[real]
+    del row
+    save("row_nodes", _in_order_of(keys, real, n_nodes))
+    save("row_nodes_start", _starts(keys, n_rows, ids))
+    del real, keys
+    code = read(nodes_file, "code")
     save("code", code)
-    save("code_end", code + _read(packed / _NODES, "code_span"))
+    code_end = read(nodes_file, "code_span")
+    code_end += code
     del code
-    stored = pq.read_schema(packed / _NODES).names
+    save("code_end", code_end)
+    del code_end
+    stored = pq.read_schema(nodes_file).names
     for name in ("instant", "depth", "poi", "cond"):
         if name in stored:
-            save(name, _read(packed / _NODES, name))
-    first_node = group_start[tree_group]
-    del group
-    trees = np.arange(n_trees, dtype=np.int64)
-    back = _read(packed / _TREES, "parent_back")
-    tree_parent = np.where(back != 0, trees - back, -1)
+            save(name, read(nodes_file, name))
+    first_node = np.repeat(group_start[:-1].astype(ids), tree_counts)
+    tree_parent = _from_back(read(trees_file, "parent_back"))
     save("tree_parent", tree_parent)
-    level = np.zeros(n_trees, dtype=np.int64)
-    up = tree_parent.copy()
-    while (inner := up >= 0).any():
-        level[inner] += 1
-        up[inner] = tree_parent[up[inner]]
-    save("tree_level", level)
-    local_virtual = _read(packed / _TREES, "virtual")
-    local_root = _read(packed / _TREES, "root")
-    virtual = np.where(local_virtual >= 0, local_virtual + first_node, -1)
-    root = np.where(local_root >= 0, local_root + first_node, -1)
+    save("tree_level", _levels(tree_parent))
+    virtual, root = read(trees_file, "virtual"), read(trees_file, "root")
+    stands = virtual >= 0
+    virtual[stands] += first_node[stands]
+    root[root >= 0] += first_node[root >= 0]
+    del first_node
     save("tree_virtual", virtual)
     save("tree_root", root)
-    save("tree_last_code", _read(packed / _TREES, "last_code"))
+    save("tree_last_code", read(trees_file, "last_code"))
     # The root of the tree each virtual node stands for.
-    child_root = np.full(n_nodes, -1, dtype=np.int64)
-    stands = virtual >= 0
+    child_root = np.full(n_nodes, -1, dtype=ids)
     child_root[virtual[stands]] = root[stands]
     if (kind[virtual[stands]] != VIRTUAL).any():
         raise IndexFormatError(f"{packed} is damaged: a tree's virtual node is not "
                                "virtual; rebuild the index")
     save("child_root", child_root)
+
+
+def _from_back(back: np.ndarray) -> np.ndarray:
+    """Parent ids from distances back (0: none, -1), in place of ``back``."""
+    none = back == 0
+    back *= -1
+    back += np.arange(len(back), dtype=back.dtype)
+    back[none] = -1
+    return back
+
+
+def _starts(keys: np.ndarray, n: int, ids: np.dtype) -> np.ndarray:
+    """The CSR starts of ``n`` owners whose members' owners are ``keys``."""
+    starts = np.zeros(n + 1, dtype=ids)
+    np.cumsum(np.bincount(keys, minlength=n), out=starts[1:])
+    return starts
+
+
+def _levels(tree_parent: np.ndarray) -> np.ndarray:
+    """Each tree's nesting level (how many trees enclose it), walking up only the trees
+    still below a parent."""
+    level = np.zeros(len(tree_parent), dtype=tree_parent.dtype)
+    below = np.flatnonzero(tree_parent >= 0)
+    up = tree_parent[below]
+    while len(below):
+        level[below] += 1
+        up = tree_parent[up]
+        deeper = up >= 0
+        below, up = below[deeper], up[deeper]
+    return level
