@@ -76,9 +76,10 @@ def seam_index(reader: IndexReader, shards: Sequence[int], lo: int, hi: int,
     """An in-memory index of the events of the sharded index ``reader`` opens whose
     instants meet ``[lo, hi]`` (integers), with their whole clusters, from the shards
     ``shards`` (``open_shard(k)``: shard ``k`` opened from its working copy; only its
-    events' instants and the rows taken are read); ``None`` where the index was built with Condition 2 or the
-    seam holds more than :data:`SEAM_EVENTS` events. Its groups are those of the shards'
-    pieces, its statistics the whole index's (what plans use)."""
+    events' instants and the rows taken are read); ``None`` where the index was built
+    with Condition 2 or the seam holds more than :data:`SEAM_EVENTS` events. Its groups
+    are those of the shards' pieces, its statistics the whole index's (what plans
+    use)."""
     if reader.manifest.settings.condition2 is not None or \
             _events_surely_inside(reader, lo, hi) > SEAM_EVENTS:
         return None
