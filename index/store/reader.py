@@ -100,6 +100,7 @@ from uncertain_cep.index.store.remote import (
 from uncertain_cep.index.store.rtree_files import RTreeChunks, SharedRTree, open_rtree
 from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
+    copies_in_use,
     discard,
     passing_copies,
     sealed_checksums,
@@ -268,11 +269,13 @@ class IndexReader:
         ``check(copy)`` opens its archive, layout and R*-tree."""
         try:
             settings = self.manifest.settings.build_settings(pair_predicate)
-            copy, (archive, layout, rtree) = verified_copy(get, check)
-            # The node table's files are opened now and hashed, mapped and checked when a
-            # query first needs them (the index's largest part: opening stays cheap),
-            # from these very files even if the copy is evicted meanwhile.
-            opened = _open_node_files(copy)
+            # The copies are locked against eviction until their files are open.
+            with copies_in_use():
+                copy, (archive, layout, rtree) = verified_copy(get, check)
+                # The node table's files are opened now and hashed, mapped and checked
+                # when a query first needs them (the index's largest part: opening stays
+                # cheap), from these very files even if the copy is evicted meanwhile.
+                opened = _open_node_files(copy)
             statistics = self.statistics() if statistics is None else statistics
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
@@ -374,8 +377,10 @@ class IndexReader:
             return self._mapped_node_table(copy, opened, archive, n_nodes)
         except IndexFormatError:
             discard(copy)
-        copy = get()
-        return self._mapped_node_table(copy, _open_node_files(copy), archive, n_nodes)
+        with copies_in_use():
+            copy = get()
+            opened = _open_node_files(copy)
+        return self._mapped_node_table(copy, opened, archive, n_nodes)
 
     def _mapped_node_table(self, copy: Path, opened: Mapping[str, BinaryIO],
                            archive: Archive, n_nodes: int) -> NodeTable:
