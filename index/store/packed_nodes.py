@@ -234,13 +234,18 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     def read(path: Path, name: str) -> np.ndarray:
         # Widened straight to the column's own type (ids: int32 for most tables): every
         # value and every sum below fits it, and half the bytes of int64 move.
-        return _read(path, name, column_dtype(name if name in _STORED_TYPES else "id", ids))
+        return _read(path, name, column_dtype(name, ids) if name in _STORED_TYPES else ids)
+
+    def save_members(name: str, starts: str, owners: np.ndarray, members: np.ndarray,
+                     n_owners: int) -> None:
+        # A CSR pair: the members (ascending node ids) grouped by owner, id order kept.
+        save(name, _in_order_of(owners, members, n_nodes))
+        save(starts, _starts(owners, n_owners, ids))
 
     save("group_start", group_start)
     save("tree_start", tree_start)
     n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
-    if len(_read(nodes_file, "kind")) != n_nodes or \
-            len(_read(trees_file, "last_code")) != n_trees:
+    if _rows(nodes_file) != n_nodes or _rows(trees_file) != n_trees:
         raise IndexFormatError(f"{packed} is damaged: its node and tree tables do not "
                                "match its group sizes; rebuild the index")
     save("group", np.repeat(np.arange(len(node_counts), dtype=ids), node_counts))
@@ -248,11 +253,8 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     save("parent", parent)
     # Children in id order: the nodes with a parent, stably sorted by it.
     has_parent = np.flatnonzero(parent >= 0).astype(ids)
-    keys = parent[has_parent]
-    del parent
-    save("child_list", _in_order_of(keys, has_parent, n_nodes))
-    save("child_start", _starts(keys, n_nodes, ids))
-    del has_parent, keys
+    save_members("child_list", "child_start", parent[has_parent], has_parent, n_nodes)
+    del parent, has_parent
     tree = read(nodes_file, "tree")
     tree += np.repeat(tree_start[:-1].astype(ids), node_counts)
     save("tree", tree)
@@ -263,11 +265,8 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     save("kind", kind)
     # Each row's real nodes in id order.
     real = np.flatnonzero((kind == REAL) & (row >= 0)).astype(ids)
-    keys = row[real]
-    del row
-    save("row_nodes", _in_order_of(keys, real, n_nodes))
-    save("row_nodes_start", _starts(keys, n_rows, ids))
-    del real, keys
+    save_members("row_nodes", "row_nodes_start", row[real], real, n_rows)
+    del row, real
     code = read(nodes_file, "code")
     save("code", code)
     code_end = read(nodes_file, "code_span")
@@ -286,7 +285,8 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     virtual, root = read(trees_file, "virtual"), read(trees_file, "root")
     stands = virtual >= 0
     virtual[stands] += first_node[stands]
-    root[root >= 0] += first_node[root >= 0]
+    rooted = root >= 0
+    root[rooted] += first_node[rooted]
     del first_node
     save("tree_virtual", virtual)
     save("tree_root", root)
@@ -298,6 +298,14 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
         raise IndexFormatError(f"{packed} is damaged: a tree's virtual node is not "
                                "virtual; rebuild the index")
     save("child_root", child_root)
+
+
+def _rows(path: Path) -> int:
+    """How many rows a packed file holds (its Parquet footer)."""
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except (OSError, pa.ArrowException) as e:
+        raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
 
 
 def _from_back(back: np.ndarray) -> np.ndarray:

@@ -97,7 +97,7 @@ def seam_index(reader: IndexReader, shards: Sequence[int], lo: int, hi: int,
         chosen.append((shard, rows))
     if not chosen:
         return None
-    parts = [EventIndex(shard.archive.take_rows(rows), settings) for shard, rows in chosen
-             if len(rows)] or [EventIndex(chosen[0][0].archive.take_rows(chosen[0][1]),
-                                          settings)]
-    return merge_indexes(parts, statistics=reader.statistics())
+    # With no event in the span, an empty index of the first shard answers nothing.
+    with_rows = [(shard, rows) for shard, rows in chosen if len(rows)] or chosen[:1]
+    return merge_indexes([EventIndex(shard.archive.take_rows(rows), settings)
+                          for shard, rows in with_rows], statistics=reader.statistics())
