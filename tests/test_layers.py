@@ -25,7 +25,7 @@ LAYERS: list[list[list[str]]] = [
     [["uncertain_cep.errors", "uncertain_cep.files", "uncertain_cep.grammar",
       "uncertain_cep.input_tables",
       "uncertain_cep.durations", "uncertain_cep.progress", "uncertain_cep.optional",
-      "uncertain_cep.kernel_cache"]],
+      "uncertain_cep.kernel_cache", "uncertain_cep.memory_pages"]],
     [["uncertain_cep.model"], ["uncertain_cep.datasets"], ["uncertain_cep.sample"]],
     [["uncertain_cep.index"]],
     [["uncertain_cep.query"], ["uncertain_cep.interval"]],

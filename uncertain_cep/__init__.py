@@ -33,6 +33,12 @@ import importlib
 from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
+from uncertain_cep.memory_pages import use_ordinary_pages as _use_ordinary_pages
+
+# Before numpy is imported: big arrays on ordinary pages where the kernel would stall on
+# numpy's huge-page advice (memory_pages.py; a negation query 6x faster here).
+_use_ordinary_pages()
+
 if TYPE_CHECKING:
     from uncertain_cep.answer_files import read_answer
     from uncertain_cep.answer_streams import StreamedAnswer

@@ -60,7 +60,7 @@ def _union_of_slices(reader, pattern, n_slices, strategy="selectivity"):
     return plan, rows
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(data=st.data(), df=archives(max_groups=4, max_events=10), n_slices=st.integers(1, 6),
        shard_events=st.integers(1, 4), weighted=st.booleans())
 def test_slices_following_the_shards_answer_as_the_possible_worlds(

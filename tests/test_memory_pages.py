@@ -1,0 +1,78 @@
+"""numpy's huge-page advice is off where the kernel would stall on it, and only there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from uncertain_cep.memory_pages import (
+    DEFRAG_SETTING,
+    stalls_on_huge_page_advice,
+    use_ordinary_pages,
+)
+
+_SWITCH = "NUMPY_MADVISE_HUGEPAGE"
+
+
+@pytest.fixture
+def numpy_advice(monkeypatch):
+    """numpy's own switch and environment variable, put back after the test."""
+    before = np._core.multiarray._get_madvise_hugepage()
+    monkeypatch.delenv(_SWITCH, raising=False)
+    yield
+    np._core.multiarray._set_madvise_hugepage(before)
+
+
+@pytest.mark.parametrize(("setting", "stalls"), [
+    ("always defer defer+madvise [madvise] never", True),
+    ("always defer [defer+madvise] madvise never", True),
+    ("[always] defer defer+madvise madvise never", False),
+    ("always [defer] defer+madvise madvise never", False),
+    ("always defer defer+madvise madvise [never]", False),
+    ("", False),
+])
+def test_only_the_modes_that_compact_on_a_fault_stall(setting, stalls):
+    assert stalls_on_huge_page_advice(setting) is stalls
+
+
+def test_a_stalling_host_gets_ordinary_pages_in_this_process_and_its_children(
+        numpy_advice, tmp_path):
+    setting = tmp_path / "defrag"
+    setting.write_text("always defer defer+madvise [madvise] never\n")
+    np._core.multiarray._set_madvise_hugepage(True)
+    assert use_ordinary_pages(str(setting)) is True
+    assert np._core.multiarray._get_madvise_hugepage() is False   # numpy imported first
+    assert os.environ[_SWITCH] == "0"                            # inherited by children
+
+
+def test_other_hosts_and_a_users_choice_are_left_alone(numpy_advice, tmp_path, monkeypatch):
+    setting = tmp_path / "defrag"
+    setting.write_text("[always] defer defer+madvise madvise never\n")
+    np._core.multiarray._set_madvise_hugepage(True)
+    assert use_ordinary_pages(str(setting)) is False
+    assert use_ordinary_pages(str(tmp_path / "absent")) is False
+    assert np._core.multiarray._get_madvise_hugepage() is True and _SWITCH not in os.environ
+    setting.write_text("always defer defer+madvise [madvise] never\n")
+    monkeypatch.setenv(_SWITCH, "1")
+    assert use_ordinary_pages(str(setting)) is False
+    assert np._core.multiarray._get_madvise_hugepage() is True
+
+
+def test_importing_the_package_before_numpy_applies_this_hosts_setting():
+    env = {k: v for k, v in os.environ.items() if k != _SWITCH}
+    code = ("import uncertain_cep, numpy; "
+            "print(numpy._core.multiarray._get_madvise_hugepage())")
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    try:
+        with open(DEFRAG_SETTING) as fh:
+            stalls = stalls_on_huge_page_advice(fh.read())
+    except OSError:
+        stalls = False
+    if not stalls and sys.platform != "linux":
+        pytest.skip("numpy advises huge pages on Linux only")
+    assert got == str(not stalls)
