@@ -75,6 +75,7 @@ from uncertain_cep.index.store.layout import (
     EVENT_COLUMNS,
     EVENTS,
     MANIFEST,
+    PACKED,
     RTREE,
     SHARDS,
     TIME_STATS,
@@ -102,6 +103,7 @@ from uncertain_cep.index.store.side_by_side import RTREES, side_by_side_copy
 from uncertain_cep.index.store.working_copy import (
     copies_in_use,
     discard,
+    node_table_in_memory,
     passing_copies,
     sealed_checksums,
     verified_copy,
@@ -236,7 +238,8 @@ class IndexReader:
 
     def load(self, pair_predicate: PairPredicate | None = None,
              shards: Sequence[int] | None = None,
-             statistics: EventStatistics | None = None) -> EventIndex:
+             statistics: EventStatistics | None = None, *,
+             node_table_in_memory: bool = False) -> EventIndex:
         """The index, its columns memory-mapped from its working copy on this host
         (:mod:`~uncertain_cep.index.store.working_copy`), its R*-tree file opened in
         place, once per process (:mod:`~uncertain_cep.index.store.rtree_files`).
@@ -246,7 +249,11 @@ class IndexReader:
         its shards (all, or those numbered ``shards``) side by side, from one working copy
         of them (:mod:`~uncertain_cep.index.store.side_by_side`); its statistics are the
         whole index's, which is what plans use (``statistics``: given by the index a
-        shard belongs to)."""
+        shard belongs to). With ``node_table_in_memory`` an index in one directory (or
+        one shard) is opened from a working copy of its events and R*-tree only, its node
+        table expanded in memory when a query first needs it
+        (:func:`~uncertain_cep.index.store.working_copy.node_table_in_memory`: where the
+        cache cannot keep the copies, writing them is the expansion's largest cost)."""
         if self.manifest.is_sharded:
             # A span no shard meets still gets an index (of the first shard) to answer
             # from: with nothing in its span, it answers nothing.
@@ -255,18 +262,23 @@ class IndexReader:
             readers = [r for r in self.shards(wanted) if r.manifest.counts.events] or \
                 self.shards(wanted[:1])
             if len(readers) == 1:
-                return readers[0].load(pair_predicate, statistics=self.statistics())
+                return readers[0].load(pair_predicate, statistics=self.statistics(),
+                                       node_table_in_memory=node_table_in_memory)
             return self._side_by_side(readers, wanted, pair_predicate)
         return self._open(lambda: working_copy(self.root, self.manifest,
-                                               verified=self.verified_all),
-                          self.manifest, self._open_copy, pair_predicate, statistics)
+                                               verified=self.verified_all,
+                                               node_columns=not node_table_in_memory),
+                          self.manifest, self._open_copy, pair_predicate, statistics,
+                          in_memory=node_table_in_memory)
 
     def _open(self, get: Callable[[], Path], manifest: Manifest,
               check: Callable[[Path], tuple[Archive, EventLayout, Any]],
               pair_predicate: PairPredicate | None,
-              statistics: EventStatistics | None) -> EventIndex:
+              statistics: EventStatistics | None, *, in_memory: bool = False
+              ) -> EventIndex:
         """The index in the working copy ``get()`` gives, ``manifest`` its counts;
-        ``check(copy)`` opens its archive, layout and R*-tree."""
+        ``check(copy)`` opens its archive, layout and R*-tree; ``in_memory``: the copy
+        holds no node table, which is expanded from the stored files instead."""
         try:
             settings = self.manifest.settings.build_settings(pair_predicate)
             # The copies are locked against eviction until their files are open.
@@ -275,16 +287,21 @@ class IndexReader:
                 # The node table's files are opened now and hashed, mapped and checked
                 # when a query first needs them (the index's largest part: opening stays
                 # cheap), from these very files even if the copy is evicted meanwhile.
-                opened = _open_node_files(copy)
+                opened = {} if in_memory else _open_node_files(copy)
             statistics = self.statistics() if statistics is None else statistics
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
             raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
         nodes = manifest.counts.nodes
+
+        def load_node_table() -> NodeTable:
+            if in_memory:
+                return self._memory_node_table(archive, nodes)
+            return self._node_table(copy, opened, archive, get, nodes)
+
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
                           statistics=statistics, time_extent=_time_extent(manifest),
-                          load_node_table=lambda: self._node_table(copy, opened, archive,
-                                                                   get, nodes),
+                          load_node_table=load_node_table,
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive, settings, nodes))
 
@@ -381,6 +398,23 @@ class IndexReader:
             copy = get()
             opened = _open_node_files(copy)
         return self._mapped_node_table(copy, opened, archive, n_nodes)
+
+    def _memory_node_table(self, archive: Archive, n_nodes: int) -> NodeTable:
+        """The node table expanded in memory from the stored files, its numbers checked
+        (the kernels index with them unchecked)."""
+        try:
+            table = NodeTable(**node_table_in_memory(self.root, self.manifest,
+                                                     verified=self.verified_all))
+        except (OSError, KeyError, ValueError, pa.ArrowException) as e:
+            raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
+        finally:
+            _release_decoding_buffers()
+        if table.n_nodes != n_nodes:
+            raise IndexFormatError(f"{self.root} is damaged: its node table does not match "
+                                   "its manifest; rebuild the index")
+        check_node_table(table, self.root / PACKED, n_rows=archive.n_events,
+                         n_groups=len(archive.group_labels))
+        return table
 
     def _mapped_node_table(self, copy: Path, opened: Mapping[str, BinaryIO],
                            archive: Archive, n_nodes: int) -> NodeTable:

@@ -35,6 +35,7 @@ probabilities a query reads are the same wherever the index is opened.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,8 @@ from uncertain_cep.model.instant_weights import (
     stored_instant_weights,
 )
 
-__all__ = ["derive_probabilities", "node_probabilities", "stored_weights"]
+__all__ = ["derive_probabilities", "node_probabilities", "stored_weights",
+           "weighted_probabilities"]
 
 
 def stored_weights(event_files: list[Path]) -> tuple[InstantWeights, np.ndarray] | None:
@@ -72,23 +74,34 @@ def derive_probabilities(columns: Path, event_files: list[Path]) -> bool:
     """Write ``poi.npy`` and ``cond.npy`` into the node table's ``columns`` from its shape
     and the weights of ``event_files`` (the index's events table, in row order); False,
     writing nothing, when the table stores no weights."""
-    found = stored_weights(event_files)
-    if found is None:
-        return False
-    weights, t_lo = found
 
     def load(name: str) -> np.ndarray:
         return np.load(columns / f"{name}.npy", mmap_mode="r")
 
+    found = weighted_probabilities(load, event_files, str(columns))
+    if found is None:
+        return False
+    np.save(columns / "poi.npy", found[0])
+    np.save(columns / "cond.npy", found[1])
+    return True
+
+
+def weighted_probabilities(load: Callable[[str], np.ndarray], event_files: list[Path],
+                           where: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``poi`` and ``cond`` of the node table whose columns ``load(name)`` gives, from the
+    weights of ``event_files``; None when they store no weights (``where``: the table's
+    place, for the error)."""
+    found = stored_weights(event_files)
+    if found is None:
+        return None
+    weights, t_lo = found
     poi, cond = node_probabilities(
         load("parent"), load("child_root"), load("depth"), load("tree"), load("tree_virtual"),
         node_weights(load("kind"), load("row"), load("instant"), weights, t_lo))
     if not (np.isfinite(poi).all() and (poi > 0).all() and (cond > 0).all()):
-        raise IndexFormatError(f"{columns} holds OI-trees whose weighted probabilities are "
+        raise IndexFormatError(f"{where} holds OI-trees whose weighted probabilities are "
                                "not positive; rebuild the index")
-    np.save(columns / "poi.npy", poi)
-    np.save(columns / "cond.npy", cond)
-    return True
+    return poi, cond
 
 
 def node_weights(kind: np.ndarray, row: np.ndarray, instant: np.ndarray,

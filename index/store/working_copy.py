@@ -62,6 +62,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
+
 from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.node_table import column_dtype, id_dtype
 from uncertain_cep.index.store.checksums import file_digest, verify_files
@@ -79,8 +81,12 @@ from uncertain_cep.index.store.layout import (
 )
 from uncertain_cep.index.store.manifest import Manifest, manifest_digest
 from uncertain_cep.index.store.manifest_records import IndexCounts
-from uncertain_cep.index.store.packed_nodes import expand_node_columns, group_labels
-from uncertain_cep.index.store.weighted_nodes import derive_probabilities
+from uncertain_cep.index.store.packed_nodes import (
+    expand_node_columns,
+    group_labels,
+    node_columns_in_memory,
+)
+from uncertain_cep.index.store.weighted_nodes import derive_probabilities, weighted_probabilities
 
 __all__ = [
     "CACHE_ENV",
@@ -98,6 +104,8 @@ __all__ = [
     "expand_stored",
     "holds_whole",
     "link_or_copy",
+    "node_table_in_memory",
+    "node_tables_thrash",
     "passing_copies",
     "seal",
     "sealed_checksums",
@@ -114,6 +122,8 @@ _IN_USE_SECONDS = 60.0
 _OPENS: list[list[int]] = []
 # The cache's folders that mirror remote indexes (index/store/remote.py).
 MIRROR_PREFIX = "remote-"
+# The name's end of a working copy without the node table (working_copy(node_columns=False)).
+_EVENTS_ONLY = "-events"
 CACHE_ENV = "UNCERTAIN_CEP_CACHE"
 LIMIT_ENV = "UNCERTAIN_CEP_CACHE_LIMIT"
 DEFAULT_CACHE_LIMIT = 20 * 2**30
@@ -195,22 +205,61 @@ def link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def expand_stored(root: Path, manifest: Manifest, into: Path) -> None:
+def expand_stored(root: Path, manifest: Manifest, into: Path, *,
+                  node_columns: bool = True) -> None:
     """Write the working files of the index directory ``root`` into ``into``: the node
-    table's and the events table's columns and the R*-tree's files."""
+    table's (unless not ``node_columns``: see :func:`node_table_in_memory`) and the
+    events table's columns and the R*-tree's files."""
     packed = root / PACKED
     events = [root / f for f in table_files(root, EVENTS)]
-    expand_node_columns(packed, into / COLUMNS, n_rows=manifest.counts.events)
-    if not (into / COLUMNS / "poi.npy").is_file() and \
-            not derive_probabilities(into / COLUMNS, events):
-        raise IndexFormatError(f"{packed} is damaged: it stores no node probabilities and "
-                               "its events table no instant weights; rebuild the index")
+    if node_columns:
+        expand_node_columns(packed, into / COLUMNS, n_rows=manifest.counts.events)
+        if not (into / COLUMNS / "poi.npy").is_file() and \
+                not derive_probabilities(into / COLUMNS, events):
+            raise _unweighted(packed)
     write_event_columns(into / EVENT_ARRAYS, events,
                         group_by=manifest.group_by, numeric=manifest.attributes.numeric,
                         layout_columns=EVENT_COLUMNS, keys=group_labels(packed))
     # Stored as libspatialindex reads it: linked, so the host holds it once.
     for name in rtree_files(manifest.rtree.chunks):
         link_or_copy(root / name, into / name)
+
+
+def _unweighted(packed: Path) -> IndexFormatError:
+    return IndexFormatError(f"{packed} is damaged: it stores no node probabilities and its "
+                            "events table no instant weights; rebuild the index")
+
+
+def node_table_in_memory(root: Path, manifest: Manifest, *, verified: bool
+                         ) -> dict[str, np.ndarray]:
+    """The node table of the index directory ``root`` (its checked ``manifest``; its
+    stored files checked too), expanded in memory, every column of
+    :data:`~uncertain_cep.index.store.packed_nodes.NODE_TABLE_COLUMNS`: for a working copy
+    made without it (``working_copy(..., node_columns=False)``), where the cache cannot
+    keep the copies a query's slices make (:func:`node_tables_thrash`); ``verified``:
+    whether its stored files were hashed when the index was opened."""
+    packed = root / PACKED
+    if not verified:
+        # Read again by every process that needs them (a copy on disk is hashed once).
+        _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=False)
+    arrays = node_columns_in_memory(packed, n_rows=manifest.counts.events)
+    if "poi" not in arrays:
+        found = weighted_probabilities(arrays.__getitem__,
+                                       [root / f for f in table_files(root, EVENTS)],
+                                       str(packed))
+        if found is None:
+            raise _unweighted(packed)
+        arrays["poi"], arrays["cond"] = found
+    return arrays
+
+
+def node_tables_thrash(manifest: Manifest) -> bool:
+    """Whether the working copies of the whole index ``manifest`` describes exceed the
+    cache's limit (not :func:`holds_whole`): a query whose slices meet every shard would
+    evict each shard's copy before another query uses it again, so its node tables are
+    better expanded in memory than written (a 100M-event index: 26 shard copies of about
+    1.9 GB each against a 20 GiB cache)."""
+    return not holds_whole(manifest)
 
 
 def seal(directory: Path) -> None:
@@ -239,13 +288,16 @@ def _named(key: str) -> str:
     return f"{key}-{_LAYOUT}"
 
 
-def working_copy(root: Path, manifest: Manifest, *, verified: bool) -> Path:
+def working_copy(root: Path, manifest: Manifest, *, verified: bool,
+                 node_columns: bool = True) -> Path:
     """The working copy of the index directory ``root`` (its checked ``manifest``), made
     now if the cache does not hold it; ``verified``: whether the stored files were hashed
-    when the index was opened (else they are hashed before they are expanded)."""
-
-    return cached(_key(manifest), lambda into: _expand(root, manifest, into,
-                                                         verified=verified))
+    when the index was opened (else they are hashed before they are expanded). Without
+    ``node_columns``: a copy of its events and R*-tree only, under a name of its own,
+    whose node table :func:`node_table_in_memory` gives."""
+    key = _key(manifest) if node_columns else f"{_key(manifest)}{_EVENTS_ONLY}"
+    return cached(key, lambda into: _expand(root, manifest, into, verified=verified,
+                                            node_columns=node_columns))
 
 
 def passing_copies(parts: Sequence[tuple[Path, Manifest, bool]], *, ahead: int = 2
@@ -363,14 +415,21 @@ def _beside(copy: Path) -> Path:
     return copy.parent / f".{copy.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool) -> None:
+def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool,
+            node_columns: bool = True) -> None:
     if not verified:
-        listed = dict(manifest.checksums)
-        rtree = set(rtree_files(manifest.rtree.chunks))
-        verify_files(root, {name: digest for name, digest in listed.items()
-                            if name.startswith((f"{PACKED}/", f"{EVENTS}/"))
-                            or name in rtree})
-    expand_stored(root, manifest, into)
+        _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=True)
+    expand_stored(root, manifest, into, node_columns=node_columns)
+
+
+def _verify_stored(root: Path, manifest: Manifest, prefixes: tuple[str, ...], *,
+                   rtree: bool) -> None:
+    """Hash the stored files of ``root`` under ``prefixes`` (and its R*-tree's) against
+    ``manifest``."""
+    listed = dict(manifest.checksums)
+    trees = set(rtree_files(manifest.rtree.chunks)) if rtree else set()
+    verify_files(root, {name: digest for name, digest in listed.items()
+                        if name.startswith(prefixes) or name in trees})
 
 
 def cached(key: str, make: Callable[[Path], None]) -> Path:

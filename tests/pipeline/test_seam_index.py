@@ -3,6 +3,8 @@ memory, answer what the whole index answers."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,12 +64,20 @@ def _union_of_slices(reader, pattern, n_slices, strategy="selectivity"):
 
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), df=archives(max_groups=4, max_events=10), n_slices=st.integers(1, 6),
-       shard_events=st.integers(1, 4), weighted=st.booleans())
+       shard_events=st.integers(1, 4), weighted=st.booleans(), in_memory=st.booleans())
 def test_slices_following_the_shards_answer_as_the_possible_worlds(
-        tmp_path_factory, data, df, n_slices, shard_events, weighted):
+        tmp_path_factory, data, df, n_slices, shard_events, weighted, in_memory):
     # Shard boundaries inside groups, windows longer than a shard and negations across
     # a boundary all occur here: archives of 4 groups over about 15 instants, shards of
-    # 1-4 events, windows of 0-10 instants.
+    # 1-4 events, windows of 0-10 instants. in_memory: each shard's node table expanded
+    # in memory, as where the cache cannot keep the shards' copies.
+    with patch.object(time_slices, "node_tables_thrash", lambda manifest: in_memory):
+        _slices_answer_as_the_possible_worlds(tmp_path_factory, data, df, n_slices,
+                                              shard_events, weighted)
+
+
+def _slices_answer_as_the_possible_worlds(tmp_path_factory, data, df, n_slices,
+                                          shard_events, weighted):
     pattern = data.draw(patterns(negation=None))
     if weighted:
         df = data.draw(instant_weights(df))
@@ -170,3 +180,30 @@ def test_an_index_built_under_condition2_keeps_its_shards_side_by_side(tmp_path)
     full = idx.query(query)
     _assert_same(rows, zip(full["events"], full["confidence"], full["t_first"],
                            full["t_last"]))
+
+
+def test_where_the_cache_cannot_keep_the_shards_a_slice_expands_its_node_table_in_memory(
+        spread_index, monkeypatch, tmp_path):
+    # A 100M-event index's 26 shard copies (about 1.9 GB each) against a 20 GiB cache:
+    # each copy would be evicted before a query used it again.
+    from uncertain_cep.index.store import working_copy
+
+    idx, reader = spread_index
+    monkeypatch.setenv(working_copy.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(working_copy.LIMIT_ENV, "1000")
+    time_slices._OPENED.clear()
+    pattern = ("PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -1, N AS a0 BETWEEN -0.2 AND 0.2, "
+               "B AS a0 > 1 WITHIN 40")
+    _, rows = _union_of_slices(reader, uc.parse_query(pattern), 5)
+    full = idx.query(pattern)
+    assert len(full) > 5
+    _assert_same(rows, zip(full["events"], full["confidence"], full["t_first"],
+                           full["t_last"]))
+    # The copies hold events and R*-trees only; a worker keeps one shard open.
+    copies = [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]
+    assert copies and all(p.name.endswith("-events-w2") and not (p / "columns").exists()
+                          for p in copies)
+    assert len(time_slices._OPENED) == 1
+    (index,) = time_slices._OPENED.values()
+    assert not isinstance(index.node_table.poi, np.memmap)
+    time_slices._OPENED.clear()

@@ -32,7 +32,7 @@ from uncertain_cep.errors import IndexFormatError, PlanningError
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.store.mapped_pages import index_columns, release_mapped_pages
 from uncertain_cep.index.store.reader import IndexReader, TimeBuckets
-from uncertain_cep.index.store.working_copy import holds_whole
+from uncertain_cep.index.store.working_copy import holds_whole, node_tables_thrash
 from uncertain_cep.pipeline.seam_index import seam_index
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.stats import QueryStats
@@ -255,9 +255,14 @@ def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
     key = (str(reader.root), reader.manifest, wanted)
     index = _OPENED.pop(key, None)
     if index is None:
-        while len(_OPENED) >= _KEPT_OPEN:
+        # One shard of an index whose shard copies the cache cannot keep: its node table
+        # in memory, not written to be evicted (working_copy.node_tables_thrash), and
+        # the only one this worker holds (each is a shard's whole node table).
+        in_memory = wanted is not None and len(wanted) == 1 and \
+            node_tables_thrash(reader.manifest)
+        while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
             del _OPENED[next(iter(_OPENED))]
-        index = reader.load(shards=wanted)
+        index = reader.load(shards=wanted, node_table_in_memory=in_memory)
     _OPENED[key] = index
     return index
 
