@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.node_table import node_table
+from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
+from uncertain_cep.index.store.manifest import SELF_CHECKSUM, manifest_digest
 from uncertain_cep.index.store.node_columns import NODE_TABLE_COLUMNS
 from uncertain_cep.index.store.packed_nodes import read_packed
 
-__all__ = ["assert_node_columns_match_forests"]
+__all__ = ["assert_node_columns_match_forests", "rewrite_packed_node_column"]
 
 
 def assert_node_columns_match_forests(index: EventIndex) -> None:
@@ -39,3 +44,21 @@ def stored_tables(root: Path) -> dict[str, pd.DataFrame]:
     return {"events": events.sort_values("event_id").reset_index(drop=True),
             "nodes": nodes, "trees": read_packed(root / "packed" / "trees.parquet"),
             "groups": read_packed(root / "packed" / "groups.parquet")}
+
+
+def rewrite_packed_node_column(root: Path, name: str,
+                               edit: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Replace column ``name`` of the index ``root``'s packed node table by ``edit`` of it,
+    and its manifest's checksums by those of the files as they now are (as a program
+    writing its own index would): damage no checksum can catch."""
+    path = root / "packed" / "nodes.parquet"
+    nodes = pq.read_table(path)
+    column = edit(nodes.column(name).to_numpy())
+    pq.write_table(nodes.set_column(nodes.schema.get_field_index(name), name,
+                                    pa.array(column)), path)
+    manifest = root / "manifest.json"
+    record = json.loads(manifest.read_text())
+    record.pop(SELF_CHECKSUM)
+    record[CHECKSUM] = {f: file_digest(root / f) for f in record[CHECKSUM]}
+    record[SELF_CHECKSUM] = manifest_digest(record)
+    manifest.write_text(json.dumps(record))

@@ -2,13 +2,13 @@
 
 numpy asks the kernel for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on every
 array of 4 MB or more. Where the kernel's THP ``defrag`` setting is ``madvise`` or
-``defer+madvise`` (Debian's default among them), a page fault in such a region that finds
+``defer+madvise`` (``madvise`` is the kernel's default), a page fault in such a region that finds
 no free huge page compacts memory on the spot instead of falling back to a small page
 (numpy/numpy#31590): on a host whose memory is full of page cache, which is what an
 index's working copies and Parquet reads make of it, every fresh array then costs a
 stall. Measured on this project's 2-core machine (docs/benchmarks.md, "Ordinary pages"):
 filling a new 92 MB array took 0.32-0.95 s with the advice and 0.045 s without; a
-selective query on a 3.8M-event shard 0.62 s against 0.12 s.
+negation query on a 3.8M-event shard 1.43-1.73 s against 0.24-0.25 s.
 
 :func:`use_ordinary_pages` turns numpy's advice off on such hosts (the package calls it on
 import), unless the user chose with ``NUMPY_MADVISE_HUGEPAGE`` (numpy's own switch, which
@@ -56,12 +56,12 @@ def use_ordinary_pages(defrag_setting: str = DEFRAG_SETTING) -> bool:
     if not stalls:
         return False
     os.environ[_NUMPY_SWITCH] = "0"     # read by numpy when it is imported
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        # numpy was imported first: its switch is a private function (numpy >= 1.20).
-        multiarray = getattr(getattr(numpy, "_core", None), "multiarray", None) or \
-            getattr(getattr(numpy, "core", None), "multiarray", None)
-        setter = getattr(multiarray, "_set_madvise_hugepage", None)
+    if "numpy" in sys.modules:
+        # numpy was imported first: its switch is a private function (numpy._core since
+        # numpy 2, numpy.core before).
+        numpy = sys.modules["numpy"]
+        core = getattr(numpy, "_core", None) or numpy.core
+        setter = getattr(core.multiarray, "_set_madvise_hugepage", None)
         if setter is None:
             return False
         setter(False)

@@ -21,10 +21,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from index_checks import rewrite_packed_node_column
 
 import uncertain_cep as uc
-from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
-from uncertain_cep.index.store.manifest import SELF_CHECKSUM, manifest_digest
+from uncertain_cep.index.store.checksums import CHECKSUM
 
 QUERIES = [
     ("PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x >= 0 WITHIN 10", "selectivity"),
@@ -250,22 +250,15 @@ def test_a_parent_cycle_with_valid_checksums_is_refused(saved, tmp_path):
 def test_a_packed_file_with_valid_checksums_but_foreign_numbers_is_refused(saved, tmp_path):
     # A packed node table whose numbers are out of range, its checksums rewritten (as a
     # program writing its own index would): expanded, then refused by the column checks.
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     root = tmp_path / "ix"
     shutil.copytree(saved, root)
-    nodes = pq.read_table(root / "packed" / "nodes.parquet")
-    column = nodes.column("tree").to_numpy().copy()
-    column[0] = np.iinfo(column.dtype).max
-    nodes = nodes.set_column(nodes.schema.get_field_index("tree"), "tree", pa.array(column))
-    pq.write_table(nodes, root / "packed" / "nodes.parquet")
-    manifest = root / "manifest.json"
-    data = json.loads(manifest.read_text())
-    data.pop(SELF_CHECKSUM)
-    data[CHECKSUM] = {name: file_digest(root / name) for name in data[CHECKSUM]}
-    data[SELF_CHECKSUM] = manifest_digest(data)
-    manifest.write_text(json.dumps(data))
+
+    def out_of_range(column):
+        column = column.copy()
+        column[0] = np.iinfo(column.dtype).max
+        return column
+
+    rewrite_packed_node_column(root, "tree", out_of_range)
     result = _run([{"name": "foreign", "path": str(root), "verify": False,
                     "cache": str(tmp_path / "cache")}])["foreign"]
     assert result.get("error") == "IndexFormatError", result

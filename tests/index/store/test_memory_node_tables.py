@@ -4,21 +4,17 @@ stored files are refused as they are for a copy."""
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from index_checks import rewrite_packed_node_column
 from random_archives import archives, instant_weights
 
 import uncertain_cep as uc
 from uncertain_cep.errors import IndexFormatError, InputError
-from uncertain_cep.index.store.checksums import CHECKSUM, file_digest
-from uncertain_cep.index.store.manifest import SELF_CHECKSUM, manifest_digest
 from uncertain_cep.index.store.packed_nodes import NODE_TABLE_COLUMNS
 from uncertain_cep.index.store.reader import open_reader
 
@@ -69,17 +65,13 @@ def test_a_damaged_packed_file_is_refused_naming_it(saved):
 def test_foreign_numbers_with_valid_checksums_are_refused_before_any_kernel(saved, tmp_path):
     root = tmp_path / "foreign"
     shutil.copytree(saved, root)
-    nodes = pq.read_table(root / "packed" / "nodes.parquet")
-    column = nodes.column("tree").to_numpy().astype(np.int32)
-    column[0] = 10**9       # past every tree of the index
-    nodes = nodes.set_column(nodes.schema.get_field_index("tree"), "tree", pa.array(column))
-    pq.write_table(nodes, root / "packed" / "nodes.parquet")
-    manifest = root / "manifest.json"
-    record = json.loads(manifest.read_text())
-    record.pop(SELF_CHECKSUM)
-    record[CHECKSUM] = {name: file_digest(root / name) for name in record[CHECKSUM]}
-    record[SELF_CHECKSUM] = manifest_digest(record)
-    manifest.write_text(json.dumps(record))
+
+    def past_every_tree(column):
+        column = column.astype(np.int32)
+        column[0] = 10**9
+        return column
+
+    rewrite_packed_node_column(root, "tree", past_every_tree)
     index = open_reader(root, verify_all=False).load(node_table_in_memory=True)
     with pytest.raises(IndexFormatError, match="tree"):
         _ = index.node_table
