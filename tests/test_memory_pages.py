@@ -7,15 +7,18 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from uncertain_cep.memory_pages import (
     DEFRAG_SETTING,
     stalls_on_huge_page_advice,
     use_ordinary_pages,
+    use_steady_arrow_pool,
 )
 
 _SWITCH = "NUMPY_MADVISE_HUGEPAGE"
+_ARROW_SWITCH = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 @pytest.fixture
@@ -76,3 +79,52 @@ def test_importing_the_package_before_numpy_applies_this_hosts_setting():
     if not stalls and sys.platform != "linux":
         pytest.skip("numpy advises huge pages on Linux only")
     assert got == str(not stalls)
+
+
+@pytest.fixture
+def arrow_pool(monkeypatch):
+    """Arrow's pool and switch, put back after the test."""
+    before = pa.default_memory_pool()
+    monkeypatch.delenv(_ARROW_SWITCH, raising=False)
+    yield
+    pa.set_memory_pool(before)
+
+
+def test_a_stalling_host_gets_a_steady_arrow_pool_here_and_in_children(arrow_pool, tmp_path):
+    setting = tmp_path / "defrag"
+    setting.write_text("always defer [defer+madvise] madvise never\n")
+    pa.set_memory_pool(pa.system_memory_pool())
+    chosen = use_steady_arrow_pool(str(setting))
+    assert chosen in ("jemalloc", "system")
+    assert chosen in pa.supported_memory_backends()
+    assert pa.default_memory_pool().backend_name == chosen     # pyarrow imported first
+    assert os.environ[_ARROW_SWITCH] == chosen                  # inherited by children
+
+
+def test_other_hosts_and_a_users_arrow_pool_are_left_alone(arrow_pool, tmp_path, monkeypatch):
+    setting = tmp_path / "defrag"
+    setting.write_text("[always] defer defer+madvise madvise never\n")
+    pa.set_memory_pool(pa.system_memory_pool())
+    assert use_steady_arrow_pool(str(setting)) is None
+    assert use_steady_arrow_pool(str(tmp_path / "absent")) is None
+    assert _ARROW_SWITCH not in os.environ
+    setting.write_text("always defer defer+madvise [madvise] never\n")
+    monkeypatch.setenv(_ARROW_SWITCH, "system")
+    assert use_steady_arrow_pool(str(setting)) is None
+    assert pa.default_memory_pool().backend_name == "system"
+
+
+def test_importing_the_package_before_pyarrow_gives_arrow_this_hosts_pool():
+    env = {k: v for k, v in os.environ.items() if k != _ARROW_SWITCH}
+    code = ("import uncertain_cep, pyarrow; "
+            "print(pyarrow.default_memory_pool().backend_name)")
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
+    try:
+        with open(DEFRAG_SETTING) as fh:
+            stalls = stalls_on_huge_page_advice(fh.read())
+    except OSError:
+        stalls = False
+    if not stalls:
+        pytest.skip("this host does not stall on huge-page advice: Arrow keeps its default")
+    assert got.stdout.strip() == "jemalloc" and "Unsupported" not in got.stderr

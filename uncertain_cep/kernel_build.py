@@ -99,6 +99,7 @@ def compile_kernels(force: bool = False) -> float:
             raise RuntimeError("compiling the negation kernel failed (its process printed "
                                "why above)")
     _answer(idx, _NEGATION_QUERIES)
+    _expand_node_lists()
     draft = marker.with_name(f"{marker.name}.{os.getpid()}")
     draft.write_text(f"{binding.get_host_cpu_name()}\n")
     os.replace(draft, marker)
@@ -150,6 +151,18 @@ def _compile_negation_only() -> None:
     negated_probabilities(TupleTable(table),
                           np.arange(len(ctx.positive), dtype=np.int64)[None, :],
                           ctx.window, engine.gaps, engine.negated)
+
+
+def _expand_node_lists() -> None:
+    """The counting sort that expands a stored node table's lists (an index opened with
+    its node table in memory), for both id types."""
+    import numpy as np
+
+    from uncertain_cep.index.store.packed_nodes import grouped_by_owner
+
+    for dtype in (np.int32, np.int64):
+        owners = np.array([1, 0], dtype=dtype)
+        grouped_by_owner(owners, np.array([0, 1], dtype=dtype), np.array([0, 1, 2], dtype=dtype))
 
 
 def _quiet_compile_notice() -> None:

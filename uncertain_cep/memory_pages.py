@@ -16,6 +16,14 @@ it also sets, so that processes started from this one, Spark's Python workers am
 them, inherit the choice). Kernels that merely allow huge pages (``always``, ``defer``,
 ``never``) are left alone.
 
+Arrow's default pool in the pyarrow wheels, mimalloc, stalls the same way on such hosts
+(its arenas allow huge pages): reading the 23M ``poi`` values of a 100M index's shard
+from Parquet took 0.08-1.8 s with it, a steady 0.16 s with jemalloc, 0.29 s with the
+system allocator; expanding that shard's node table 7.0 s against 4.4 s
+(docs/benchmarks.md, "Arrow's pool"). :func:`use_steady_arrow_pool` (called on import)
+picks jemalloc there, unless the user chose with ``ARROW_DEFAULT_MEMORY_POOL`` (Arrow's
+own switch, which it sets, so that Spark's workers inherit the choice too).
+
 >>> stalls_on_huge_page_advice("always defer defer+madvise [madvise] never")
 True
 >>> stalls_on_huge_page_advice("always [defer] defer+madvise madvise never")
@@ -27,10 +35,14 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["DEFRAG_SETTING", "stalls_on_huge_page_advice", "use_ordinary_pages"]
+__all__ = ["DEFRAG_SETTING", "stalls_on_huge_page_advice", "use_ordinary_pages",
+           "use_steady_arrow_pool"]
 
 DEFRAG_SETTING = "/sys/kernel/mm/transparent_hugepage/defrag"
 _NUMPY_SWITCH = "NUMPY_MADVISE_HUGEPAGE"
+_ARROW_SWITCH = "ARROW_DEFAULT_MEMORY_POOL"
+# Arrow's pools that do not stall on a host that compacts on a fault, best first.
+_STEADY_POOLS = ("jemalloc", "system")
 # The defrag modes in which a region advised MADV_HUGEPAGE compacts memory synchronously.
 _STALLING = frozenset({"madvise", "defer+madvise"})
 
@@ -42,18 +54,21 @@ def stalls_on_huge_page_advice(defrag: str) -> bool:
     return bool(chosen) and chosen[0] in _STALLING
 
 
+def _stalls(defrag_setting: str) -> bool:
+    try:
+        with open(defrag_setting) as fh:
+            return stalls_on_huge_page_advice(fh.read())
+    except OSError:
+        return False        # not Linux, or no THP: nothing to turn off
+
+
 def use_ordinary_pages(defrag_setting: str = DEFRAG_SETTING) -> bool:
     """Turn numpy's huge-page advice off where it stalls (see the module docstring), unless
     ``NUMPY_MADVISE_HUGEPAGE`` says otherwise; whether it is now off.
     ``defrag_setting``: the file holding the kernel's THP defrag mode."""
     if _NUMPY_SWITCH in os.environ:
         return os.environ[_NUMPY_SWITCH].strip() == "0"
-    try:
-        with open(defrag_setting) as fh:
-            stalls = stalls_on_huge_page_advice(fh.read())
-    except OSError:
-        return False        # not Linux, or no THP: nothing to turn off
-    if not stalls:
+    if not _stalls(defrag_setting):
         return False
     os.environ[_NUMPY_SWITCH] = "0"     # read by numpy when it is imported
     if "numpy" in sys.modules:
@@ -66,3 +81,27 @@ def use_ordinary_pages(defrag_setting: str = DEFRAG_SETTING) -> bool:
             return False
         setter(False)
     return True
+
+
+def use_steady_arrow_pool(defrag_setting: str = DEFRAG_SETTING) -> str | None:
+    """Make Arrow allocate from jemalloc where the kernel stalls on huge-page advice (see
+    the module docstring), unless ``ARROW_DEFAULT_MEMORY_POOL`` says otherwise; the pool
+    chosen, or ``None`` where nothing was changed.
+
+    Before pyarrow is imported this only sets Arrow's switch (read when Arrow first
+    allocates, here and in processes started from this one; importing pyarrow would
+    cost every command 0.08 s); where pyarrow was imported first, its pool is set, the
+    system allocator where the build has no jemalloc (the PyPI wheels for Linux have)."""
+    if _ARROW_SWITCH in os.environ or not _stalls(defrag_setting):
+        return None
+    chosen = _STEADY_POOLS[0]
+    if "pyarrow" in sys.modules:
+        pa = sys.modules["pyarrow"]
+        available = set(pa.supported_memory_backends())
+        chosen = next((name for name in _STEADY_POOLS if name in available), "")
+        if not chosen:
+            return None
+        pa.set_memory_pool(pa.jemalloc_memory_pool() if chosen == "jemalloc"
+                           else pa.system_memory_pool())
+    os.environ[_ARROW_SWITCH] = chosen
+    return chosen

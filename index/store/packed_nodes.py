@@ -47,6 +47,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -57,8 +58,8 @@ from uncertain_cep.index.forests.forest import REAL, VIRTUAL
 from uncertain_cep.index.node_table import NodeTable, column_dtype, id_dtype
 
 __all__ = ["NODE_TABLE_COLUMNS", "PACKED_NODE_FILES", "expand_node_columns", "group_labels",
-           "narrow_integers", "node_columns_in_memory", "pack_node_columns", "read_packed",
-           "widen_integers"]
+           "grouped_by_owner", "narrow_integers", "node_columns_in_memory",
+           "pack_node_columns", "read_packed", "widen_integers"]
 
 NODE_TABLE_COLUMNS = tuple(f.name for f in dataclasses.fields(NodeTable))
 _GROUPS, _NODES, _TREES = "groups.parquet", "nodes.parquet", "trees.parquet"
@@ -195,24 +196,32 @@ def pack_node_columns(columns: Path, packed: Path, labels: pa.Array | None = Non
         "last_code": load("tree_last_code")})
 
 
-def _in_order_of(keys: np.ndarray, ids: np.ndarray, n_ids: int) -> np.ndarray:
-    """``ids`` (ascending, below ``n_ids``) stably sorted by ``keys`` (non-negative):
-    as they are where the keys already ascend (the children of a breadth-first forest),
-    else by one sort of keys and ids packed into an int64 each (distinct, so any sort is
-    stable; about 1.6x faster here than a stable argsort of the keys).
+def grouped_by_owner(owners: np.ndarray, members: np.ndarray, starts: np.ndarray
+                     ) -> np.ndarray:
+    """``members`` grouped by their ``owners`` (non-negative; ``starts``: where each
+    owner's members begin, :func:`_starts`), each owner's in their order in ``members``:
+    a stable counting sort, one pass (about 0.1 s for a shard's 15M real nodes, where a
+    sort of keys and ids packed into int64 took 1.1-1.4 s).
 
-    >>> _in_order_of(np.array([2, 0, 2, 1]), np.array([3, 5, 6, 9]), 10).tolist()
+    >>> owners = np.array([2, 0, 2, 1], dtype=np.int32)
+    >>> grouped_by_owner(owners, np.array([3, 5, 6, 9], dtype=np.int32),
+    ...                  _starts(owners, 3, np.dtype(np.int32))).tolist()
     [5, 9, 3, 6]
     """
-    if len(keys) < 2 or bool((keys[1:] >= keys[:-1]).all()):
-        return ids
-    if (int(keys.max()) + 1) * max(n_ids, 1) >= 2**63:
-        return ids[np.argsort(keys, kind="stable")]
-    packed = keys.astype(np.int64) * n_ids
-    packed += ids
-    packed.sort()
-    packed %= n_ids
-    return packed
+    if len(owners) < 2 or bool((owners[1:] >= owners[:-1]).all()):
+        return np.ascontiguousarray(members)
+    out = np.empty(len(members), dtype=members.dtype)
+    _scatter_by_owner(owners, members, starts[:-1].copy(), out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter_by_owner(owners: np.ndarray, members: np.ndarray, next_at: np.ndarray,
+                      out: np.ndarray) -> None:
+    for i in range(len(owners)):
+        at = next_at[owners[i]]
+        out[at] = members[i]
+        next_at[owners[i]] = at + 1
 
 
 def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
@@ -264,8 +273,9 @@ def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None]) -
     def save_members(name: str, starts: str, owners: np.ndarray, members: np.ndarray,
                      n_owners: int) -> None:
         # A CSR pair: the members (ascending node ids) grouped by owner, id order kept.
-        save(name, _in_order_of(owners, members, n_nodes))
-        save(starts, _starts(owners, n_owners, ids))
+        first = _starts(owners, n_owners, ids)
+        save(name, grouped_by_owner(owners, members, first))
+        save(starts, first)
 
     save("group_start", group_start)
     save("tree_start", tree_start)

@@ -19,6 +19,7 @@ tested in-process as well as through the Spark engine.
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -260,8 +261,14 @@ def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
         # the only one this worker holds (each is a shard's whole node table).
         in_memory = wanted is not None and len(wanted) == 1 and \
             node_tables_thrash(reader.manifest)
-        while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
-            del _OPENED[next(iter(_OPENED))]
+        if len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
+            while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
+                del _OPENED[next(iter(_OPENED))]
+            # An open index is held in reference cycles (its lazy parts and their
+            # loaders): freed by the cycle collector only, which runs rarely, so a
+            # worker held every shard's node table it had let go (1.6 GB each at 100M)
+            # and the next took 13 s to expand instead of 4 (docs/benchmarks.md).
+            gc.collect()
         index = reader.load(shards=wanted, node_table_in_memory=in_memory)
     _OPENED[key] = index
     return index

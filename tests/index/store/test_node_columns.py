@@ -108,13 +108,15 @@ def test_a_node_column_of_the_wrong_type_is_refused_when_mapped(tmp_path):
 
 @settings(max_examples=30, deadline=None)
 @given(keys=st.lists(st.integers(0, 40), max_size=60), sorted_keys=st.booleans(),
-       gap=st.integers(1, 3))
-def test_ids_put_in_order_of_their_keys_are_a_stable_sort(keys, sorted_keys, gap):
-    # What the expansion makes the children and row lists with (a packed sort, or none
-    # where the keys already ascend): the stable argsort's order.
-    from uncertain_cep.index.store.packed_nodes import _in_order_of
+       gap=st.integers(1, 3), wide=st.booleans())
+def test_members_grouped_by_owner_are_a_stable_sort(keys, sorted_keys, gap, wide):
+    # What the expansion makes the children and row lists with (a counting sort, or
+    # none where the owners already ascend): the stable argsort's order, in both id types.
+    from uncertain_cep.index.store.packed_nodes import _starts, grouped_by_owner
 
-    keys = np.array(sorted(keys) if sorted_keys else keys, dtype=np.int64)
-    ids = np.arange(len(keys), dtype=np.int64) * gap
+    dtype = np.dtype(np.int64 if wide else np.int32)
+    keys = np.array(sorted(keys) if sorted_keys else keys, dtype=dtype)
+    ids = np.arange(len(keys), dtype=dtype) * gap
     want = ids[np.argsort(keys, kind="stable")]
-    assert _in_order_of(keys, ids, max(len(keys) * gap, 1)).tolist() == want.tolist()
+    got = grouped_by_owner(keys, ids, _starts(keys, 41, dtype))
+    assert got.dtype == dtype and got.tolist() == want.tolist()
