@@ -128,3 +128,35 @@ def test_importing_the_package_before_pyarrow_gives_arrow_this_hosts_pool():
     if not stalls:
         pytest.skip("this host does not stall on huge-page advice: Arrow keeps its default")
     assert got.stdout.strip() == "jemalloc" and "Unsupported" not in got.stderr
+
+
+_FREED_KEPT = """
+import ctypes, sys
+import numpy as np
+from uncertain_cep.memory_pages import keep_freed_arrays
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+        "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+if sys.argv[1] == "keep":
+    assert keep_freed_arrays() is True and keep_freed_arrays() is True
+big = np.ones(100 << 20, dtype=np.uint8)
+del big
+print(libc.mallinfo2().fordblks >> 20)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc")
+def test_a_process_that_keeps_freed_arrays_reuses_their_memory():
+    # A shard's node table freed is memory the next shard's arrays take again, not
+    # pages handed back to the kernel and faulted in afresh.
+    def free_megabytes(mode):
+        return int(subprocess.run([sys.executable, "-c", _FREED_KEPT, mode],
+                                  capture_output=True, text=True, check=True).stdout)
+
+    assert free_megabytes("keep") >= 100
+    assert free_megabytes("default") < 100

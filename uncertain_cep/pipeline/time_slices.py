@@ -34,6 +34,7 @@ from uncertain_cep.index.event_index import EventIndex
 from uncertain_cep.index.store.mapped_pages import index_columns, release_mapped_pages
 from uncertain_cep.index.store.reader import IndexReader, TimeBuckets
 from uncertain_cep.index.store.working_copy import holds_whole, node_tables_thrash
+from uncertain_cep.memory_pages import keep_freed_arrays
 from uncertain_cep.pipeline.seam_index import seam_index
 from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.evaluation.stats import QueryStats
@@ -261,6 +262,10 @@ def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
         # the only one this worker holds (each is a shard's whole node table).
         in_memory = wanted is not None and len(wanted) == 1 and \
             node_tables_thrash(reader.manifest)
+        if in_memory:
+            # This process expands shard after shard: their arrays reuse the freed
+            # memory of the last instead of fresh pages (3.0 s a slice against 3.9).
+            keep_freed_arrays()
         if len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
             while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
                 del _OPENED[next(iter(_OPENED))]
