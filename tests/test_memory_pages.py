@@ -144,6 +144,8 @@ libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = MallInfo2
 if sys.argv[1] == "keep":
     assert keep_freed_arrays() is True and keep_freed_arrays() is True
+elif sys.argv[1] == "refused":
+    assert keep_freed_arrays() is False
 big = np.ones(100 << 20, dtype=np.uint8)
 del big
 print(libc.mallinfo2().fordblks >> 20)
@@ -154,9 +156,12 @@ print(libc.mallinfo2().fordblks >> 20)
 def test_a_process_that_keeps_freed_arrays_reuses_their_memory():
     # A shard's node table freed is memory the next shard's arrays take again, not
     # pages handed back to the kernel and faulted in afresh.
-    def free_megabytes(mode):
+    def free_megabytes(mode, **env):
         return int(subprocess.run([sys.executable, "-c", _FREED_KEPT, mode],
-                                  capture_output=True, text=True, check=True).stdout)
+                                  env={**os.environ, **env}, capture_output=True, text=True,
+                                  check=True).stdout)
 
     assert free_megabytes("keep") >= 100
     assert free_megabytes("default") < 100
+    # The user's choice: glibc's own way.
+    assert free_megabytes("refused", UNCERTAIN_CEP_KEEP_FREED="0") < 100

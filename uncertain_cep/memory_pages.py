@@ -46,7 +46,7 @@ import os
 import platform
 import sys
 
-__all__ = ["DEFRAG_SETTING", "keep_freed_arrays", "stalls_on_huge_page_advice",
+__all__ = ["DEFRAG_SETTING", "KEEP_FREED_ENV", "keep_freed_arrays", "stalls_on_huge_page_advice",
            "use_ordinary_pages", "use_steady_arrow_pool"]
 
 DEFRAG_SETTING = "/sys/kernel/mm/transparent_hugepage/defrag"
@@ -54,6 +54,8 @@ _NUMPY_SWITCH = "NUMPY_MADVISE_HUGEPAGE"
 _ARROW_SWITCH = "ARROW_DEFAULT_MEMORY_POOL"
 # glibc's mallopt parameters (malloc.h); a trim threshold of -1 turns trimming off.
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+# "0" keeps glibc's own choice (a process's memory then falls back between shards).
+KEEP_FREED_ENV = "UNCERTAIN_CEP_KEEP_FREED"
 _kept: list[bool] = []
 # Arrow's pools that do not stall on a host that compacts on a fault, best first.
 _STEADY_POOLS = ("jemalloc", "system")
@@ -127,11 +129,13 @@ def keep_freed_arrays() -> bool:
     heap never trimmed), once per process; whether it does (glibc only). For a process
     that frees and allocates the same big arrays over and over (see the module
     docstring), such as a Spark worker, which Spark stops after a minute idle: its
-    memory stays at its peak."""
+    memory stays at its peak. ``UNCERTAIN_CEP_KEEP_FREED=0`` turns this off."""
     if _kept:
         return _kept[0]
     done = False
-    if sys.platform == "linux" and platform.libc_ver()[0] == "glibc":
+    if os.environ.get(KEEP_FREED_ENV, "").strip() == "0":
+        pass
+    elif sys.platform == "linux" and platform.libc_ver()[0] == "glibc":
         try:
             mallopt = ctypes.CDLL(None).mallopt
             mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
