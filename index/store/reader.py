@@ -106,6 +106,7 @@ from uncertain_cep.index.store.working_copy import (
     node_table_in_memory,
     passing_copies,
     sealed_checksums,
+    sealed_here,
     verified_copy,
     working_copy,
 )
@@ -537,7 +538,9 @@ def _mapped_archive(copy: Path, manifest: Manifest,
     # Hashed and their numbers checked by an earlier process of this host (the files
     # unchanged since): not again.
     before = checked_before(copy, mapped)
-    if not before:
+    # A copy this process has just made was hashed as it sealed it: its numbers are
+    # still checked (below), its bytes not hashed again.
+    if not before and not sealed_here(copy, mapped):
         verify_files(copy, mapped)
     opened = open_event_columns(copy / EVENT_ARRAYS, manifest, read_text, EVENT_COLUMNS,
                                 check=not before)

@@ -57,7 +57,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -109,11 +109,17 @@ __all__ = [
     "passing_copies",
     "seal",
     "sealed_checksums",
+    "sealed_here",
     "verified_copy",
     "working_copy",
 ]
 
 _T = TypeVar("_T")
+# Copies this process sealed and has not mapped yet (by path: the identities of the
+# files hashed), and the stored index directories (root, manifest digest) whose
+# files it hashed to make a copy: neither is hashed again by the same process.
+_JUST_SEALED: dict[str, dict[str, tuple[int, int, int]]] = {}
+_STORED_VERIFIED: set[tuple[str, str]] = set()
 # Mirrors of remote indexes used within this many seconds are never deleted to make room
 # (an open may be reading one; working copies are locked instead: copies_in_use).
 _IN_USE_SECONDS = 60.0
@@ -196,20 +202,23 @@ def holds_whole(manifest: Manifest) -> bool:
     return copy_bytes(manifest.counts, len(manifest.schema)) <= cache_limit()
 
 
-def link_or_copy(source: Path, target: Path) -> None:
+def link_or_copy(source: Path, target: Path) -> bool:
     """``target`` made another name of ``source`` (a hard link: no second copy on disk),
-    or a copy of it where the two are on different filesystems."""
+    or a copy of it where the two are on different filesystems; whether it is a link."""
     try:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
+        return False
+    return True
 
 
 def expand_stored(root: Path, manifest: Manifest, into: Path, *,
-                  node_columns: bool = True) -> None:
+                  node_columns: bool = True) -> dict[str, str]:
     """Write the working files of the index directory ``root`` into ``into``: the node
     table's (unless not ``node_columns``: see :func:`node_table_in_memory`) and the
-    events table's columns and the R*-tree's files."""
+    events table's columns and the R*-tree's files; the checksums the manifest gives of
+    the R*-tree files linked (the stored files themselves, under another name)."""
     packed = root / PACKED
     events = [root / f for f in table_files(root, EVENTS)]
     if node_columns:
@@ -221,8 +230,12 @@ def expand_stored(root: Path, manifest: Manifest, into: Path, *,
                         group_by=manifest.group_by, numeric=manifest.attributes.numeric,
                         layout_columns=EVENT_COLUMNS, keys=group_labels(packed))
     # Stored as libspatialindex reads it: linked, so the host holds it once.
+    listed = dict(manifest.checksums)
+    linked = {}
     for name in rtree_files(manifest.rtree.chunks):
-        link_or_copy(root / name, into / name)
+        if link_or_copy(root / name, into / name) and name in listed:
+            linked[name] = listed[name]
+    return linked
 
 
 def _unweighted(packed: Path) -> IndexFormatError:
@@ -239,8 +252,10 @@ def node_table_in_memory(root: Path, manifest: Manifest, *, verified: bool
     keep the copies a query's slices make (:func:`node_tables_thrash`); ``verified``:
     whether its stored files were hashed when the index was opened."""
     packed = root / PACKED
-    if not verified:
-        # Read again by every process that needs them (a copy on disk is hashed once).
+    if not verified and (str(root), manifest_digest(manifest.to_json())) \
+            not in _STORED_VERIFIED:
+        # Read again by every process that needs them (a copy on disk is hashed once),
+        # unless this one hashed them when it made the events' copy.
         _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=False)
     arrays = node_columns_in_memory(packed, n_rows=manifest.counts.events)
     if "poi" not in arrays:
@@ -262,13 +277,42 @@ def node_tables_thrash(manifest: Manifest) -> bool:
     return not holds_whole(manifest)
 
 
-def seal(directory: Path) -> None:
-    """Record the checksums and size of a working copy's files (its last file)."""
+def seal(directory: Path, linked: dict[str, str] | None = None) -> list[str]:
+    """Record the checksums and size of a working copy's files (its last file);
+    ``linked``: the checksums of files linked to stored files hashed against them just
+    now (the R*-tree's: not hashed a second time). Returns the files' names."""
     files = sorted(p for p in directory.rglob("*")
                    if p.is_file() and p.name not in (SEAL, STAMP))
-    record = {"files": {p.relative_to(directory).as_posix(): file_digest(p) for p in files},
-              "bytes": sum(p.stat().st_size for p in files)}
+    known = linked or {}
+    digests = {}
+    for p in files:
+        name = p.relative_to(directory).as_posix()
+        digests[name] = known[name] if name in known else file_digest(p)
+    record = {"files": digests, "bytes": sum(p.stat().st_size for p in files)}
     (directory / SEAL).write_text(json.dumps(record))
+    return list(digests)
+
+
+def _identities(directory: Path, names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for name in names:
+        st = (directory / name).stat()
+        out[name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def sealed_here(copy: Path, names: Iterable[str]) -> bool:
+    """Whether this process sealed the working copy ``copy`` just now (its files
+    ``names`` hashed from what it had written, unchanged since): the first mapping of
+    a copy this process made need not hash it again. Asked once per copy made."""
+    made = _JUST_SEALED.pop(str(copy), None)
+    if made is None:
+        return False
+    try:
+        return all(made.get(name) == identity
+                   for name, identity in _identities(copy, names).items())
+    except OSError:
+        return False
 
 
 def sealed_checksums(directory: Path) -> dict[str, str]:
@@ -416,10 +460,13 @@ def _beside(copy: Path) -> Path:
 
 
 def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool,
-            node_columns: bool = True) -> None:
+            node_columns: bool = True) -> dict[str, str]:
+    """:func:`expand_stored`, the stored files hashed first unless ``verified``."""
     if not verified:
         _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=True)
-    expand_stored(root, manifest, into, node_columns=node_columns)
+        # The node table expanded in memory later reads these same files.
+        _STORED_VERIFIED.add((str(root), manifest_digest(manifest.to_json())))
+    return expand_stored(root, manifest, into, node_columns=node_columns)
 
 
 def _verify_stored(root: Path, manifest: Manifest, prefixes: tuple[str, ...], *,
@@ -432,7 +479,7 @@ def _verify_stored(root: Path, manifest: Manifest, prefixes: tuple[str, ...], *,
                         if name.startswith(prefixes) or name in trees})
 
 
-def cached(key: str, make: Callable[[Path], None]) -> Path:
+def cached(key: str, make: Callable[[Path], dict[str, str] | None]) -> Path:
     """The cache's copy named ``key``, made now by ``make(folder)`` if the cache does not
     hold it: written beside its name, sealed, renamed into place (another process's copy,
     renamed first, is taken instead); then the cache is brought within its limit."""
@@ -447,9 +494,11 @@ def cached(key: str, make: Callable[[Path], None]) -> Path:
             return final
         tmp = _beside(final)
         try:
-            make(tmp)
-            seal(tmp)
+            names = seal(tmp, make(tmp))
+            identities = _identities(tmp, names)
             _rename_into(tmp, final)
+            if not tmp.exists():    # renamed: this process's copy, not another's
+                _JUST_SEALED[str(final)] = identities
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         # Taken (locked) before another process's eviction may see it; one that came

@@ -203,3 +203,42 @@ def test_shards_expanded_ahead_come_in_order_and_leave_no_folder_behind(tmp_path
     assert next(ahead).is_dir()
     ahead.close()
     assert not list((tmp_path / "cache").iterdir())
+
+
+def test_a_copy_this_process_made_is_not_hashed_again_at_its_first_mapping(
+        tmp_path, monkeypatch):
+    # The seal hashed what this process had just written; the R*-tree's files are the
+    # stored ones linked, their checksums the manifest's (hashed when the copy was made).
+    import json
+
+    from uncertain_cep.index.store import reader as reader_module
+    from uncertain_cep.index.store.checksums import file_digest
+    from uncertain_cep.index.store.working_copy import sealed_here
+
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    root, manifest = _index(tmp_path, "ix", 12)
+    shutil.rmtree(tmp_path / "cache")       # the copy the save adopted
+    hashed: list[str] = []
+    verify = reader_module.verify_files
+
+    def counting(copy, checksums, opened=None):
+        hashed.extend(checksums)
+        return verify(copy, checksums, opened)
+
+    monkeypatch.setattr(reader_module, "verify_files", counting)
+    reader = open_reader(root, verify_all=False)
+    index = reader.load()
+    assert not any(name.startswith("event_columns/") for name in hashed)
+    copy = next((tmp_path / "cache").glob("*-w2"))
+    sealed = json.loads((copy / SEAL).read_text())["files"]
+    assert sealed == {name: file_digest(copy / name) for name in sealed}
+    assert any(name.startswith("rtree") for name in sealed)
+    # Asked once per copy made, by its first mapping (done above).
+    assert index.archive.n_events == 12
+    assert sealed_here(copy, list(sealed)) is False
+    # A copy made again and changed before its first mapping is hashed as any other.
+    shutil.rmtree(copy)
+    copy = working_copy(root, manifest, verified=True)
+    column = next(name for name in sealed if name.startswith("event_columns/"))
+    (copy / column).write_bytes((copy / column).read_bytes() + b"\0")
+    assert sealed_here(copy, list(sealed)) is False
