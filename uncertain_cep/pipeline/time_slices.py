@@ -269,9 +269,9 @@ def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
         if len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
             while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
                 del _OPENED[next(iter(_OPENED))]
-            # An open index is held in reference cycles (its lazy parts and their
-            # loaders): freed by the cycle collector only, which runs rarely, so a
-            # worker held every shard's node table it had let go (1.6 GB each at 100M)
+            # An index a reference cycle still holds is freed by the cycle collector
+            # only, which runs rarely: a worker held every shard's node table it had
+            # let go (1.6 GB each at 100M; the query engine's own cycle, since broken)
             # and the next took 13 s to expand instead of 4 (docs/benchmarks.md).
             gc.collect()
         index = reader.load(shards=wanted, node_table_in_memory=in_memory)
