@@ -19,7 +19,6 @@ tested in-process as well as through the Spark engine.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -266,14 +265,12 @@ def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
             # This process expands shard after shard: their arrays reuse the freed
             # memory of the last instead of fresh pages (3.0 s a slice against 3.9).
             keep_freed_arrays()
-        if len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
-            while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
-                del _OPENED[next(iter(_OPENED))]
-            # An index a reference cycle still holds is freed by the cycle collector
-            # only, which runs rarely: a worker held every shard's node table it had
-            # let go (1.6 GB each at 100M; the query engine's own cycle, since broken)
-            # and the next took 13 s to expand instead of 4 (docs/benchmarks.md).
-            gc.collect()
+        # Freed at once: nothing holds an index in a reference cycle (the query engine
+        # did, and a worker kept every shard's node table it had let go until the cycle
+        # collector ran: 1.6 GB each at 100M, the next taking 13 s to expand instead of
+        # 4; tests/pipeline/test_seam_index.py checks it with the collector off).
+        while len(_OPENED) >= (1 if in_memory else _KEPT_OPEN):
+            del _OPENED[next(iter(_OPENED))]
         index = reader.load(shards=wanted, node_table_in_memory=in_memory)
     _OPENED[key] = index
     return index
