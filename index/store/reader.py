@@ -289,6 +289,9 @@ class IndexReader:
                 # when a query first needs them (the index's largest part: opening stays
                 # cheap), from these very files even if the copy is evicted meanwhile.
                 opened = {} if in_memory else _open_node_files(copy)
+            # Making the copy decoded the stored tables: Arrow's pool keeps those buffers
+            # for reuse (jemalloc: about 0.4 GB more peak PSS at 10M events, measured).
+            _release_decoding_buffers()
             statistics = self.statistics() if statistics is None else statistics
         except (OSError, KeyError, IndexError, ValueError, pa.ArrowException,
                 rtree_index.RTreeError) as e:
