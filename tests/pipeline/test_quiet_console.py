@@ -69,3 +69,23 @@ def test_noise_is_every_error_and_trace_but_spark_connects_report_of_a_detached_
     assert noise_lines("26/11/29 WARN Utils: fine\n" + detached) == []
     assert noise_lines(detached + other) == other.splitlines()[::2]
     assert noise_lines("Exception in thread \"main\" java.lang.Error\n") != []
+
+
+def test_spark_connects_report_of_a_release_after_the_session_stopped_is_not_noise():
+    # The client releases its last operation asynchronously; stopped meanwhile, the
+    # session is gone when the release arrives (seen once in CI, 2026-12-07).
+    released = ("26/12/07 22:25:11 ERROR ErrorUtils: Spark Connect RPC error during: "
+                "releaseExecute. UserId: . SessionId: d2.\n"
+                "org.apache.spark.SparkSQLException: [INVALID_HANDLE.SESSION_CLOSED] The "
+                "handle d2 is invalid. Session was closed. SQLSTATE: 08003\n"
+                "\tat org.apache.spark.sql.connect.service.SparkConnectSessionManager."
+                "getSession(SparkConnectSessionManager.scala:213)\n"
+                "\tat java.base/java.util.concurrent.ConcurrentHashMap.computeIfAbsent("
+                "ConcurrentHashMap.java:1708)\n"
+                "\tat java.base/java.lang.Thread.run(Thread.java:840)\n")
+    assert noise_lines(released) == []
+    # Another cause, or the same cause after another operation, is noise.
+    other = released.replace("INVALID_HANDLE.SESSION_CLOSED", "INTERNAL_ERROR")
+    assert noise_lines(other)[0].startswith("26/12/07 22:25:11 ERROR")
+    elsewhere = released.replace("releaseExecute", "executePlan")
+    assert noise_lines(elsewhere) != []
