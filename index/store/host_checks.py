@@ -34,13 +34,15 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["STAMP", "checked_before", "record_checked"]
+__all__ = ["STAMP", "checked_before", "file_identity", "record_checked"]
 
 # The checks a host made of a working copy (not part of its seal: written after it).
 STAMP = "checked.json"
 
 
-def _identity(path: Path) -> list[int] | None:
+def file_identity(path: Path) -> list[int] | None:
+    """What tells a file from a rewritten one: its inode, size and modification time
+    (``None``: it cannot be read)."""
     try:
         st = path.stat()
     except OSError:
@@ -61,7 +63,7 @@ def checked_before(copy: Path, names: Iterable[str]) -> bool:
     checked on this host and has not changed since."""
     recorded = _recorded(copy)
     for name in names:
-        identity = _identity(copy / name)
+        identity = file_identity(copy / name)
         if identity is None or recorded.get(name) != identity:
             return False
     return True
@@ -72,7 +74,7 @@ def record_checked(copy: Path, names: Iterable[str]) -> None:
     that cannot be written to (another user's cache) is checked again next time."""
     recorded = _recorded(copy)
     for name in names:
-        identity = _identity(copy / name)
+        identity = file_identity(copy / name)
         if identity is not None:
             recorded[name] = identity
     tmp = copy / f".{STAMP}.{os.getpid()}-{uuid.uuid4().hex[:8]}"

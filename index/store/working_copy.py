@@ -68,7 +68,7 @@ from uncertain_cep.errors import IndexFormatError
 from uncertain_cep.index.node_table import column_dtype, id_dtype
 from uncertain_cep.index.store.checksums import file_digest, verify_files
 from uncertain_cep.index.store.event_columns import write_event_columns
-from uncertain_cep.index.store.host_checks import STAMP
+from uncertain_cep.index.store.host_checks import STAMP, file_identity
 from uncertain_cep.index.store.layout import (
     COLUMNS,
     EVENT_ARRAYS,
@@ -118,7 +118,7 @@ _T = TypeVar("_T")
 # Copies this process sealed and has not mapped yet (by path: the identities of the
 # files hashed), and the stored index directories (root, manifest digest) whose
 # files it hashed to make a copy: neither is hashed again by the same process.
-_JUST_SEALED: dict[str, dict[str, tuple[int, int, int]]] = {}
+_JUST_SEALED: dict[str, dict[str, list[int] | None]] = {}
 _STORED_VERIFIED: set[tuple[str, str]] = set()
 # Mirrors of remote indexes used within this many seconds are never deleted to make room
 # (an open may be reading one; working copies are locked instead: copies_in_use).
@@ -252,8 +252,7 @@ def node_table_in_memory(root: Path, manifest: Manifest, *, verified: bool
     keep the copies a query's slices make (:func:`node_tables_thrash`); ``verified``:
     whether its stored files were hashed when the index was opened."""
     packed = root / PACKED
-    if not verified and (str(root), manifest_digest(manifest.to_json())) \
-            not in _STORED_VERIFIED:
+    if not verified and _stored_key(root, manifest) not in _STORED_VERIFIED:
         # Read again by every process that needs them (a copy on disk is hashed once),
         # unless this one hashed them when it made the events' copy.
         _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=False)
@@ -293,12 +292,8 @@ def seal(directory: Path, linked: dict[str, str] | None = None) -> list[str]:
     return list(digests)
 
 
-def _identities(directory: Path, names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
-    out = {}
-    for name in names:
-        st = (directory / name).stat()
-        out[name] = (st.st_ino, st.st_size, st.st_mtime_ns)
-    return out
+def _identities(directory: Path, names: Iterable[str]) -> dict[str, list[int] | None]:
+    return {name: file_identity(directory / name) for name in names}
 
 
 def sealed_here(copy: Path, names: Iterable[str]) -> bool:
@@ -306,13 +301,9 @@ def sealed_here(copy: Path, names: Iterable[str]) -> bool:
     ``names`` hashed from what it had written, unchanged since): the first mapping of
     a copy this process made need not hash it again. Asked once per copy made."""
     made = _JUST_SEALED.pop(str(copy), None)
-    if made is None:
-        return False
-    try:
-        return all(made.get(name) == identity
-                   for name, identity in _identities(copy, names).items())
-    except OSError:
-        return False
+    return made is not None and all(
+        identity is not None and made.get(name) == identity
+        for name, identity in _identities(copy, names).items())
 
 
 def sealed_checksums(directory: Path) -> dict[str, str]:
@@ -465,8 +456,13 @@ def _expand(root: Path, manifest: Manifest, into: Path, *, verified: bool,
     if not verified:
         _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=True)
         # The node table expanded in memory later reads these same files.
-        _STORED_VERIFIED.add((str(root), manifest_digest(manifest.to_json())))
+        _STORED_VERIFIED.add(_stored_key(root, manifest))
     return expand_stored(root, manifest, into, node_columns=node_columns)
+
+
+def _stored_key(root: Path, manifest: Manifest) -> tuple[str, str]:
+    """The key of an index directory's stored files in :data:`_STORED_VERIFIED`."""
+    return str(root), manifest_digest(manifest.to_json())
 
 
 def _verify_stored(root: Path, manifest: Manifest, prefixes: tuple[str, ...], *,

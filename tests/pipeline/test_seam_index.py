@@ -182,49 +182,53 @@ def test_an_index_built_under_condition2_keeps_its_shards_side_by_side(tmp_path)
                            full["t_last"]))
 
 
-def test_where_the_cache_cannot_keep_the_shards_a_slice_expands_its_node_table_in_memory(
-        spread_index, monkeypatch, tmp_path):
-    # A 100M-event index's 26 shard copies (about 1.9 GB each) against a 20 GiB cache:
-    # each copy would be evicted before a query used it again.
+# A negation whose gaps meet most slices of spread_index.
+_SPREAD_NEGATION = ("PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -1, "
+                    "N AS a0 BETWEEN -0.2 AND 0.2, B AS a0 > 1 WITHIN 40")
+
+
+@pytest.fixture
+def small_cache(monkeypatch, tmp_path):
+    """A cache (``tmp_path / "cache"``) that cannot keep any shard's copy, as a 100M-event
+    index's 26 shard copies (about 1.9 GB each) against 20 GiB: each would be evicted
+    before a query used it again. No index open before or after."""
     from uncertain_cep.index.store import working_copy
 
-    idx, reader = spread_index
     monkeypatch.setenv(working_copy.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setenv(working_copy.LIMIT_ENV, "1000")
     time_slices._OPENED.clear()
-    pattern = ("PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -1, N AS a0 BETWEEN -0.2 AND 0.2, "
-               "B AS a0 > 1 WITHIN 40")
+    yield tmp_path / "cache"
+    time_slices._OPENED.clear()
+
+
+def test_where_the_cache_cannot_keep_the_shards_a_slice_expands_its_node_table_in_memory(
+        spread_index, small_cache):
+    idx, reader = spread_index
+    pattern = _SPREAD_NEGATION
     _, rows = _union_of_slices(reader, uc.parse_query(pattern), 5)
     full = idx.query(pattern)
     assert len(full) > 5
     _assert_same(rows, zip(full["events"], full["confidence"], full["t_first"],
                            full["t_last"]))
     # The copies hold events and R*-trees only; a worker keeps one shard open.
-    copies = [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]
+    copies = [p for p in small_cache.iterdir() if not p.name.startswith(".")]
     assert copies and all(p.name.endswith("-events-w2") and not (p / "columns").exists()
                           for p in copies)
     assert len(time_slices._OPENED) == 1
     (index,) = time_slices._OPENED.values()
     assert not isinstance(index.node_table.poi, np.memmap)
-    time_slices._OPENED.clear()
 
 
 def test_a_worker_frees_the_node_table_of_a_shard_it_lets_go_before_the_next(
-        spread_index, monkeypatch, tmp_path):
-    # An open index sits in reference cycles: left to the rarely running cycle
-    # collector, a worker held every shard's node table it had moved past (1.6 GB each
-    # at 100M), and each expansion after the first took three times as long.
+        spread_index, small_cache):
+    # An index held in a reference cycle is freed by the rarely running cycle collector
+    # only: a worker held every shard's node table it had moved past (1.6 GB each at
+    # 100M), and each expansion after the first took three times as long.
     import gc
     import weakref
 
-    from uncertain_cep.index.store import working_copy
-
     _, reader = spread_index
-    monkeypatch.setenv(working_copy.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setenv(working_copy.LIMIT_ENV, "1000")
-    time_slices._OPENED.clear()
-    pattern = uc.parse_query("PATTERN SEQ(A, NOT N, B) DEFINE A AS a0 < -1, "
-                             "N AS a0 BETWEEN -0.2 AND 0.2, B AS a0 > 1 WITHIN 40")
+    pattern = uc.parse_query(_SPREAD_NEGATION)
     first, second = [piece for piece in plan_slices(reader, 40, 5)
                      if len(reader.shards_meeting(piece.lo, piece.need_hi)) == 1][:2]
     was_enabled = gc.isenabled()
@@ -239,4 +243,3 @@ def test_a_worker_frees_the_node_table_of_a_shard_it_lets_go_before_the_next(
     finally:
         if was_enabled:
             gc.enable()
-        time_slices._OPENED.clear()

@@ -145,12 +145,11 @@ def test_processes_needing_one_copy_at_once_make_it_once_and_all_map_it(tmp_path
     assert (Path(copies.pop()) / "part.npy").read_bytes() == b"columns"
 
 
-def test_a_copy_checked_by_one_process_is_not_hashed_again_until_a_file_changes(
-        tmp_path, monkeypatch):
+@pytest.fixture
+def hashed_files(monkeypatch) -> list[str]:
+    """The names of the files opening an index hashes, as it hashes them."""
     from uncertain_cep.index.store import reader as reader_module
 
-    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
-    root, _ = _index(tmp_path, "ix", 12)
     hashed: list[str] = []
     verify = reader_module.verify_files
 
@@ -159,6 +158,14 @@ def test_a_copy_checked_by_one_process_is_not_hashed_again_until_a_file_changes(
         return verify(copy, checksums, opened)
 
     monkeypatch.setattr(reader_module, "verify_files", counting)
+    return hashed
+
+
+def test_a_copy_checked_by_one_process_is_not_hashed_again_until_a_file_changes(
+        tmp_path, monkeypatch, hashed_files):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    root, _ = _index(tmp_path, "ix", 12)
+    hashed = hashed_files
     query = "PATTERN SEQ(A, B) DEFINE A AS x < 5, B AS x > 5 WITHIN 6"
 
     def answer() -> list:
@@ -206,26 +213,18 @@ def test_shards_expanded_ahead_come_in_order_and_leave_no_folder_behind(tmp_path
 
 
 def test_a_copy_this_process_made_is_not_hashed_again_at_its_first_mapping(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, hashed_files):
     # The seal hashed what this process had just written; the R*-tree's files are the
     # stored ones linked, their checksums the manifest's (hashed when the copy was made).
     import json
 
-    from uncertain_cep.index.store import reader as reader_module
     from uncertain_cep.index.store.checksums import file_digest
     from uncertain_cep.index.store.working_copy import sealed_here
 
     monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
     root, manifest = _index(tmp_path, "ix", 12)
     shutil.rmtree(tmp_path / "cache")       # the copy the save adopted
-    hashed: list[str] = []
-    verify = reader_module.verify_files
-
-    def counting(copy, checksums, opened=None):
-        hashed.extend(checksums)
-        return verify(copy, checksums, opened)
-
-    monkeypatch.setattr(reader_module, "verify_files", counting)
+    hashed = hashed_files
     reader = open_reader(root, verify_all=False)
     index = reader.load()
     assert not any(name.startswith("event_columns/") for name in hashed)
