@@ -91,6 +91,7 @@ class EventIndex:
                  node_table: NodeTable | None = None,
                  load_forests: Callable[[], Sequence[GroupForest]] | None = None,
                  load_node_table: Callable[[], NodeTable] | None = None,
+                 load_groups_table: Callable[[np.ndarray], NodeTable] | None = None,
                  built_with_condition2: bool | None = None,
                  time_extent: tuple[int, int] | None = None) -> None:
         self.archive = archive
@@ -113,6 +114,11 @@ class EventIndex:
                              "node table")
         self._load_forests = load_forests
         self._load_node_table = load_node_table
+        self._load_groups_table = load_groups_table
+        # The last table of some groups asked for, and those groups (a query asks twice
+        # when it first looks for rows of confidence 1 alone).
+        self._groups_table: tuple[bytes, NodeTable] | None = None
+        self._groups_table_lock = threading.Lock()
         if node_table is not None:
             self.__dict__["node_table"] = node_table
         if layout is None:
@@ -156,6 +162,31 @@ class EventIndex:
         if self._load_node_table is not None:
             return self._load_node_table()
         return node_table(self.forests, self.members, self.archive.n_events)
+
+    @property
+    def tables_by_groups(self) -> bool:
+        """Whether :meth:`node_table_of` reads less than :attr:`node_table`: the node
+        table is expanded from the stored files when first needed (a shard of an index
+        whose working copies the cache cannot keep) and has not been yet."""
+        return self._load_groups_table is not None and "node_table" not in self.__dict__
+
+    def node_table_of(self, groups: np.ndarray) -> NodeTable:
+        """A node table holding the nodes and trees of the groups ``groups`` (ascending
+        group codes) as :attr:`node_table` does, every other group none (their events
+        no node): what a query whose candidates meet those groups alone reads
+        (:mod:`~uncertain_cep.query.engine.reachable_groups`). The whole table where it
+        is at hand or read whole anyway."""
+        if not self.tables_by_groups:
+            return self.node_table
+        assert self._load_groups_table is not None
+        groups = np.ascontiguousarray(groups, dtype=np.int64)
+        key = groups.tobytes()
+        with self._groups_table_lock:
+            if self._groups_table is None or self._groups_table[0] != key:
+                # Let the last one go first: two are never held at once.
+                self._groups_table = None
+                self._groups_table = (key, self._load_groups_table(groups))
+            return self._groups_table[1]
 
     @property
     def n_trees(self) -> int:

@@ -111,15 +111,19 @@ def _write(path: Path, columns: dict[str, np.ndarray | pa.Array]) -> None:
     pq.write_table(table, path, compression=_COMPRESSION)
 
 
-def _read(path: Path, column: str, dtype: np.dtype | None = None) -> np.ndarray:
-    """One column of a file :func:`_write` wrote, widened back to ``dtype`` (an integer
-    column; default int64, its full type)."""
+def _read(path: Path, column: str, dtype: np.dtype | None = None,
+          take: np.ndarray | None = None) -> np.ndarray:
+    """One column of a file :func:`_write` wrote (its rows ``take`` only, all without),
+    widened back to ``dtype`` (an integer column; default int64, its full type)."""
     try:
         f = pq.ParquetFile(path)
         bases = json.loads((f.schema_arrow.metadata or {}).get(_BASES, b"{}"))
         values = f.read(columns=[column]).column(0).to_numpy()
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
         raise IndexFormatError(f"{path} is damaged: {e}; rebuild the index") from e
+    if take is not None:
+        # Taken while still narrow: the rest is never widened.
+        values = values[take]
     if column not in bases:
         return values
     if dtype is None:
@@ -239,27 +243,48 @@ def expand_node_columns(packed: Path, columns: Path, *, n_rows: int) -> None:
     _expand(packed, n_rows, save)
 
 
-def node_columns_in_memory(packed: Path, *, n_rows: int) -> dict[str, np.ndarray]:
+def node_columns_in_memory(packed: Path, *, n_rows: int, groups: np.ndarray | None = None
+                           ) -> dict[str, np.ndarray]:
     """The columns :func:`expand_node_columns` writes, in memory instead (where a copy
     on disk would be evicted before it is used again, writing it is the expansion's
     largest cost: 20-22 s against 5.3-9.8 s for a 3.8M-event shard, docs/benchmarks.md);
-    without ``poi`` and ``cond`` for a weighted index."""
+    without ``poi`` and ``cond`` for a weighted index.
+
+    With ``groups`` (group codes), the table of those groups alone: every other group
+    holds no node and no tree, and the archive rows of those groups no node (see
+    :func:`_expand`). A query whose candidates meet a few groups reads no more."""
     arrays: dict[str, np.ndarray] = {}
 
     def save(name: str, values: np.ndarray) -> None:
         arrays[name] = values
 
-    _expand(packed, n_rows, save)
+    _expand(packed, n_rows, save, groups)
     return arrays
 
 
-def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None]) -> None:
+def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None],
+            groups: np.ndarray | None = None) -> None:
     """The node table stored in ``packed``, each column handed to ``put`` as soon as it
-    is made, in its column type (see :func:`expand_node_columns`)."""
+    is made, in its column type (see :func:`expand_node_columns`).
+
+    With ``groups``, only those groups' nodes and trees, renumbered in their order: the
+    other groups' counts are taken as 0, and the rows of each file taken are those of
+    the groups kept. Nothing else changes: a node's parent, tree and code are stored
+    relative to its own group (:func:`pack_node_columns`), so a group's nodes mean in
+    the smaller table what they mean in the whole one."""
     node_counts, tree_counts = _read(packed / _GROUPS, "nodes"), _read(packed / _GROUPS, "trees")
+    stored_nodes, stored_trees = int(node_counts.sum()), int(tree_counts.sum())
+    # The ids' type is the whole table's: one kernel build serves every part of it.
+    ids = id_dtype(stored_nodes, n_rows)
+    node_take = tree_take = None
+    if groups is not None:
+        kept = np.zeros(len(node_counts), dtype=bool)
+        kept[np.asarray(groups, dtype=np.int64)] = True
+        node_take = _ranges_of(node_counts, kept)
+        tree_take = _ranges_of(tree_counts, kept)
+        node_counts, tree_counts = node_counts * kept, tree_counts * kept
     group_start = np.concatenate([[0], np.cumsum(node_counts)]).astype(np.int64)
     tree_start = np.concatenate([[0], np.cumsum(tree_counts)]).astype(np.int64)
-    ids = id_dtype(int(group_start[-1]), n_rows)
     nodes_file, trees_file = packed / _NODES, packed / _TREES
 
     def save(name: str, values: np.ndarray) -> None:
@@ -268,7 +293,8 @@ def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None]) -
     def read(path: Path, name: str) -> np.ndarray:
         # Widened straight to the column's own type (ids: int32 for most tables): every
         # value and every sum below fits it, and half the bytes of int64 move.
-        return _read(path, name, column_dtype(name, ids) if name in _STORED_TYPES else ids)
+        return _read(path, name, column_dtype(name, ids) if name in _STORED_TYPES else ids,
+                     node_take if path == nodes_file else tree_take)
 
     def save_members(name: str, starts: str, owners: np.ndarray, members: np.ndarray,
                      n_owners: int) -> None:
@@ -280,7 +306,7 @@ def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None]) -
     save("group_start", group_start)
     save("tree_start", tree_start)
     n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
-    if _rows(nodes_file) != n_nodes or _rows(trees_file) != n_trees:
+    if _rows(nodes_file) != stored_nodes or _rows(trees_file) != stored_trees:
         raise IndexFormatError(f"{packed} is damaged: its node and tree tables do not "
                                "match its group sizes; rebuild the index")
     save("group", np.repeat(np.arange(len(node_counts), dtype=ids), node_counts))
@@ -333,6 +359,22 @@ def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None]) -
         raise IndexFormatError(f"{packed} is damaged: a tree's virtual node is not "
                                "virtual; rebuild the index")
     save("child_root", child_root)
+
+
+def _ranges_of(counts: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The positions, in a file of every owner's rows in turn (``counts`` each), of the
+    rows of the owners ``kept``.
+
+    >>> _ranges_of(np.array([2, 3, 1]), np.array([True, False, True])).tolist()
+    [0, 1, 5]
+    """
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    lengths = np.asarray(counts, dtype=np.int64)[kept]
+    if not len(lengths) or not lengths.sum():
+        return np.zeros(0, dtype=np.int64)
+    # Each kept row's position: its owner's start plus its place among the owner's rows.
+    first = np.repeat(starts[kept] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return first + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def _rows(path: Path) -> int:

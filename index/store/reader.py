@@ -303,9 +303,13 @@ class IndexReader:
                 return self._memory_node_table(archive, nodes)
             return self._node_table(copy, opened, archive, get, nodes)
 
+        def load_groups_table(groups: np.ndarray) -> NodeTable:
+            return self._memory_node_table(archive, nodes, groups)
+
         return EventIndex(archive, settings, layout=layout, rtree=rtree,
                           statistics=statistics, time_extent=_time_extent(manifest),
                           load_node_table=load_node_table,
+                          load_groups_table=load_groups_table if in_memory else None,
                           built_with_condition2=self.manifest.settings.condition2 is not None,
                           load_forests=lambda: self._forests(archive, settings, nodes))
 
@@ -403,17 +407,20 @@ class IndexReader:
             opened = _open_node_files(copy)
         return self._mapped_node_table(copy, opened, archive, n_nodes)
 
-    def _memory_node_table(self, archive: Archive, n_nodes: int) -> NodeTable:
-        """The node table expanded in memory from the stored files, its numbers checked
-        (the kernels index with them unchecked)."""
+    def _memory_node_table(self, archive: Archive, n_nodes: int,
+                           groups: np.ndarray | None = None) -> NodeTable:
+        """The node table expanded in memory from the stored files (of the ``groups``
+        alone, with them), its numbers checked (the kernels index with them
+        unchecked)."""
         try:
             table = NodeTable(**node_table_in_memory(self.root, self.manifest,
-                                                     verified=self.verified_all))
+                                                     verified=self.verified_all,
+                                                     groups=groups))
         except (OSError, KeyError, ValueError, pa.ArrowException) as e:
             raise IndexFormatError(f"{self.root} is damaged: {e}; rebuild the index") from e
         finally:
             _release_decoding_buffers()
-        if table.n_nodes != n_nodes:
+        if groups is None and table.n_nodes != n_nodes:
             raise IndexFormatError(f"{self.root} is damaged: its node table does not match "
                                    "its manifest; rebuild the index")
         check_node_table(table, self.root / PACKED, n_rows=archive.n_events,

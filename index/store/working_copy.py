@@ -243,20 +243,22 @@ def _unweighted(packed: Path) -> IndexFormatError:
                             "events table no instant weights; rebuild the index")
 
 
-def node_table_in_memory(root: Path, manifest: Manifest, *, verified: bool
-                         ) -> dict[str, np.ndarray]:
+def node_table_in_memory(root: Path, manifest: Manifest, *, verified: bool,
+                         groups: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The node table of the index directory ``root`` (its checked ``manifest``; its
     stored files checked too), expanded in memory, every column of
     :data:`~uncertain_cep.index.store.packed_nodes.NODE_TABLE_COLUMNS`: for a working copy
     made without it (``working_copy(..., node_columns=False)``), where the cache cannot
     keep the copies a query's slices make (:func:`node_tables_thrash`); ``verified``:
-    whether its stored files were hashed when the index was opened."""
+    whether its stored files were hashed when the index was opened. With ``groups``, the
+    table of those groups alone
+    (:func:`~uncertain_cep.index.store.packed_nodes.node_columns_in_memory`)."""
     packed = root / PACKED
     if not verified and _stored_key(root, manifest) not in _STORED_VERIFIED:
         # Read again by every process that needs them (a copy on disk is hashed once),
         # unless this one hashed them when it made the events' copy.
         _verify_stored(root, manifest, (f"{PACKED}/", f"{EVENTS}/"), rtree=False)
-    arrays = node_columns_in_memory(packed, n_rows=manifest.counts.events)
+    arrays = node_columns_in_memory(packed, n_rows=manifest.counts.events, groups=groups)
     if "poi" not in arrays:
         found = weighted_probabilities(arrays.__getitem__,
                                        [root / f for f in table_files(root, EVENTS)],

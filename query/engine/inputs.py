@@ -20,6 +20,7 @@ from uncertain_cep.query.engine.kernels.negation import NegatedNodes
 from uncertain_cep.query.engine.kernels.tuples import TupleTable
 from uncertain_cep.query.engine.lookahead import CandidateInstants
 from uncertain_cep.query.engine.negation_bounds import CertainWeighers
+from uncertain_cep.query.engine.reachable_groups import groups_met
 from uncertain_cep.query.engine.tuple_batches import (
     TupleBatch,
     event_instants,
@@ -29,7 +30,12 @@ from uncertain_cep.query.evaluation.context import QueryContext
 from uncertain_cep.query.plan.choosers import ItemWindows
 from uncertain_cep.query.plan.estimates import ItemEstimates
 
-__all__ = ["QueryInputs", "tuple_item_windows"]
+__all__ = ["GROUPS_TABLE_SHARE", "QueryInputs", "tuple_item_windows"]
+
+# A query whose candidates meet more of an index's groups than this share reads its whole
+# node table (expanding 30% of a shard's groups took 2.2 s, the whole 4.2: about where a
+# table kept for the next query starts to pay).
+GROUPS_TABLE_SHARE = 0.5
 
 
 class QueryInputs:
@@ -40,6 +46,8 @@ class QueryInputs:
         self.ctx = ctx
         self.k = len(ctx.positive)
         self._candidates: dict[int, CandidateNodes] = {}
+        self._item_rows: dict[int, np.ndarray] = {}
+        self._negated_rows: dict[int, np.ndarray] = {}
         # Without Condition 2 every OI of a group is equally likely, so nodes with alike
         # futures may stand for one another when entries are merged.
         self.classes = not ctx.index.built_with_condition2
@@ -52,8 +60,41 @@ class QueryInputs:
 
     @cached_property
     def table(self) -> NodeTable:
-        """The index's node table, its instants relative to :attr:`base`."""
-        return relative_table(self.ctx.index.node_table, self.base)
+        """The index's node table, its instants relative to :attr:`base`: of the groups
+        the query's candidates meet alone where the index reads less for them
+        (:mod:`~uncertain_cep.query.engine.reachable_groups`), and they are at most
+        :data:`GROUPS_TABLE_SHARE` of its groups (else the whole table, which the index
+        keeps for the next query)."""
+        index = self.ctx.index
+        if not index.tables_by_groups:
+            return relative_table(index.node_table, self.base)
+        ctx = self.ctx
+        groups = groups_met([self.item_rows(j) for j in range(self.k)],
+                            [self.negated_rows(j) for j in range(len(ctx.negations))],
+                            index.event_group, index.event_t_min, index.event_t_max,
+                            ctx.window)
+        if len(groups) > GROUPS_TABLE_SHARE * len(index.archive.group_labels):
+            return relative_table(index.node_table, self.base)
+        return relative_table(index.node_table_of(groups), self.base)
+
+    def item_rows(self, item: int) -> np.ndarray:
+        """The archive rows positive item ``item`` may take (one R*-tree search)."""
+        found = self._item_rows.get(item)
+        if found is None:
+            ctx = self.ctx
+            found = ctx.search(ctx.positive[item], None, ctx.span)
+            if item == 0:
+                found = ctx.first_item_rows(found)
+            self._item_rows[item] = found
+        return found
+
+    def negated_rows(self, j: int) -> np.ndarray:
+        """The archive rows NOT item ``j`` (of the negations) may take."""
+        found = self._negated_rows.get(j)
+        if found is None:
+            ctx = self.ctx
+            found = self._negated_rows[j] = ctx.search(ctx.negations[j][2], None, ctx.span)
+        return found
 
     @cached_property
     def tuple_table(self) -> TupleTable:
@@ -65,8 +106,8 @@ class QueryInputs:
         """Per NOT item, the nodes that may weigh its gap (one R*-tree search each)."""
         ctx, table = self.ctx, self.table
         columns, nodes, instants, weights = [], [], [], []
-        for k, _, symbol in ctx.negations:
-            found = CandidateNodes.of_rows(table, ctx.search(symbol, None, ctx.span))
+        for j, (k, _, symbol) in enumerate(ctx.negations):
+            found = CandidateNodes.of_rows(table, self.negated_rows(j))
             columns.append(k)
             nodes.append(found.nodes)
             instants.append(found.instants)
@@ -112,11 +153,8 @@ class QueryInputs:
         """The nodes item ``item`` may take, sorted by instant (one R*-tree search)."""
         found = self._candidates.get(item)
         if found is None:
-            ctx = self.ctx
-            rows = ctx.search(ctx.positive[item], None, ctx.span)
-            if item == 0:
-                rows = ctx.first_item_rows(rows)
-            found = self._candidates[item] = CandidateNodes.of_rows(self.table, rows)
+            found = self._candidates[item] = CandidateNodes.of_rows(self.table,
+                                                                    self.item_rows(item))
         return found
 
     @cached_property

@@ -20,6 +20,7 @@ from uncertain_cep.pipeline import seam_index as seams
 from uncertain_cep.pipeline import time_slices
 from uncertain_cep.pipeline.seam_index import whole_clusters_meeting
 from uncertain_cep.pipeline.time_slices import evaluate_slice, in_task_order, plan_slices
+from uncertain_cep.query.engine import inputs
 
 
 def _rows(answer):
@@ -64,14 +65,18 @@ def _union_of_slices(reader, pattern, n_slices, strategy="selectivity"):
 
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), df=archives(max_groups=4, max_events=10), n_slices=st.integers(1, 6),
-       shard_events=st.integers(1, 4), weighted=st.booleans(), in_memory=st.booleans())
+       shard_events=st.integers(1, 4), weighted=st.booleans(), in_memory=st.booleans(),
+       groups_share=st.sampled_from([0.0, 1.0]))
 def test_slices_following_the_shards_answer_as_the_possible_worlds(
-        tmp_path_factory, data, df, n_slices, shard_events, weighted, in_memory):
+        tmp_path_factory, data, df, n_slices, shard_events, weighted, in_memory,
+        groups_share):
     # Shard boundaries inside groups, windows longer than a shard and negations across
     # a boundary all occur here: archives of 4 groups over about 15 instants, shards of
     # 1-4 events, windows of 0-10 instants. in_memory: each shard's node table expanded
-    # in memory, as where the cache cannot keep the shards' copies.
-    with patch.object(time_slices, "node_tables_thrash", lambda manifest: in_memory):
+    # in memory, as where the cache cannot keep the shards' copies, then of the groups
+    # the query's candidates meet alone (groups_share 1.0) or whole (0.0).
+    with patch.object(time_slices, "node_tables_thrash", lambda manifest: in_memory), \
+            patch.object(inputs, "GROUPS_TABLE_SHARE", groups_share):
         _slices_answer_as_the_possible_worlds(tmp_path_factory, data, df, n_slices,
                                               shard_events, weighted)
 

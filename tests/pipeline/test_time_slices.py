@@ -8,7 +8,7 @@ from unittest.mock import patch
 import pandas as pd
 import pytest
 from answer_checks import cases
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from random_archives import archives, patterns
 from top_rows import assert_a_top_k_of, assert_first_rows_of
@@ -73,9 +73,25 @@ def _slices_equal_the_whole_index(tmp_path_factory, df, pattern, n_slices, codes
     _assert_same_answers(rows, expected)
 
 
+def _rounded_apart():
+    """An archive whose best tuples a slice weighs as 0.9999999999999999 and the whole
+    index as 0.999999999999999 (found by this test): equal to 1e-9, ranked alike."""
+    rows = [(0, "g0", 0, 0, 0), (1, "g0", 7, 7, 0), (2, "g0", 9, 9, 0), (3, "g0", 3, 6, 7),
+            (4, "g0", 1, 4, 0), (5, "g0", 11, 11, 0), (6, "g1", -1, 0, 0), (7, "g1", -1, 2, 0),
+            (8, "g2", 0, 0, 0), (9, "g2", 3, 3, 0), (10, "g2", 7, 9, 0), (11, "g2", 8, 8, 0)]
+    df = pd.DataFrame(rows, columns=["event_id", "group", "t_lo", "t_hi", "x_lo"])
+    df["x_hi"] = df["x_lo"] = df["x_lo"].astype(float)
+    df["y_lo"] = df["y_hi"] = 0.0
+    pattern = uc.parse_query(
+        "PATTERN SEQ(S0, NOT S1, S2, S0) DEFINE S0 AS x < 1 AND y < 5, "
+        "S1 AS x >= 0 AND y >= 1, S2 AS x BETWEEN 2 AND 7 AND y < 1 WITHIN 8")
+    return df, pattern, None, "compact", "multi"
+
+
 @settings(max_examples=10)
 @given(case=cases(condition2=False), n_slices=st.integers(1, 6),
        shard_events=st.none() | st.integers(1, 6), k=st.integers(1, 5))
+@example(case=_rounded_apart(), n_slices=1, shard_events=None, k=4)
 def test_the_best_of_each_slices_best_k_rows_is_the_first_k_rows_of_the_answer(
         tmp_path_factory, case, n_slices, shard_events, k):
     # What a Spark top-k query does: each slice keeps its k best, the driver their best.

@@ -19,8 +19,9 @@ tested in-process as well as through the Spark engine.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import pairwise
@@ -41,7 +42,7 @@ from uncertain_cep.query.language.patterns import SequencePattern
 from uncertain_cep.query.strategies import evaluate
 
 __all__ = ["SLICE_STRATEGIES", "TimeSlice", "evaluate_slice", "in_task_order", "opened_index",
-           "plan_slices"]
+           "plan_slices", "slice_context"]
 
 # Strategies that only look at the events and trees a slice holds. Tree traversal walks
 # whole groups and possible worlds enumerates whole groups, so they need the local engine.
@@ -180,6 +181,22 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
     the slice, and the evaluation counters (with the shards it opened). ``pattern`` is
     bound to the index's time axis (:func:`~uncertain_cep.query.language.parse.bind_query`,
     on the driver: the query is parsed once)."""
+    with slice_context(reader, piece, pattern, strategy) as (ctx, index):
+        answer = evaluate(ctx, strategy)
+        ids = index.archive.event_ids[answer.events].tolist()
+    rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
+                    answer.t_last.tolist()))
+    return rows, ctx.stats
+
+
+@contextlib.contextmanager
+def slice_context(reader: IndexReader, piece: TimeSlice, pattern: SequencePattern,
+                  strategy: str = "selectivity") -> Iterator[tuple[QueryContext, EventIndex]]:
+    """The query context of the tuples anchored in the slice (its searches bounded by
+    the slice's span, the shards it opens in its counters) and the index it searches
+    (of a sharded index, the shards the span meets), for the caller to evaluate in the
+    block (with a sink of its own, if any); the answer's rows are rows of that index.
+    When the block ends the pages the evaluation touched are let go."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
                             f"engine choose one of: {', '.join(map(repr, SLICE_STRATEGIES))}")
@@ -201,14 +218,13 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
     # a window after that one's latest instant, so searches stop at the halo.
     ctx.anchors = (piece.lo, piece.hi)
     ctx.span = (piece.lo, piece.need_hi)
-    answer = evaluate(ctx, strategy)
-    ids = index.archive.event_ids[answer.events].tolist()
-    rows = list(zip(map(tuple, ids), answer.confidence.tolist(), answer.t_first.tolist(),
-                    answer.t_last.tolist()))
-    # The worker keeps the index open for its next slice, not the pages this one touched
-    # (they stay in the host's page cache): its memory does not grow slice by slice.
-    release_mapped_pages(index_columns(index))
-    return rows, ctx.stats
+    try:
+        yield ctx, index
+    finally:
+        # The worker keeps the index open for its next slice, not the pages this one
+        # touched (they stay in the host's page cache): its memory does not grow slice
+        # by slice.
+        release_mapped_pages(index_columns(index))
 
 
 def _check_unchanged(reader: IndexReader) -> None:
