@@ -31,7 +31,7 @@ LAYERS: list[list[list[str]]] = [
     [["uncertain_cep.query"], ["uncertain_cep.interval"]],
     [["uncertain_cep.pipeline"]],
     [["uncertain_cep", "uncertain_cep.api", "uncertain_cep.results", "uncertain_cep.report",
-      "uncertain_cep.answer_files", "uncertain_cep.answer_streams",
+      "uncertain_cep.answer_files", "uncertain_cep.answer_streams", "uncertain_cep.sliced_index",
       "uncertain_cep.cli", "uncertain_cep.cli_parser", "uncertain_cep.cli_commands",
       "uncertain_cep.dataset_commands", "uncertain_cep.kernel_build",
       "uncertain_cep.__main__"]],

@@ -160,14 +160,15 @@ class AnswerParts:
     by :meth:`commit` (or dropped by :meth:`discard`).
 
     Rows come in chunks of at most a row group (:data:`ROW_GROUP_ROWS`); each is made
-    into a record batch (``to_batch``: sorted, ids gathered) and written as a row group
+    into a record batch (``to_batch``: sorted, ids gathered; None: chunks come as
+    record batches made already) and written as a row group
     of the part being filled (``part_rows`` rows a part) by a thread of its own while the
     search goes on. One chunk waits at most, so memory holds about three row groups,
     whatever the parts' size; a failed write is raised at the next :meth:`write` or at
     :meth:`commit`."""
 
     def __init__(self, target: str | os.PathLike[str], schema: pa.Schema,
-                 to_batch: Callable[[Answer], pa.RecordBatch], part_rows: int) -> None:
+                 to_batch: Callable[[Answer], pa.RecordBatch] | None, part_rows: int) -> None:
         self.target = Path(target)
         self.part_rows = part_rows
         check_write_target(self.target, "answer directory")
@@ -183,13 +184,13 @@ class AnswerParts:
                                                dir=self.target.parent))
         self.parts = 0
         self.rows = 0
-        self._queue: queue.Queue[Answer | None] = queue.Queue(maxsize=1)
+        self._queue: queue.Queue[Answer | pa.RecordBatch | None] = queue.Queue(maxsize=1)
         self._failed: BaseException | None = None
         self._writer = threading.Thread(target=self._write_parts, daemon=True,
                                         name="uncertain-cep-answer-parts")
         self._writer.start()
 
-    def write(self, answer: Answer) -> None:
+    def write(self, answer: Answer | pa.RecordBatch) -> None:
         """Queue rows (one row group's worth) for the writer, waiting while the previous
         ones wait."""
         self._raise_failure()
@@ -209,7 +210,7 @@ class AnswerParts:
         held = 0
         try:
             while (answer := self._queue.get()) is not None:
-                batch = self.to_batch(answer)
+                batch = _as_batch(answer, self.to_batch)
                 start = 0
                 while start < batch.num_rows:
                     if writer is None:
@@ -263,6 +264,15 @@ class AnswerParts:
         shutil.rmtree(self.draft, ignore_errors=True)
 
 
+def _as_batch(rows: Answer | pa.RecordBatch,
+              to_batch: Callable[[Answer], pa.RecordBatch] | None) -> pa.RecordBatch:
+    if isinstance(rows, Answer):
+        if to_batch is None:
+            raise TypeError("answer rows handed in where record batches were expected")
+        return to_batch(rows)
+    return rows
+
+
 def is_answer_directory(path: Path) -> bool:
     """Whether ``path`` is a directory holding nothing but Parquet parts (of an answer
     streamed here, or a Spark answer's files): what writing an answer there may
@@ -275,16 +285,17 @@ def is_answer_directory(path: Path) -> bool:
 
 class AnswerBatches:
     """The record batches of a search run in a thread of its own (``search(deliver)``
-    hands each part to ``deliver``), at most ``ahead`` parts ahead of the consumer: an
-    iterator whose memory does not grow with the answer.
+    hands each part to ``deliver``: answer rows made into batches by ``to_batch``, or
+    record batches made already where it is None), at most ``ahead`` parts ahead of the
+    consumer: an iterator whose memory does not grow with the answer.
 
     Stopping early (``close()``, leaving a ``for`` loop, Ctrl-C while waiting) stops
     the search at its next check (:func:`~uncertain_cep.query.evaluation.interrupts.
     stopped_by`) and joins its thread.
     """
 
-    def __init__(self, search: Callable[[Callable[[Answer], None]], None],
-                 to_batch: Callable[[Answer], pa.RecordBatch], ahead: int = 2) -> None:
+    def __init__(self, search: Callable[[Callable[[Any], None]], None],
+                 to_batch: Callable[[Answer], pa.RecordBatch] | None, ahead: int = 2) -> None:
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=ahead)
         self._stop = threading.Event()
         self._to_batch = to_batch
@@ -292,7 +303,7 @@ class AnswerBatches:
                                         name="uncertain-cep-iter-query")
         self._thread.start()
 
-    def _run(self, search: Callable[[Callable[[Answer], None]], None]) -> None:
+    def _run(self, search: Callable[[Callable[[Any], None]], None]) -> None:
         try:
             with interrupts.stopped_by(self._stop):
                 search(self._deliver)
@@ -302,8 +313,8 @@ class AnswerBatches:
         except BaseException as e:
             self._put(("error", e))
 
-    def _deliver(self, answer: Answer) -> None:
-        self._put(("batch", self._to_batch(answer)))
+    def _deliver(self, answer: Answer | pa.RecordBatch) -> None:
+        self._put(("batch", _as_batch(answer, self._to_batch)))
 
     def _put(self, item: tuple[str, Any]) -> None:
         while not self._stop.is_set():

@@ -68,6 +68,7 @@ from uncertain_cep.query.language.parse import bind_query
 from uncertain_cep.query.language.patterns import SequencePattern, with_limit
 from uncertain_cep.query.strategies import StrategyName, evaluate
 from uncertain_cep.results import QueryResult
+from uncertain_cep.sliced_index import SlicedIndex, answers_by_slices
 
 if TYPE_CHECKING:
     from uncertain_cep.index.store.manifest import Manifest
@@ -85,7 +86,7 @@ class UncertainIndex:
 
     def __init__(self, index: EventIndex | Callable[[], tuple[EventIndex, Mapping[str, Any]]],
                  provenance: Mapping[str, Any] | None = None, *,
-                 opened: str | None = None) -> None:
+                 opened: str | None = None, sliced: SlicedIndex | None = None) -> None:
         # An index opened from disk is mapped when first used (its first query), so that
         # opening reads its manifest only: ``index`` is then what maps it, giving the
         # provenance of what it mapped (a rebuild since the open is mapped whole, new).
@@ -96,11 +97,17 @@ class UncertainIndex:
         self._opened = opened
         # Where a reopened index came from (see IndexSummary.provenance); None if built here.
         self._provenance = dict(provenance) if provenance else None
+        # A sharded index too large to map whole: its queries answered shard by shard.
+        self._sliced = sliced
 
     @property
     def _index(self) -> EventIndex:
         """The index, mapped now if it was opened and not yet used."""
         if self._loaded is None:
+            if self._sliced is not None:
+                raise self._sliced.refusal(
+                    "describe(), forest(), order_instance_fraction(), save(), .archive "
+                    "and .event_index")
             with self._load_lock:
                 if self._loaded is None:
                     assert self._load is not None
@@ -125,19 +132,31 @@ class UncertainIndex:
 
     @property
     def n_events(self) -> int:
+        if self._sliced is not None:
+            return self._sliced.reader.manifest.counts.events
         return self.archive.n_events
 
     @property
     def n_groups(self) -> int:
+        if self._sliced is not None:
+            return self._sliced.reader.manifest.counts.groups
         return self.archive.n_groups
 
     @property
     def n_nodes(self) -> int:
+        if self._sliced is not None:
+            return self._sliced.reader.manifest.counts.nodes
         return self._index.n_nodes
 
     @property
     def n_trees(self) -> int:
+        if self._sliced is not None:
+            return self._sliced.reader.manifest.counts.trees
         return self._index.n_trees
+
+    @property
+    def _time_axis(self) -> TimeAxis | None:
+        return (self._sliced.archive if self._sliced is not None else self.archive).time_axis
 
     def __repr__(self) -> str:
         if self._loaded is None and self._opened is not None:
@@ -263,6 +282,13 @@ class UncertainIndex:
         """
         _check_rows(batch_rows, "batch_rows")
         pattern = self._bound(query, limit)
+        if self._sliced is not None:
+            sliced, name = self._sliced, self._strategy(strategy)
+            to_batches = self._sliced_batches(pattern, query)
+            def search(deliver: Callable[[pa.RecordBatch], None]) -> None:
+                sliced.feed(pattern, name, deliver, batch_rows, to_batches)
+
+            return iter(AnswerBatches(search, None))
         ctx = self._context(pattern, strategy, explain=False)
         to_batch = self._batches_of(pattern, query)
 
@@ -271,13 +297,25 @@ class UncertainIndex:
     def _batches_of(self, pattern: SequencePattern, query: str | SequencePattern
                     ) -> Callable[[Answer], pa.RecordBatch]:
         """Answer rows to record batches of the answer's Arrow schema, sorted."""
-        archive = self.archive
+        to_batches = self._batches_over(self.archive, pattern, query)
+        return lambda answer: to_batches(answer, self.archive.event_ids)
+
+    def _sliced_batches(self, pattern: SequencePattern, query: str | SequencePattern
+                        ) -> Callable[[Answer, np.ndarray], pa.RecordBatch]:
+        assert self._sliced is not None
+        return self._batches_over(self._sliced.archive, pattern, query)
+
+    @staticmethod
+    def _batches_over(archive: Archive, pattern: SequencePattern,
+                      query: str | SequencePattern
+                      ) -> Callable[[Answer, np.ndarray], pa.RecordBatch]:
+        """Rows of ``event_ids`` to record batches of the answer's Arrow schema over the
+        columns of ``archive`` (the id type, the time axis), sorted."""
         schema = answer_schema(archive.event_ids, _item_symbols(pattern), archive.time_axis,
                                query if isinstance(query, str) else str(pattern))
         # Each part or batch in the answer's order (the search hands them over as found).
-        return lambda answer: answer_record_batch(
-            answer.take(ranked(answer, archive.event_ids)), archive.event_ids, schema,
-            archive.time_axis)
+        return lambda answer, ids: answer_record_batch(
+            answer.take(ranked(answer, ids)), ids, schema, archive.time_axis)
 
     def _stream_to(self, out: str | os.PathLike[str], query: str | SequencePattern,
                    strategy: str, limit: int | None, part_rows: int) -> StreamedAnswer:
@@ -286,20 +324,32 @@ class UncertainIndex:
         if not isinstance(out, str | os.PathLike):
             raise InputError(f"out= takes the path of a directory, got {type(out).__name__}")
         pattern = self._bound(query, limit)
-        ctx = self._context(pattern, strategy, explain=False)
-        to_batch = self._batches_of(pattern, query)
-        parts = AnswerParts(out, to_batch(Answer.concat([], len(ctx.positive))).schema,
-                            to_batch, part_rows)
+        rows = min(part_rows, ROW_GROUP_ROWS)
+        empty = Answer.concat([], len(pattern.positive_items))
+        if self._sliced is not None:
+            sliced, name = self._sliced, self._strategy(strategy)
+            to_batches = self._sliced_batches(pattern, query)
+            parts = AnswerParts(out, to_batches(empty, sliced.archive.event_ids).schema,
+                                None, part_rows)
+            def search() -> QueryStats:
+                return sliced.feed(pattern, name, parts.write, rows, to_batches)
+        else:
+            ctx = self._context(pattern, strategy, explain=False)
+            to_batch = self._batches_of(pattern, query)
+            parts = AnswerParts(out, to_batch(empty).schema, to_batch, part_rows)
+            def search() -> QueryStats:
+                _feed(ctx, parts.write, rows)
+                return ctx.stats
         try:
-            _feed(ctx, parts.write, min(part_rows, ROW_GROUP_ROWS))
+            stats = search()
             parts.commit()
         except BaseException:
             parts.discard()
             raise
         _log.info("answer streamed to %s: %d rows in %d Parquet parts, %.1f s", out,
-                  parts.rows, parts.parts, ctx.stats.seconds)
+                  parts.rows, parts.parts, stats.seconds)
         return StreamedAnswer(Path(out), parts.rows, parts.parts,
-                              query if isinstance(query, str) else str(pattern), ctx.stats)
+                              query if isinstance(query, str) else str(pattern), stats)
 
     def count(self, query: str | SequencePattern, strategy: str = "selectivity") -> int:
         """The number of rows :meth:`query` would answer, found without making any row
@@ -312,6 +362,8 @@ class UncertainIndex:
         (6, 6)
         """
         pattern = self._bound(query, None)
+        if self._sliced is not None:
+            return self._sliced.count(pattern, self._strategy(strategy))
         ctx = self._context(pattern, strategy, explain=False)
         ctx.sink = CountedRows()
         evaluate(ctx, ctx.stats.strategy)
@@ -340,13 +392,16 @@ class UncertainIndex:
         if not isinstance(query, str | SequencePattern):
             raise QueryError(f"a query is query text or a SequencePattern, got "
                              f"{type(query).__name__}")
-        return with_limit(bind_query(query, self.archive.time_axis), limit)
+        return with_limit(bind_query(query, self._time_axis), limit)
+
+    @staticmethod
+    def _strategy(strategy: str) -> str:
+        return StrategyName(StrategyName.get_value(strategy)).value
 
     def _context(self, pattern: SequencePattern, strategy: str, explain: bool
                  ) -> QueryContext:
-        name = StrategyName(StrategyName.get_value(strategy))
         ctx = QueryContext(self._index, pattern, explain=explain)
-        ctx.stats.strategy = name.value
+        ctx.stats.strategy = self._strategy(strategy)
         if self._provenance and "shards" in self._provenance:
             # Opened in this process, a sharded index holds all its shards.
             ctx.stats.shards = int(self._provenance["shards"])
@@ -356,6 +411,8 @@ class UncertainIndex:
     def _evaluate(self, query: str | SequencePattern, strategy: str, explain: bool,
                   limit: int | None, max_rows: int | None) -> QueryResult:
         pattern = self._bound(query, limit)
+        if self._sliced is not None:
+            return self._sliced_result(query, pattern, strategy, explain, max_rows)
         ctx = self._context(pattern, strategy, explain)
         if pattern.limit is None:
             ctx.sink = AllRows(max_rows)
@@ -386,6 +443,22 @@ class UncertainIndex:
                               items=_item_symbols(pattern), event_times=times,
                               stats=ctx.stats, id_dtype=self.archive.event_ids.dtype,
                               time_axis=self.archive.time_axis, event_weights=drawn)
+
+    def _sliced_result(self, query: str | SequencePattern, pattern: SequencePattern,
+                       strategy: str, explain: bool, max_rows: int | None) -> QueryResult:
+        """:meth:`_evaluate` of an index answered shard by shard."""
+        assert self._sliced is not None
+        found, stats = self._sliced.answer(pattern, self._strategy(strategy),
+                                           max_rows=max_rows, explain=explain)
+        axis = self._sliced.archive.time_axis
+        frame = answer_table(found.answer, found.ids, axis)
+        _log.info("query answered slice by slice: %d rows, %d slices, %.1f s", len(frame),
+                  stats.slices, stats.seconds)
+        times = dict(zip(found.ids.tolist(), zip(found.t_lo.tolist(), found.t_hi.tolist())))
+        return QueryResult.of(frame, query=query if isinstance(query, str) else str(pattern),
+                              items=_item_symbols(pattern), event_times=times, stats=stats,
+                              id_dtype=self._sliced.archive.event_ids.dtype, time_axis=axis,
+                              event_weights=found.weights)
 
     def order_instance_fraction(self, assignment: Mapping[object, int]) -> float:
         """Fraction of a group's order instances placing each given event at its instant.
@@ -732,16 +805,18 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = False) -> Uncerta
                                                   reader=reader)
         return index, {"path": os.fspath(path), **manifest.provenance()}
 
-    idx = UncertainIndex(load, provenance, opened=_opened_repr(path, reader.manifest))
-    if verify:
+    sliced = SlicedIndex(reader) if answers_by_slices(reader) else None
+    idx = UncertainIndex(load, provenance, opened=_opened_repr(path, reader.manifest, sliced),
+                         sliced=sliced)
+    if verify and sliced is None:
         _ = idx.event_index     # every file hashed: map them now too, answering at once
     return idx
 
 
-def _opened_repr(path: Path | str, manifest: Manifest) -> str:
+def _opened_repr(path: Path | str, manifest: Manifest, sliced: SlicedIndex | None) -> str:
     """What an opened index not yet mapped shows of itself (its manifest's counts)."""
     c = manifest.counts
     shards = f", {len(manifest.shards)} shards" if manifest.is_sharded else ""
+    how = "queried shard by shard" if sliced is not None else "mapped at its first query"
     return (f"<UncertainIndex {os.fspath(path)}: {c.events} events, {c.trees} OI-trees, "
-            f"{c.nodes} nodes{shards}, codes={manifest.settings.codes!r}; "
-            "mapped at its first query>")
+            f"{c.nodes} nodes{shards}, codes={manifest.settings.codes!r}; {how}>")

@@ -305,7 +305,7 @@ def _expand(packed: Path, n_rows: int, put: Callable[[str, np.ndarray], None],
 
     save("group_start", group_start)
     save("tree_start", tree_start)
-    n_nodes, n_trees = int(group_start[-1]), int(tree_start[-1])
+    n_nodes = int(group_start[-1])
     if _rows(nodes_file) != stored_nodes or _rows(trees_file) != stored_trees:
         raise IndexFormatError(f"{packed} is damaged: its node and tree tables do not "
                                "match its group sizes; rebuild the index")

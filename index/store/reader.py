@@ -482,7 +482,8 @@ class IndexReader:
         schema = pq.read_schema(root / table_files(root, EVENTS)[0])
         empty = schema.empty_table().to_pandas().drop(
             columns=[c for c in schema.names if c.startswith(EVENT_COLUMN_PREFIX)])
-        archive = read_archive(pd.DataFrame(empty), group_by=self.manifest.group_by)
+        archive = read_archive(pd.DataFrame(empty), group_by=self.manifest.group_by,
+                               weighted=True)
         return dataclasses.replace(archive, time_axis=self.manifest.time_axis)
 
     def time_buckets(self) -> TimeBuckets:

@@ -45,7 +45,7 @@ def reaches(t_min: np.ndarray, t_max: np.ndarray, window: float
     if not len(t_min):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     # Instants are integers: an event at most ``window`` away is at most floor(window).
-    wide = int(math.floor(window))
+    wide = math.floor(window)
     t_min, t_max = np.asarray(t_min, dtype=np.int64), np.asarray(t_max, dtype=np.int64)
     # Saturated at int64's ends (where the wrapped difference is not taken).
     with np.errstate(over="ignore"):

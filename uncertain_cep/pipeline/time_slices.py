@@ -31,9 +31,16 @@ import numpy as np
 
 from uncertain_cep.errors import IndexFormatError, PlanningError
 from uncertain_cep.index.event_index import EventIndex
+from uncertain_cep.index.store.manifest_records import IndexCounts
 from uncertain_cep.index.store.mapped_pages import index_columns, release_mapped_pages
 from uncertain_cep.index.store.reader import IndexReader, TimeBuckets
-from uncertain_cep.index.store.working_copy import holds_whole, node_tables_thrash
+from uncertain_cep.index.store.working_copy import (
+    LIMIT_ENV,
+    cache_limit,
+    copy_bytes,
+    holds_whole,
+    node_tables_thrash,
+)
 from uncertain_cep.memory_pages import keep_freed_arrays
 from uncertain_cep.pipeline.seam_index import seam_index
 from uncertain_cep.query.evaluation.context import QueryContext
@@ -191,11 +198,13 @@ def evaluate_slice(reader: IndexReader, piece: TimeSlice, pattern: SequencePatte
 
 @contextlib.contextmanager
 def slice_context(reader: IndexReader, piece: TimeSlice, pattern: SequencePattern,
-                  strategy: str = "selectivity") -> Iterator[tuple[QueryContext, EventIndex]]:
+                  strategy: str = "selectivity", *, explain: bool = False
+                  ) -> Iterator[tuple[QueryContext, EventIndex]]:
     """The query context of the tuples anchored in the slice (its searches bounded by
     the slice's span, the shards it opens in its counters) and the index it searches
     (of a sharded index, the shards the span meets), for the caller to evaluate in the
-    block (with a sink of its own, if any); the answer's rows are rows of that index.
+    block (with a sink of its own, if any; ``explain``: recording its steps); the
+    answer's rows are rows of that index.
     When the block ends the pages the evaluation touched are let go."""
     if strategy not in SLICE_STRATEGIES:
         raise PlanningError(f"strategy {strategy!r} needs the whole index; with the Spark "
@@ -209,7 +218,7 @@ def slice_context(reader: IndexReader, piece: TimeSlice, pattern: SequencePatter
     span = (piece.lo, piece.latest + math.floor(piece.halo)) if math.isfinite(piece.halo) \
         else None
     index = opened_index(reader, shards, span)
-    ctx = QueryContext(index, pattern)
+    ctx = QueryContext(index, pattern, explain=explain)
     ctx.stats.strategy = strategy
     if reader.manifest.is_sharded:
         ctx.stats.shards_read = list(shards)
@@ -259,10 +268,32 @@ def opened_index(reader: IndexReader, shards: list[int] | None = None,
             # slice maps that one (made once per host, shared by its processes, kept for
             # the next query); else the shards asked for, side by side.
             wanted = tuple(shards)
+            _check_side_by_side(reader, wanted, span)
     index = _opened(reader, wanted)
     # Checked after loading too: a rebuild during the load is caught here.
     _check_unchanged(reader)
     return index
+
+
+def _check_side_by_side(reader: IndexReader, wanted: tuple[int, ...],
+                        span: tuple[int, int] | None) -> None:
+    """Refuse, before anything is written, shards side by side whose working copy the
+    host's cache cannot hold (a window longer than several shards, or none: a 100M-event
+    index's 26 shards side by side took 45 GB and filled the disk)."""
+    records = [reader.manifest.shards[k] for k in wanted]
+    counts = IndexCounts(*(sum(getattr(r.counts, f) for r in records)
+                           for f in ("events", "groups", "trees", "nodes")))
+    need = copy_bytes(counts, len(reader.manifest.schema))
+    if need > cache_limit():
+        why = ("the query has no WITHIN" if span is None
+               else f"its events meet instants {span[0]} to {span[1]}")
+        raise PlanningError(
+            f"a time slice of this query needs {len(wanted)} of the index's "
+            f"{len(reader.manifest.shards)} shards at once (shards {wanted[0]} to "
+            f"{wanted[-1]}: {why}): their working copy side by side would take about "
+            f"{need / 2**30:.1f} GiB, more than the cache's limit of "
+            f"{cache_limit() / 2**30:.1f} GiB (${LIMIT_ENV}); give a WITHIN shorter than "
+            f"a shard's time span, or raise ${LIMIT_ENV} where the disk holds that much")
 
 
 def _opened(reader: IndexReader, wanted: tuple[int, ...] | None) -> EventIndex:
