@@ -66,19 +66,19 @@ print("RESULT", json.dumps(out))
 
 def ensure_index(n: int, work: Path, shard_events: int | None = None) -> Path:
     """The Spark-built index of the synthetic archive of ``n`` events (built if absent),
-    in shards of about ``shard_events`` (default: the build's)."""
-    data = work / f"synthetic-{n}.parquet"
+    in shards of about ``shard_events`` (default: the build's). The archive is
+    bench_pipeline's (above 10M events, pieces of whole groups: one piece at a time in
+    memory; the generator's single table of 100M events needs more than 24 GB)."""
+    from bench.bench_pipeline import generate
+
     index = work / (f"index-{n}" if shard_events is None else f"index-{n}-{shard_events}")
     if (index / "manifest.json").exists():
         return index
-    cli = [sys.executable, "-m", "uncertain_cep.cli"]
-    if not data.exists():
-        subprocess.run([*cli, "datasets", "generate", "synthetic", "--n", str(n),
-                        "--groups", str(max(1, n // 1000)), "--d", "2", "--out", str(data)],
-                       check=True)
+    data = generate(n, work)
     t = time.perf_counter()
     shards = [] if shard_events is None else ["--shard-events", str(shard_events)]
-    subprocess.run([*cli, "build", str(data), "--out", str(index), *shards], check=True)
+    subprocess.run([sys.executable, "-m", "uncertain_cep.cli", "build", str(data),
+                    "--out", str(index), *shards], check=True)
     print(f"built {n:,} events in {time.perf_counter() - t:.0f} s", flush=True)
     return index
 

@@ -118,9 +118,13 @@ def write_durably(table: pa.Table, path: Path) -> None:
 
 
 def fsync_files(directory: Path) -> None:
-    """Flush every file of ``directory``, and the directory itself, to disk."""
+    """Flush every file of ``directory`` (of its subdirectories too), and the
+    directories themselves, to disk."""
     for path in directory.iterdir():
-        fsync_file(path)
+        if path.is_dir():
+            fsync_files(path)
+        else:
+            fsync_file(path)
     fsync_dir(directory)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import uncertain_cep as uc
 from uncertain_cep.index.store.reader import open_reader
-from uncertain_cep.index.store.working_copy import SEAL, cache_limit, working_copy
+from uncertain_cep.index.store.working_copy import SEAL, cache_limit, evict, working_copy
 
 
 def _index(tmp_path, name: str, n: int) -> tuple[object, object]:
@@ -37,8 +37,10 @@ def test_the_cache_keeps_within_its_limit_deleting_the_copies_used_longest_ago(
     # a used longest ago, then c, then b, none in the last minute
     for copy, ago in zip(copies, (300, 100, 200)):
         os.utime(copy / SEAL, (now - ago, now - ago))
-    # Room for about two copies: making one more deletes a and c, not b.
-    size = sum(f.stat().st_size for f in copies[0].rglob("*") if f.is_file())
+    # Room for about two copies: making one more deletes a and c, not b. (A copy's
+    # R*-tree files are links to the stored ones: no room of the cache's own.)
+    size = sum(f.stat().st_size for f in copies[0].rglob("*")
+               if f.is_file() and f.stat().st_nlink == 1)
     monkeypatch.setenv("UNCERTAIN_CEP_CACHE_LIMIT", str(int(2.5 * size)))
     d = _index(tmp_path, "d", 33)
     made = working_copy(*d, verified=True)
@@ -46,6 +48,26 @@ def test_the_cache_keeps_within_its_limit_deleting_the_copies_used_longest_ago(
     assert copies[1].exists() and made.exists()
     # Opening a again makes its copy again; the answers never change.
     assert uc.open_index(tmp_path / "a").query("PATTERN SEQ(A) DEFINE A AS x > 28").shape[0] == 1
+
+
+def test_a_copys_links_to_stored_files_count_against_the_limit_only_once_alone(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE", str(tmp_path / "cache"))
+    root, manifest = _index(tmp_path, "a", 40)
+    copy = working_copy(root, manifest, verified=True)
+    files = [f for f in copy.rglob("*") if f.is_file() and f.name != SEAL]
+    linked = [f for f in files if f.stat().st_nlink > 1]
+    assert linked and all(f.name.startswith("rtree") for f in linked)
+    own = sum(f.stat().st_size for f in files if f.stat().st_nlink == 1)
+    # A limit between the copy's own bytes and its bytes with the links keeps it.
+    monkeypatch.setenv("UNCERTAIN_CEP_CACHE_LIMIT", str(own + 1 + sum(
+        f.stat().st_size for f in linked) // 2))
+    evict(keep=tmp_path / "cache" / "none")
+    assert (copy / SEAL).is_file()
+    # Once the stored index is gone, the links are the copy's alone: counted, evicted.
+    shutil.rmtree(root)
+    evict(keep=tmp_path / "cache" / "none")
+    assert not copy.exists()
 
 
 def _open_and_hold(cache: str, root: str, taken, release) -> None:
