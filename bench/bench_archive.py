@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_pipeline import generate  # noqa: E402
 from bench.doc_sections import replace_section, write_json  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "archive.json"
@@ -69,8 +70,6 @@ def ensure_index(n: int, work: Path, shard_events: int | None = None) -> Path:
     in shards of about ``shard_events`` (default: the build's). The archive is
     bench_pipeline's (above 10M events, pieces of whole groups: one piece at a time in
     memory; the generator's single table of 100M events needs more than 24 GB)."""
-    from bench.bench_pipeline import generate
-
     index = work / (f"index-{n}" if shard_events is None else f"index-{n}-{shard_events}")
     if (index / "manifest.json").exists():
         return index
